@@ -1,0 +1,103 @@
+import { UnsupportedSpecificationError } from './errors.js';
+import type { ResolvedEnvironment } from './resolve-environment.js';
+import type { SandboxPaths } from './sandbox-paths.js';
+import type { SandboxScope } from './scope.js';
+
+/** Everything a backend needs to know about the sandbox a command runs in. */
+export interface SandboxRequest {
+  readonly scope: SandboxScope;
+  readonly paths: SandboxPaths;
+  /** The variables the commands see; never stored in the container's configuration. */
+  readonly environment: ResolvedEnvironment;
+}
+
+/** One command to run in a sandbox. */
+export interface ExecRequest {
+  /** A shell command line, run by `/bin/sh -c` semantics in the sandbox. */
+  readonly command: string;
+  /** Working directory inside the sandbox; the session's current one when omitted. */
+  readonly cwd?: string;
+  /** Seconds before the command's whole process tree is killed (exit 124). */
+  readonly timeout?: number;
+  /** Standard input; `/dev/null` when omitted. */
+  readonly stdin?: string | Uint8Array;
+}
+
+/** What a command produced. */
+export interface ExecResult {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** True when the command was killed at its timeout (exitCode 124). */
+  readonly timedOut: boolean;
+  /** True when output was cut to the limit; the cut is stated inside the output too. */
+  readonly truncated: boolean;
+  readonly durationMs: number;
+}
+
+/** State of a sandbox as the engine reports it. */
+export type SandboxState = 'running' | 'stopped' | 'paused' | 'missing' | 'other';
+
+/** One sandbox a backend owns, as `berth ls` shows it. */
+export interface SandboxInfo {
+  readonly scopeKey: string;
+  readonly kind: 'user' | 'task';
+  /** Platform and id of a user scope. */
+  readonly platform?: string;
+  readonly userId?: string;
+  /** Task id of a task scope. */
+  readonly taskId?: string;
+  readonly containerId: string;
+  readonly containerName: string;
+  readonly state: SandboxState;
+  readonly workspace: string;
+  readonly home: string;
+  /** ISO time of the last command, when known. */
+  readonly lastUsed?: string;
+}
+
+/** Optional abilities of a backend; the conformance suite skips what is absent. */
+export interface BackendCapabilities {
+  /** Commands run through a persistent shell (cd/export persist). */
+  readonly persistentSession: boolean;
+  /** Sandboxes of different scopes cannot reach each other over the network. */
+  readonly networkIsolation: boolean;
+  /** Idle sandboxes are stopped by `reap()`. */
+  readonly idleStop: boolean;
+  /** A gateway restart adopts existing sandboxes. */
+  readonly adoption: boolean;
+}
+
+/**
+ * The sandbox backend contract (v1). A backend owns one sandbox (container) per scope: it
+ * creates it on first use, reuses it after, and recreates it when it is gone.
+ */
+export interface SandboxBackendV1 {
+  readonly specificationVersion: 'v1';
+  /** Short name, e.g. `docker`. */
+  readonly name: string;
+  readonly capabilities: BackendCapabilities;
+  /** Makes sure the scope's sandbox exists and runs; returns its container id. Plugin use. */
+  doAcquire(request: SandboxRequest): Promise<string>;
+  /** Runs one command in the scope's sandbox, acquiring it first. Plugin use. */
+  doExec(request: SandboxRequest, exec: ExecRequest): Promise<ExecResult>;
+  /** Every sandbox this backend owns on its engine. */
+  list(): Promise<SandboxInfo[]>;
+  /** Stops a scope's sandbox; it restarts on the next command. */
+  stop(scopeKey: string): Promise<void>;
+  /** Removes a scope's container; with `purge`, its workspace and home too. */
+  remove(scopeKey: string, options?: { purge?: boolean; paths?: SandboxPaths }): Promise<void>;
+  /** Stops sandboxes idle for longer than the configured lifetime. Returns the scope keys stopped. */
+  reap(): Promise<string[]>;
+  /** Releases connections and timers; sandboxes keep running. */
+  close(): Promise<void>;
+}
+
+/** The backend contract versions this release understands. */
+export type SandboxBackend = SandboxBackendV1;
+
+/** Throws unless `backend` implements a contract version this release knows. */
+export function assertSandboxBackend(backend: unknown): asserts backend is SandboxBackend {
+  const version = (backend as { specificationVersion?: unknown } | null)?.specificationVersion;
+  if (version !== 'v1') throw new UnsupportedSpecificationError(`sandbox backend ${String((backend as { name?: unknown } | null)?.name)}`, version);
+}

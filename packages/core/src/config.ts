@@ -1,0 +1,200 @@
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { z } from 'zod';
+import { ConfigError } from './errors.js';
+
+/** Variable names: what POSIX shells accept. */
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The user-variable prefix: upper-case words joined by `_`. */
+const ENV_PREFIX = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/;
+
+const variableName = z.string().regex(VARIABLE_NAME, { message: 'expected a variable name like GITHUB_TOKEN' });
+
+/** A size in megabytes, as a number or as `512m`, `2g`, `1.5G`. */
+const megabytes = z.union([
+  z.number().int().min(16).max(1_048_576),
+  z
+    .string()
+    .regex(/^\d+(?:\.\d+)?\s*[kKmMgGtT]?[iI]?[bB]?$/, { message: 'expected megabytes as a number (5120) or a size like "512m" or "2g"' })
+    .transform((value, context) => {
+      const match = /^(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)/.exec(value)!;
+      const factor = { '': 1, k: 1 / 1024, m: 1, g: 1024, t: 1024 * 1024 }[match[2]!.toLowerCase() as '' | 'k' | 'm' | 'g' | 't'];
+      const result = Math.round(Number(match[1]) * factor);
+      if (result < 16) context.addIssue({ code: 'custom', message: 'expected at least 16 megabytes' });
+      return result;
+    }),
+]);
+
+/** A host path bound into every sandbox: `host:container` or `host:container:ro`. */
+const volume = z.string().regex(/^\/[^:]*:\/[^:]*(?::(?:ro|rw))?$/, { message: 'expected "/host/path:/container/path" or "/host/path:/container/path:ro"' });
+
+/** Capability names as the engines spell them, without the CAP_ prefix. */
+const capability = z.string().regex(/^[A-Z_]+$/, { message: 'expected a capability name such as CHOWN' });
+
+/** Keys the Python gateway's `terminal:` section may carry that Berth accepts and does not use. */
+export const IGNORED_GATEWAY_KEYS = [
+  'cwd',
+  'env_type',
+  'singularity_image',
+  'modal_image',
+  'daytona_image',
+  'container_disk',
+  'docker_mount_cwd_to_workspace',
+  'persistent_shell',
+  'ssh_host',
+  'ssh_user',
+  'ssh_port',
+  'ssh_key',
+] as const;
+
+/** The capabilities a shell needs to own, chmod and switch users among its own files. */
+export const DEFAULT_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID'] as const;
+
+/**
+ * The `terminal:` section of the gateway's config, keys spelled as the gateway spells them.
+ * Every key has a default, so an absent file means a working configuration.
+ */
+export const terminalConfigSchema = z
+  .strictObject({
+    backend: z.enum(['docker', 'podman']).default('docker'),
+    docker_user_sandbox: z.boolean().default(true),
+    docker_user_env_prefix: z.string().regex(ENV_PREFIX, { message: 'expected upper-case words joined by "_", like HERMES_USER' }).default('HERMES_USER'),
+    docker_forward_env: z.array(variableName).default([]),
+    docker_env: z.record(variableName, z.union([z.string(), z.number(), z.boolean()]).transform(String)).default({}),
+    docker_image: z.string().min(1).regex(/^[^\s]+$/, { message: 'expected an image reference without spaces, like debian:bookworm-slim' }).default('debian:bookworm-slim'),
+    container_cpu: z.number().positive().max(256).default(1),
+    container_memory: megabytes.default(5120),
+    container_persistent: z.boolean().default(true),
+    docker_network: z.boolean().default(true),
+    timeout: z.number().positive().max(86_400).default(180),
+    lifetime_seconds: z.number().int().min(0).max(31_536_000).default(300),
+    sandbox_dir: z.string().min(1).optional(),
+    docker_volumes: z.array(volume).default([]),
+    // Berth's own keys.
+    docker_exec_mode: z.enum(['auto', 'session', 'exec']).default('auto'),
+    docker_mask_secrets: z.boolean().default(true),
+    docker_max_running: z.number().int().min(0).default(0),
+    docker_pids_limit: z.number().int().min(16).max(1_000_000).default(512),
+    docker_cap_add: z.array(capability).default([...DEFAULT_CAPABILITIES]),
+    docker_no_new_privileges: z.boolean().default(true),
+    docker_read_only: z.boolean().default(false),
+    docker_tmp_size: megabytes.default(512),
+    docker_nofile: z.number().int().min(64).max(1_048_576).default(4096),
+    docker_nproc: z.number().int().min(16).max(1_048_576).default(4096),
+    docker_runtime: z.string().regex(/^[a-z0-9._-]+$/).optional(),
+    docker_output_limit: z.number().int().min(1024).max(268_435_456).default(1_048_576),
+    docker_identity_links: z.array(z.array(z.string().min(3)).min(2, { message: 'a link needs at least two identities' })).default([]),
+    platform_adapters: z.array(z.string().min(1)).default([]),
+    ...Object.fromEntries(IGNORED_GATEWAY_KEYS.map((key) => [key, z.unknown().optional()])),
+  })
+  .superRefine((value, context) => {
+    const reserved = new Set(['PATH', 'HOME', 'HOSTNAME']);
+    for (const name of Object.keys(value.docker_env ?? {})) {
+      if (reserved.has(name)) context.addIssue({ code: 'custom', path: ['docker_env', name], message: `${name} is set by the sandbox; remove it` });
+    }
+  });
+
+/** A validated `terminal:` section with every default filled in. */
+export type TerminalConfig = z.output<typeof terminalConfigSchema>;
+/** What a user may write in the `terminal:` section. */
+export type TerminalConfigInput = z.input<typeof terminalConfigSchema>;
+
+/** Where a configuration came from, for `berth doctor` and messages. */
+export interface LoadedConfig {
+  readonly config: TerminalConfig;
+  /** The file read, or `undefined` when defaults were used. */
+  readonly file: string | undefined;
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  return `${typeof value} ${String(value)}`;
+}
+
+function valueAt(root: unknown, keyPath: readonly PropertyKey[]): unknown {
+  let current = root;
+  for (const key of keyPath) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+/**
+ * Validates a parsed `terminal:` section. Throws `ConfigError` naming the first offending key,
+ * what it holds and what was expected.
+ */
+export function parseTerminalConfig(section: unknown, source = 'terminal'): TerminalConfig {
+  const input = section ?? {};
+  const result = terminalConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0]!;
+    const full = [source, ...issue.path.map(String), key].join('.');
+    throw new ConfigError(full, `unknown key ${full}; remove it or check its spelling (known keys are listed in docs/configuration.md)`);
+  }
+  const keyPath = issue.path.map(String);
+  const full = [source, ...keyPath].join('.');
+  const given = valueAt(input, issue.path as PropertyKey[]);
+  // Zod's messages for type errors read "Invalid input: expected number, received string".
+  const expected = issue.message.replace(/^Invalid input: /, '').replace(/, received .*$/, '');
+  const redacted = /env|token|secret|key|password/i.test(keyPath.join('.')) && typeof given === 'string' ? 'a string' : describeValue(given);
+  throw new ConfigError(full, `${full} is ${redacted}: ${expected}`);
+}
+
+/** The default config file: `${HERMES_HOME:-~/.hermes}/config.yaml`. */
+export function defaultConfigPath(environment: NodeJS.ProcessEnv = process.env): string {
+  return path.join(hermesHome(environment), 'config.yaml');
+}
+
+/** `$HERMES_HOME`, else `~/.hermes`. */
+export function hermesHome(environment: NodeJS.ProcessEnv = process.env): string {
+  return environment.HERMES_HOME || path.join(environment.HOME || homedir(), '.hermes');
+}
+
+/** Parses YAML text and validates its `terminal:` section. */
+export function parseConfigText(text: string, file: string): TerminalConfig {
+  let document: unknown;
+  try {
+    document = parseYaml(text, { prettyErrors: false, uniqueKeys: true });
+  } catch (error) {
+    const where = error instanceof YAMLParseError && error.linePos ? ` at line ${error.linePos[0].line}, column ${error.linePos[0].col}` : '';
+    const reason = error instanceof Error ? error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '') : String(error);
+    throw new ConfigError('', `${file} is not valid YAML${where}: ${reason}; fix the file`, { cause: error });
+  }
+  if (document === null || document === undefined) return parseTerminalConfig({});
+  if (typeof document !== 'object' || Array.isArray(document)) {
+    throw new ConfigError('', `${file} must hold a mapping with a terminal: section, not ${describeValue(document)}`);
+  }
+  const terminal = (document as Record<string, unknown>).terminal;
+  if (terminal !== undefined && terminal !== null && (typeof terminal !== 'object' || Array.isArray(terminal))) {
+    throw new ConfigError('terminal', `terminal in ${file} is ${describeValue(terminal)}: expected a mapping of settings`);
+  }
+  return parseTerminalConfig(terminal ?? {});
+}
+
+/**
+ * Loads the config: the explicit `file` (which must exist), else the default file when it
+ * exists, else the defaults.
+ */
+export function loadConfig(options: { file?: string; environment?: NodeJS.ProcessEnv } = {}): LoadedConfig {
+  const environment = options.environment ?? process.env;
+  const file = options.file ?? defaultConfigPath(environment);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && options.file === undefined) return { config: parseTerminalConfig({}), file: undefined };
+    const reason = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable' : code === 'EISDIR' ? 'is a folder' : `cannot be read (${code})`;
+    throw new ConfigError('', `config file ${file} ${reason}; pass an existing file with --config or remove the option`, { cause: error });
+  }
+  return { config: parseConfigText(text, file), file };
+}

@@ -1,0 +1,99 @@
+import { AmbiguousVariableError } from './errors.js';
+import { formatIdentity, PLATFORM_NAME_PATTERN, type Identity } from './identity.js';
+import type { PlatformRegistry } from './platform-registry.js';
+
+/** One user variable found in the gateway's environment. */
+export interface UserVariable {
+  /** The full name in the gateway's environment, e.g. `HERMES_USER_TELEGRAM_1_GITHUB_TOKEN`. */
+  readonly source: string;
+  /** The name inside the sandbox, e.g. `GITHUB_TOKEN`. */
+  readonly name: string;
+  readonly value: string;
+}
+
+/**
+ * The gateway's environment, indexed once: user variables grouped by platform and env form,
+ * so resolving one user's variables touches only that user's entries. Variables under the
+ * prefix that name no user unambiguously are kept aside in `refused`, never forwarded.
+ */
+export interface EnvironmentIndex {
+  /** The prefix this index was built for, e.g. `HERMES_USER`. */
+  readonly prefix: string;
+  /** The user variables of an identity, in name order. */
+  variablesOf(identity: Identity): readonly UserVariable[];
+  /** The variables under the prefix that were refused, with the reason. */
+  readonly refused: readonly AmbiguousVariableError[];
+  /** The gateway's environment the index was built from. */
+  readonly environment: Readonly<Record<string, string | undefined>>;
+  /** `{PREFIX}_{PLATFORM}_{ENVFORM}_`: what an operator writes before a variable for `identity`. */
+  prefixFor(identity: Identity): string;
+}
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Indexes `environment` for the user-variable prefix. A name `{PREFIX}_{P}_{E}_{VAR}` is read
+ * one way only: `P` and `E` contain no `_` (core forbids it in platform names and env forms),
+ * so the first two `_` after the prefix end them. It is refused when `P` is not a platform
+ * name, when `E` is not the exact env form of a canonical id on that platform (lower case,
+ * `0123` for Telegram, an escape written two ways), or when `VAR` is empty or invalid.
+ */
+export function createEnvironmentIndex(
+  environment: Readonly<Record<string, string | undefined>>,
+  options: { prefix: string; registry: PlatformRegistry },
+): EnvironmentIndex {
+  const { prefix, registry } = options;
+  const head = `${prefix}_`;
+  const byUser = new Map<string, UserVariable[]>();
+  const refused: AmbiguousVariableError[] = [];
+  const refuse = (variable: string, why: string): void => {
+    refused.push(new AmbiguousVariableError(variable, `variable ${variable} is not forwarded to any sandbox: ${why}; run "berth env --platform P --user ID" for the exact prefix of a user`));
+  };
+
+  for (const [key, value] of Object.entries(environment)) {
+    if (value === undefined || !key.startsWith(head)) continue;
+    const rest = key.slice(head.length);
+    const first = rest.indexOf('_');
+    const second = first < 0 ? -1 : rest.indexOf('_', first + 1);
+    if (first <= 0 || second <= first + 1 || second === rest.length - 1) {
+      refuse(key, `it is not of the form ${prefix}_{PLATFORM}_{USER}_{NAME}`);
+      continue;
+    }
+    const platformSegment = rest.slice(0, first);
+    const envForm = rest.slice(first + 1, second);
+    const name = rest.slice(second + 1);
+    const platform = platformSegment.toLowerCase();
+    if (platformSegment !== platform.toUpperCase() || !PLATFORM_NAME_PATTERN.test(platform)) {
+      refuse(key, `${JSON.stringify(platformSegment)} is not a platform name in upper case`);
+      continue;
+    }
+    if (!VARIABLE_NAME.test(name)) {
+      refuse(key, `${JSON.stringify(name)} is not a valid variable name`);
+      continue;
+    }
+    let identity: Identity;
+    try {
+      const adapter = registry.adapterFor(platform);
+      const id = adapter.idFromEnvName(envForm);
+      if (id === undefined) throw new Error('no id');
+      identity = { platform: adapter.platform, id };
+      if (registry.envName(identity) !== envForm) throw new Error('not canonical');
+    } catch {
+      refuse(key, `${JSON.stringify(envForm)} is not the env form of any ${platform} user`);
+      continue;
+    }
+    const userKey = formatIdentity(identity);
+    let list = byUser.get(userKey);
+    if (!list) byUser.set(userKey, (list = []));
+    list.push({ source: key, name, value });
+  }
+  for (const list of byUser.values()) list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+  return {
+    prefix,
+    refused,
+    environment,
+    variablesOf: (identity) => byUser.get(formatIdentity(identity)) ?? [],
+    prefixFor: (identity) => `${head}${registry.envPlatform(identity.platform)}_${registry.envName(identity)}_`,
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * Every error Berth raises on purpose is a `BerthError`: it has a stable `code` a caller can
+ * switch on, a one-line message that names the culprit and what to do, and never a secret value.
+ */
+export class BerthError extends Error {
+  /** A stable, machine-readable code such as `CONFIG_INVALID`. */
+  readonly code: string;
+
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** The configuration is malformed; `key` is the dotted path of the offending key. */
+export class ConfigError extends BerthError {
+  /** Dotted path of the key at fault, e.g. `terminal.container_memory`. */
+  readonly key: string;
+
+  constructor(key: string, message: string, options?: { cause?: unknown }) {
+    super('CONFIG_INVALID', message, options);
+    this.key = key;
+  }
+}
+
+/** A raw sender id or identity is not acceptable (malformed, or not a user: a group, a channel). */
+export class IdentityError extends BerthError {
+  /** The platform the id was given for. */
+  readonly platform: string;
+
+  constructor(platform: string, message: string, options?: { cause?: unknown }) {
+    super('IDENTITY_INVALID', message, options);
+    this.platform = platform;
+  }
+}
+
+/** Two distinct identities would share a folder, a container or a variable: refused. */
+export class IdentityCollisionError extends BerthError {
+  constructor(message: string) {
+    super('IDENTITY_COLLISION', message);
+  }
+}
+
+/** A variable in the gateway's environment could be read as belonging to more than one identity, or to none. */
+export class AmbiguousVariableError extends BerthError {
+  /** Name of the refused variable (never its value). */
+  readonly variable: string;
+
+  constructor(variable: string, message: string) {
+    super('ENV_AMBIGUOUS', message);
+    this.variable = variable;
+  }
+}
+
+/** No platform adapter is registered for a platform name. */
+export class UnknownPlatformError extends BerthError {
+  /** The platform name that had no adapter. */
+  readonly platform: string;
+
+  constructor(platform: string, message: string) {
+    super('PLATFORM_UNKNOWN', message);
+    this.platform = platform;
+  }
+}
+
+/** A path would leave the sandbox root. */
+export class PathEscapeError extends BerthError {
+  constructor(message: string) {
+    super('PATH_ESCAPE', message);
+  }
+}
+
+/** The container engine could not be reached; `endpoint` names the socket or URL that was tried. */
+export class EngineUnavailableError extends BerthError {
+  /** The socket path or URL that did not answer. */
+  readonly endpoint: string;
+
+  constructor(endpoint: string, message: string, options?: { cause?: unknown }) {
+    super('ENGINE_UNAVAILABLE', message, options);
+    this.endpoint = endpoint;
+  }
+}
+
+/** The sandbox image is absent and could not be pulled. */
+export class ImageNotFoundError extends BerthError {
+  /** The image reference that is missing. */
+  readonly image: string;
+
+  constructor(image: string, message: string, options?: { cause?: unknown }) {
+    super('IMAGE_NOT_FOUND', message, options);
+    this.image = image;
+  }
+}
+
+/** The sandbox (container) is gone, or in a state where the operation cannot run. */
+export class SandboxError extends BerthError {
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+  }
+}
+
+/** An implementation declares a contract version this release does not know. */
+export class UnsupportedSpecificationError extends BerthError {
+  constructor(what: string, version: unknown) {
+    super(
+      'SPECIFICATION_UNSUPPORTED',
+      `${what} declares specificationVersion ${JSON.stringify(version)}, but this release of Berth supports only "v1"; upgrade Berth or use a ${what} built for v1`,
+    );
+  }
+}
+
+/** True when `error` is a BerthError. */
+export function isBerthError(error: unknown): error is BerthError {
+  return error instanceof BerthError;
+}

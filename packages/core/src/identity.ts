@@ -1,0 +1,50 @@
+import { IdentityError } from './errors.js';
+
+/** A messaging user: the platform and the adapter's canonical id on it. */
+export interface Identity {
+  /** Platform name, lower case, e.g. `telegram`. */
+  readonly platform: string;
+  /** The canonical id the platform adapter produced, e.g. `123456789` or `+1234567890`. */
+  readonly id: string;
+}
+
+/** Platform names: a lower-case letter, then lower-case letters and digits (no `_`, no `-`). */
+export const PLATFORM_NAME_PATTERN = /^[a-z][a-z0-9]{0,31}$/;
+
+/** Formats an identity as `platform:id`, e.g. `telegram:123456789`. */
+export function formatIdentity(identity: Identity): string {
+  return `${identity.platform}:${identity.id}`;
+}
+
+/**
+ * Splits `platform:id` at the first colon. The id is returned as given; a platform adapter
+ * turns it into the canonical form.
+ */
+export function parseIdentity(value: string): Identity {
+  const colon = value.indexOf(':');
+  if (colon <= 0 || colon === value.length - 1) {
+    throw new IdentityError(
+      '',
+      `identity ${JSON.stringify(truncateForMessage(value))} is not of the form platform:id; write it like telegram:123456789`,
+    );
+  }
+  const platform = value.slice(0, colon).toLowerCase();
+  assertPlatformName(platform);
+  return { platform, id: value.slice(colon + 1) };
+}
+
+/** Throws unless `platform` is a valid platform name. */
+export function assertPlatformName(platform: string): void {
+  if (!PLATFORM_NAME_PATTERN.test(platform)) {
+    throw new IdentityError(
+      platform,
+      `platform name ${JSON.stringify(truncateForMessage(platform))} is invalid; use a lower-case letter followed by up to 31 lower-case letters or digits, e.g. telegram`,
+    );
+  }
+}
+
+/** Cuts a user-supplied value so that a message stays one readable line. */
+export function truncateForMessage(value: string, max = 60): string {
+  const printable = value.replace(/[\u0000-\u001f\u007f]/g, '?');
+  return printable.length > max ? `${printable.slice(0, max)}… (${value.length} characters)` : printable;
+}

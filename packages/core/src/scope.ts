@@ -1,0 +1,114 @@
+import { encodeFolderComponent, shortDigest } from './encode-name.js';
+import { formatIdentity, type Identity } from './identity.js';
+import type { IdentityLinks } from './identity-links.js';
+import type { PlatformRegistry } from './platform-registry.js';
+import { getActiveSession, parseSessionKey, type SessionContext } from './session-context.js';
+
+/** A sandbox that belongs to one person (possibly several linked identities). */
+export interface UserScope {
+  readonly kind: 'user';
+  /** Stable key, e.g. `user:telegram:123456789`; the primary identity's. */
+  readonly key: string;
+  /** The identity the current message came from. */
+  readonly identity: Identity;
+  /** The primary identity, whose folder and container the person uses. */
+  readonly primary: Identity;
+  /** All linked identities, primary first (just `[identity]` when unlinked). */
+  readonly identities: readonly Identity[];
+  /** Folder name under `{sandbox_dir}/docker/`, e.g. `telegram@123456789`. */
+  readonly folderName: string;
+  /** Engine-safe name part: readable, bounded, unique, e.g. `telegram-123456789-1a2b3c4d5e6f7a8b`. */
+  readonly slug: string;
+}
+
+/** A sandbox that belongs to an agent task: the legacy layout, unchanged. */
+export interface TaskScope {
+  readonly kind: 'task';
+  /** Stable key, e.g. `task:default`. */
+  readonly key: string;
+  readonly taskId: string;
+  /** Folder name under `{sandbox_dir}/docker/`: the task id itself when it is a plain name. */
+  readonly folderName: string;
+  readonly slug: string;
+}
+
+/** Whose sandbox a command runs in. */
+export type SandboxScope = UserScope | TaskScope;
+
+/** The task id used when a host gives none. */
+export const DEFAULT_TASK_ID = 'default';
+
+/** Task ids that keep their legacy folder name exactly. */
+const PLAIN_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * The legacy folder of a task: the task id itself when it is a plain name (so existing setups
+ * keep their files), else `task~` and the escaped id. Neither form contains `@`, which every
+ * user folder does, so a task can never land in a user's folder.
+ */
+export function taskFolderName(taskId: string): string {
+  return PLAIN_TASK_ID.test(taskId) ? taskId : `task~${encodeFolderComponent(taskId)}`;
+}
+
+function slugOf(readable: string, key: string): string {
+  const clean = readable.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+  return `${clean || 'x'}-${shortDigest(key)}`;
+}
+
+/** Builds the task scope for `taskId` (empty or absent: `default`). */
+export function taskScope(taskId: string | undefined): TaskScope {
+  const id = taskId && taskId.length > 0 ? taskId : DEFAULT_TASK_ID;
+  const key = `task:${id}`;
+  return { kind: 'task', key, taskId: id, folderName: taskFolderName(id), slug: slugOf(`task-${id}`, key) };
+}
+
+/** Builds the user scope of `identity`, following identity links to the primary identity. */
+export function userScope(identity: Identity, registry: PlatformRegistry, links?: IdentityLinks): UserScope {
+  const identities = links?.groupOf(identity) ?? [identity];
+  const primary = identities[0] ?? identity;
+  const key = `user:${formatIdentity(primary)}`;
+  // Compute every member's forms, so a colliding adapter is caught whichever id writes first.
+  for (const member of identities) registry.envName(member);
+  return {
+    kind: 'user',
+    key,
+    identity,
+    primary,
+    identities,
+    folderName: registry.folderName(primary),
+    slug: slugOf(`${primary.platform}-${primary.id}`, key),
+  };
+}
+
+/** What {@link resolveScope} needs. */
+export interface ResolveScopeOptions {
+  /** `docker_user_sandbox` from the config. */
+  readonly userSandbox: boolean;
+  readonly registry: PlatformRegistry;
+  readonly links?: IdentityLinks;
+  /** The session; the active one (AsyncLocalStorage) when omitted. */
+  readonly session?: SessionContext | undefined;
+  /** The task id the host passed to the terminal tool, used when the session has none. */
+  readonly taskId?: string | undefined;
+}
+
+/**
+ * The one place that decides whose sandbox a command runs in: the user's when
+ * `docker_user_sandbox` is on and the session names a user (by platform and sender id, or by a
+ * host session key of a direct chat); the task's (the legacy layout) otherwise. An invalid user
+ * id throws rather than falling back, so a bad id never lands in a shared task sandbox.
+ */
+export function resolveScope(options: ResolveScopeOptions): SandboxScope {
+  const session = options.session ?? getActiveSession();
+  const taskId = session?.taskId ?? options.taskId;
+  if (!options.userSandbox || !session) return taskScope(taskId);
+  let platform = session.platform;
+  let userId: string | number | undefined = session.userId;
+  if ((platform === undefined || userId === undefined || userId === '') && session.sessionKey) {
+    const parsed = parseSessionKey(session.sessionKey);
+    if (parsed) ({ platform, userId } = parsed);
+  }
+  if (!platform || userId === undefined || userId === '') return taskScope(taskId);
+  const identity = options.registry.resolve(platform, userId);
+  return userScope(identity, options.registry, options.links);
+}
