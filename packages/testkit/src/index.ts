@@ -1,0 +1,2 @@
+export * from './test-backend.js';
+export * from './test-platform-adapter.js';

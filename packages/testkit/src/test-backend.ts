@@ -1,0 +1,2 @@
+// Placeholder: replaced by the backend conformance suite (issue 3).
+export {};

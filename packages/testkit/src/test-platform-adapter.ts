@@ -1,0 +1,2 @@
+// Placeholder: replaced by the platform adapter conformance suite (issue 4).
+export {};
