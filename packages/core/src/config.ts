@@ -114,7 +114,27 @@ function describeValue(value: unknown): string {
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  return `${typeof value} ${String(value)}`;
+  return String(value);
+}
+
+/** Expected forms for keys whose schema is a union (zod only says "Invalid input" there). */
+const EXPECTED_FORM: Record<string, string> = {
+  docker_env: 'expected a string, number or boolean value',
+  container_memory: 'expected megabytes as a number (5120) or a size like "512m" or "2g"',
+  docker_tmp_size: 'expected megabytes as a number (512) or a size like "512m"',
+};
+
+/** Turns zod's wording into "expected …" in plain words. */
+function expectation(issue: { message: string; path: readonly PropertyKey[] }): string {
+  const message = issue.message.replace(/^Invalid input: /, '').replace(/, received .*$/, '');
+  if (message === 'Invalid input') return EXPECTED_FORM[String(issue.path[0])] ?? 'expected a different kind of value (see docs/configuration.md)';
+  const bound = /^Too (?:small|big): expected (\w+) to (?:be|have) (.+)$/.exec(message);
+  if (bound) return `expected ${bound[1] === 'array' ? 'a list with' : `a ${bound[1]}`} ${bound[2]!.replace('>=', 'at least ').replace('<=', 'at most ').replace('>', 'more than ').replace('<', 'less than ')}`;
+  const option = /^Invalid option: expected one of (.+)$/.exec(message);
+  if (option) return `expected one of ${option[1]!.split('|').join(', ')}`;
+  const type = /^expected (\w+)$/.exec(message);
+  if (type) return `expected ${type[1] === 'array' ? 'a list' : type[1] === 'object' ? 'a mapping' : `a ${type[1]}`}`;
+  return message;
 }
 
 function valueAt(root: unknown, keyPath: readonly PropertyKey[]): unknown {
@@ -143,8 +163,7 @@ export function parseTerminalConfig(section: unknown, source = 'terminal'): Term
   const keyPath = issue.path.map(String);
   const full = [source, ...keyPath].join('.');
   const given = valueAt(input, issue.path as PropertyKey[]);
-  // Zod's messages for type errors read "Invalid input: expected number, received string".
-  const expected = issue.message.replace(/^Invalid input: /, '').replace(/, received .*$/, '');
+  const expected = expectation(issue);
   const redacted = /env|token|secret|key|password/i.test(keyPath.join('.')) && typeof given === 'string' ? 'a string' : describeValue(given);
   throw new ConfigError(full, `${full} is ${redacted}: ${expected}`);
 }
@@ -163,7 +182,7 @@ export function hermesHome(environment: NodeJS.ProcessEnv = process.env): string
 export function parseConfigText(text: string, file: string): TerminalConfig {
   let document: unknown;
   try {
-    document = parseYaml(text, { prettyErrors: false, uniqueKeys: true });
+    document = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
   } catch (error) {
     const where = error instanceof YAMLParseError && error.linePos ? ` at line ${error.linePos[0].line}, column ${error.linePos[0].col}` : '';
     const reason = error instanceof Error ? error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '') : String(error);

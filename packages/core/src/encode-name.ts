@@ -30,7 +30,7 @@ function isFolderSafeByte(byte: number): boolean {
 }
 
 /**
- * Encodes any string as a file-name component: `[a-z0-9+._-]` stay, every other byte (upper
+ * Encodes any string as a file-name component: `[a-z0-9+._-]` stay (but a leading `._-`), every other byte (upper
  * case letters included, so that the name is also unique on case-insensitive file systems)
  * becomes `%XX`. Names longer than {@link MAX_FOLDER_COMPONENT} keep a readable head and end
  * in `~` and the SHA-256 of the id, which no unhashed name contains.
@@ -38,7 +38,9 @@ function isFolderSafeByte(byte: number): boolean {
 export function encodeFolderComponent(value: string): string {
   let out = '';
   for (const byte of utf8.encode(value)) {
-    out += isFolderSafeByte(byte) ? String.fromCharCode(byte) : `%${HEX[byte >> 4]}${HEX[byte & 15]}`;
+    // A leading `.`, `-` or `_` is escaped too: no form is `.`, `..`, hidden, or looks like an option.
+    const keep = isFolderSafeByte(byte) && (out.length > 0 || (byte !== 0x2e && byte !== 0x2d && byte !== 0x5f));
+    out += keep ? String.fromCharCode(byte) : `%${HEX[byte >> 4]}${HEX[byte & 15]}`;
     if (out.length > MAX_FOLDER_COMPONENT) break;
   }
   if (out.length <= MAX_FOLDER_COMPONENT) return out;

@@ -43,7 +43,7 @@ export interface PlatformAdapterV1 {
 export type PlatformAdapter = PlatformAdapterV1;
 
 /** Env forms: upper-case letters and digits only, so the `_` after them is unambiguous. */
-export const ENV_FORM_PATTERN = /^[0-9A-Z]{1,200}$/;
+export const ENV_FORM_PATTERN = /^[0-9A-Z]{1,4096}$/;
 /** Folder forms an adapter may return (core prefixes `platform@`). */
 export const FOLDER_FORM_PATTERN = /^[A-Za-z0-9+%=~][A-Za-z0-9+%=~._-]{0,199}$/;
 

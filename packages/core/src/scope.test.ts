@@ -1,0 +1,91 @@
+import path from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseTerminalConfig } from './config.js';
+import { IdentityError } from './errors.js';
+import { createPlatformRegistry } from './platform-registry.js';
+import { resolveSandboxDir } from './sandbox-paths.js';
+import { createSandboxResolver } from './sandbox-resolver.js';
+import { runWithSession } from './session-context.js';
+
+const root = path.resolve('/srv/berth');
+const resolver = (input: Record<string, unknown> = {}) =>
+  createSandboxResolver({ config: parseTerminalConfig({ sandbox_dir: root, ...input }), registry: createPlatformRegistry(), environment: {} });
+
+describe('scope and paths', () => {
+  it('uses the user layout for a session with a user', () => {
+    const request = resolver().resolve({ session: { platform: 'telegram', userId: 123456789, taskId: 't1' } });
+    expect(request.scope.kind).toBe('user');
+    expect(request.paths.workspace).toBe(path.join(root, 'docker', 'telegram@123456789', 'workspace'));
+    expect(request.paths.home).toBe(path.join(root, 'docker', 'telegram@123456789', 'home'));
+  });
+
+  it('reads the active session when none is given', () => {
+    const request = runWithSession({ platform: 'telegram', userId: '5' }, () => resolver().resolve());
+    expect(request.scope.key).toBe('user:telegram:5');
+  });
+
+  it('keeps the legacy task layout without a user or with docker_user_sandbox false', () => {
+    expect(resolver().resolve({ taskId: 'abc' }).paths.workspace).toBe(path.join(root, 'docker', 'abc', 'workspace'));
+    expect(resolver().resolve({ session: { taskId: 'abc' } }).paths.workspace).toBe(path.join(root, 'docker', 'abc', 'workspace'));
+    expect(resolver({ docker_user_sandbox: false }).resolve({ session: { platform: 'telegram', userId: 1, taskId: 'abc' } }).paths.workspace).toBe(
+      path.join(root, 'docker', 'abc', 'workspace'),
+    );
+    expect(resolver().resolve().scope.key).toBe('task:default');
+  });
+
+  it('takes the user from a host session key of a direct chat', () => {
+    expect(resolver().resolve({ session: { sessionKey: 'agent:main:telegram:direct:77' } }).scope.key).toBe('user:telegram:77');
+    expect(resolver().resolve({ session: { sessionKey: 'agent:main:telegram:group:-100', taskId: 'g' } }).scope.key).toBe('task:g');
+  });
+
+  it('refuses a bad user id instead of falling back to a shared task sandbox', () => {
+    expect(() => resolver().resolve({ session: { platform: 'telegram', userId: 'a\0b' } })).toThrow(IdentityError);
+  });
+
+  it('never produces a path outside {sandbox_dir}/docker, and never shares a folder (property)', () => {
+    const r = resolver();
+    const dockerRoot = path.join(root, 'docker');
+    const id = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 300 }),
+      fc.constantFrom('..', '.', '/', 'a/b', '/etc', '../../etc/passwd', '\0', 'x'.repeat(10_000), '%2e%2e', 'CON', 'telegram@1'),
+    );
+    const seen = new Map<string, string>();
+    fc.assert(
+      fc.property(fc.constantFrom('user', 'task'), fc.constantFrom('signal', 'telegram', 'discord'), id, (kind, platform, value) => {
+        let request;
+        try {
+          request = kind === 'user' ? r.resolve({ session: { platform, userId: value } }) : r.resolve({ taskId: value });
+        } catch (error) {
+          expect(error).toBeInstanceOf(IdentityError);
+          return;
+        }
+        const relative = path.relative(dockerRoot, request.paths.folder);
+        expect(relative).not.toMatch(/^\.\.?($|\/)/);
+        expect(relative).not.toContain(path.sep);
+        expect(relative.length).toBeGreaterThan(0);
+        expect(Buffer.byteLength(relative)).toBeLessThanOrEqual(255);
+        const key = relative.toLowerCase();
+        const previous = seen.get(key);
+        if (previous !== undefined) expect(previous).toBe(request.scope.key);
+        seen.set(key, request.scope.key);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('gives each scope a bounded engine-safe slug', () => {
+    const request = resolver().resolve({ session: { platform: 'signal', userId: 'Ünïcødé/..' + 'x'.repeat(200) } });
+    expect(request.scope.slug).toMatch(/^[a-z0-9-]{1,60}$/);
+  });
+});
+
+describe('sandbox_dir', () => {
+  it('prefers the config, then TERMINAL_SANDBOX_DIR, then HERMES_HOME/sandboxes, then ~/.hermes/sandboxes', () => {
+    expect(resolveSandboxDir('/a', { TERMINAL_SANDBOX_DIR: '/b', HERMES_HOME: '/c' })).toBe(path.resolve('/a'));
+    expect(resolveSandboxDir(undefined, { TERMINAL_SANDBOX_DIR: '/b', HERMES_HOME: '/c' })).toBe(path.resolve('/b'));
+    expect(resolveSandboxDir(undefined, { HERMES_HOME: '/c' })).toBe(path.resolve('/c/sandboxes'));
+    expect(resolveSandboxDir(undefined, { HOME: '/home/u' })).toBe(path.resolve('/home/u/.hermes/sandboxes'));
+    expect(resolveSandboxDir('~/s', { HOME: '/home/u' })).toBe(path.resolve('/home/u/s'));
+  });
+});

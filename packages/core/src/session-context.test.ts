@@ -1,0 +1,58 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { getActiveSession, getActiveSessionUserId, parseSessionKey, runWithSession, sessionFromEnvironment } from './session-context.js';
+
+describe('session context', () => {
+  it('is empty outside a session', () => {
+    expect(getActiveSession()).toBeUndefined();
+    expect(getActiveSessionUserId()).toBeUndefined();
+  });
+
+  it('gives the active user as platform:id', () => {
+    runWithSession({ platform: 'Telegram', userId: 123456789 }, () => {
+      expect(getActiveSessionUserId()).toBe('telegram:123456789');
+    });
+  });
+
+  it('keeps concurrent messages of different users apart across awaits', async () => {
+    const seen = await Promise.all(
+      Array.from({ length: 50 }, (_, index) =>
+        runWithSession({ platform: 'telegram', userId: String(index) }, async () => {
+          await sleep(Math.random() * 10);
+          const first = getActiveSessionUserId();
+          await sleep(Math.random() * 10);
+          return [first, getActiveSessionUserId()];
+        }),
+      ),
+    );
+    seen.forEach(([first, second], index) => {
+      expect(first).toBe(`telegram:${index}`);
+      expect(second).toBe(`telegram:${index}`);
+    });
+  });
+
+  it('cannot be changed by the code it runs', () => {
+    runWithSession({ platform: 'telegram', userId: '1' }, () => {
+      const session = getActiveSession() as { userId?: string };
+      expect(() => {
+        session.userId = '2';
+      }).toThrow(TypeError);
+      expect(getActiveSessionUserId()).toBe('telegram:1');
+    });
+  });
+
+  it('reads the Python gateway session variables', () => {
+    expect(sessionFromEnvironment({ HERMES_SESSION_PLATFORM: 'telegram', HERMES_SESSION_USER_ID: '42', HERMES_SESSION_CHAT_ID: '-100' })).toEqual({
+      platform: 'telegram',
+      userId: '42',
+      chatId: '-100',
+    });
+    expect(sessionFromEnvironment({})).toBeUndefined();
+  });
+
+  it('reads a user only from direct-chat session keys', () => {
+    expect(parseSessionKey('agent:main:telegram:direct:123')).toEqual({ platform: 'telegram', userId: '123' });
+    expect(parseSessionKey('agent:main:telegram:group:-100123')).toBeUndefined();
+    expect(parseSessionKey('main')).toBeUndefined();
+  });
+});
