@@ -53,6 +53,7 @@ ensure_podman() {
 # account files a shell expects.
 build_rootfs_tar() {
   local dir; dir="$(mktemp -d)"
+  chmod 0755 "$dir" # the image's /: non-root users in the sandbox (rootless keep-id) must traverse it
   mkdir -p "$dir/bin" "$dir/etc" "$dir/root" "$dir/tmp" "$dir/workspace" "$dir/proc" "$dir/sys" "$dir/dev" "$dir/usr/bin" "$dir/usr/sbin" "$dir/sbin"
   cp /bin/busybox "$dir/bin/busybox"
   chroot "$dir" /bin/busybox --install -s >/dev/null 2>&1 || (cd "$dir/bin" && for applet in $(./busybox --list); do [ -e "$applet" ] || ln -s busybox "$applet"; done)
@@ -63,23 +64,69 @@ build_rootfs_tar() {
   rm -rf "$dir"
 }
 
+# An image counts as present when it is this version of the base image (bump on any change).
+BASE_IMAGE_VERSION=2
+docker_has_image() { docker image inspect -f '{{json .Config.Env}}' "$BERTH_BASE_IMAGE" 2>/dev/null | grep -q "BERTH_BASE_IMAGE_VERSION=$BASE_IMAGE_VERSION"; }
+podman_has_image() { "$@" image inspect -f '{{json .Config.Env}}' "$BERTH_BASE_IMAGE" 2>/dev/null | grep -q "BERTH_BASE_IMAGE_VERSION=$BASE_IMAGE_VERSION"; }
+IMPORT_CHANGES=(-c 'CMD ["/bin/sh"]' -c 'WORKDIR /workspace' -c 'ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin' -c "ENV BERTH_BASE_IMAGE_VERSION=$BASE_IMAGE_VERSION")
+
 ensure_base_image() {
-  local tarball=""
-  if docker_answers "$DOCKER_SOCKET" && ! docker image inspect "$BERTH_BASE_IMAGE" >/dev/null 2>&1; then
-    tarball="$(mktemp --suffix=.tar)"; build_rootfs_tar "$tarball"
+  local tarball
+  tarball="$(mktemp --suffix=.tar)"; chmod 0644 "$tarball"
+  build_rootfs_tar "$tarball"
+  if docker_answers "$DOCKER_SOCKET" && ! docker_has_image; then
     say "importing $BERTH_BASE_IMAGE into Docker"
-    docker import -c 'CMD ["/bin/sh"]' -c 'WORKDIR /workspace' "$tarball" "$BERTH_BASE_IMAGE" >/dev/null
+    docker import "${IMPORT_CHANGES[@]}" "$tarball" "$BERTH_BASE_IMAGE" >/dev/null
   fi
-  if docker_answers "$PODMAN_SOCKET" && ! podman image exists "$BERTH_BASE_IMAGE"; then
-    [ -n "$tarball" ] || { tarball="$(mktemp --suffix=.tar)"; build_rootfs_tar "$tarball"; }
+  if docker_answers "$PODMAN_SOCKET" && ! podman_has_image podman; then
     say "importing $BERTH_BASE_IMAGE into Podman"
-    podman import -c 'CMD ["/bin/sh"]' -c 'WORKDIR /workspace' "$tarball" "$BERTH_BASE_IMAGE" >/dev/null
+    podman import -q "${IMPORT_CHANGES[@]}" "$tarball" "$BERTH_BASE_IMAGE" >/dev/null
   fi
-  [ -z "$tarball" ] || rm -f "$tarball"
+  if [ -n "${ROOTLESS_USER_READY:-}" ] && ! podman_has_image as_rootless podman; then
+    say "importing $BERTH_BASE_IMAGE into $ROOTLESS_USER's rootless Podman"
+    as_rootless podman import -q "${IMPORT_CHANGES[@]}" "$tarball" "$BERTH_BASE_IMAGE" >/dev/null
+  fi
+  rm -f "$tarball"
   say "base image $BERTH_BASE_IMAGE is present"
+}
+
+# Rootless Podman: an ordinary user with subordinate ids and their own API service, so the
+# Podman backend's suite can run rootless too.
+ROOTLESS_USER="${BERTH_ROOTLESS_USER:-berth-rootless}"
+as_rootless() {
+  local uid; uid="$(id -u "$ROOTLESS_USER")"
+  (cd / && runuser -u "$ROOTLESS_USER" -- env XDG_RUNTIME_DIR="/run/user/$uid" HOME="$(getent passwd "$ROOTLESS_USER" | cut -d: -f6)" PATH=/usr/local/bin:/usr/bin:/bin "$@")
+}
+
+ensure_rootless_podman() {
+  if [ "$(id -u)" != 0 ]; then say "not root: skipping the rootless Podman user set-up"; return; fi
+  if ! id "$ROOTLESS_USER" >/dev/null 2>&1; then
+    say "creating the user $ROOTLESS_USER for rootless Podman"
+    useradd -m -s /bin/bash "$ROOTLESS_USER"
+  fi
+  grep -q "^$ROOTLESS_USER:" /etc/subuid || usermod --add-subuids 200000-265535 "$ROOTLESS_USER"
+  grep -q "^$ROOTLESS_USER:" /etc/subgid || usermod --add-subgids 200000-265535 "$ROOTLESS_USER"
+  # slirp4netns needs to open /dev/net/tun; some machines ship it as 0600.
+  if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+    say "making /dev/net/tun usable by ordinary users (mode 0666) for rootless networking"
+    chmod 0666 /dev/net/tun
+  fi
+  local uid runtime socket
+  uid="$(id -u "$ROOTLESS_USER")"; runtime="/run/user/$uid"; socket="$runtime/podman/podman.sock"
+  install -d -m 0700 -o "$ROOTLESS_USER" -g "$ROOTLESS_USER" "$runtime" "$runtime/podman"
+  if docker_answers "$socket"; then
+    say "rootless Podman API already answers on $socket"
+  else
+    say "starting $ROOTLESS_USER's rootless podman system service (log: /var/log/berth-podman-rootless.log)"
+    touch /var/log/berth-podman-rootless.log && chown "$ROOTLESS_USER" /var/log/berth-podman-rootless.log
+    as_rootless bash -c "nohup podman system service --time=0 unix://$socket >>/var/log/berth-podman-rootless.log 2>&1 &"
+    wait_for_socket "$socket" "rootless Podman API" /var/log/berth-podman-rootless.log
+  fi
+  ROOTLESS_USER_READY=1
 }
 
 install_packages
 ensure_docker
 ensure_podman
+ensure_rootless_podman
 ensure_base_image
