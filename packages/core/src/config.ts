@@ -182,7 +182,7 @@ export function hermesHome(environment: NodeJS.ProcessEnv = process.env): string
 export function parseConfigText(text: string, file: string): TerminalConfig {
   let document: unknown;
   try {
-    document = parseYaml(text, { prettyErrors: true, uniqueKeys: true });
+    document = parseYaml(text, { prettyErrors: true, uniqueKeys: true, logLevel: 'error' });
   } catch (error) {
     const where = error instanceof YAMLParseError && error.linePos ? ` at line ${error.linePos[0].line}, column ${error.linePos[0].col}` : '';
     const reason = error instanceof Error ? error.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '') : String(error);
