@@ -1,0 +1,164 @@
+import { constants, statSync } from 'node:fs';
+import { access } from 'node:fs/promises';
+import path from 'node:path';
+import { defaultConfigPath, isBerthError, resolveSandboxDir, type LoadedConfig } from '@berth/core';
+import { createBackend } from '../create-backend.js';
+import { createBerthResolver } from '../create-berth.js';
+import { engineVersion, imageExists } from '../engine-client.js';
+import { findEngine } from '../find-engine.js';
+import { colorsFor, type CliIo } from './cli-io.js';
+import { loadCliConfig } from './load-cli-config.js';
+import type { CliOptions } from './parse-cli-arguments.js';
+
+/** The outcome of one doctor check. */
+export interface DoctorCheck {
+  readonly name: 'config' | 'engine' | 'backend' | 'image' | 'sandbox-root' | 'variables';
+  readonly status: 'ok' | 'problem' | 'warning' | 'skipped';
+  readonly detail: string;
+  /** The one thing to do, for problems and warnings. */
+  readonly fix?: string;
+}
+
+/** What `berth doctor --json` prints. */
+export interface DoctorReport {
+  readonly ok: boolean;
+  readonly engine: { readonly name: string; readonly endpoint: string; readonly how: string; readonly reachable: boolean; readonly version: string | null; readonly apiVersion: string | null };
+  readonly config: { readonly file: string | null; readonly valid: boolean; readonly error: string | null };
+  readonly image: { readonly name: string | null; readonly present: boolean | null };
+  readonly sandboxRoot: { readonly path: string; readonly exists: boolean; readonly writable: boolean };
+  readonly checks: readonly DoctorCheck[];
+}
+
+async function sandboxRootState(root: string): Promise<{ exists: boolean; writable: boolean; problem?: string }> {
+  let existing = root;
+  // The root is made on first use: what matters is that the nearest existing folder lets us.
+  for (;;) {
+    try {
+      const stat = statSync(existing);
+      if (!stat.isDirectory()) return { exists: existing === root, writable: false, problem: `${existing} is not a folder` };
+      break;
+    } catch {
+      const parent = path.dirname(existing);
+      if (parent === existing) break;
+      existing = parent;
+    }
+  }
+  try {
+    await access(existing, constants.W_OK | constants.X_OK);
+    return { exists: existing === root, writable: true };
+  } catch {
+    return { exists: existing === root, writable: false, problem: `${existing} is not writable by this user` };
+  }
+}
+
+/** Runs every check; never throws for a failed check. */
+export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<DoctorReport> {
+  const checks: DoctorCheck[] = [];
+  let loaded: LoadedConfig | undefined;
+  let configError: string | null = null;
+  try {
+    loaded = loadCliConfig(io, options.config);
+    checks.push({
+      name: 'config',
+      status: 'ok',
+      detail: loaded.file ? `${loaded.file} is valid` : `no file at ${defaultConfigPath(io.environment as NodeJS.ProcessEnv)}; using the defaults`,
+    });
+  } catch (error) {
+    configError = (error as Error).message;
+    checks.push({ name: 'config', status: 'problem', detail: configError, fix: 'fix the config file as the message says' });
+  }
+  const config = loaded?.config;
+  const backendName = config?.backend ?? 'docker';
+  const endpoint = findEngine(backendName, io.environment);
+  let version: Awaited<ReturnType<typeof engineVersion>> | undefined;
+  try {
+    version = await engineVersion(endpoint);
+    checks.push({ name: 'engine', status: 'ok', detail: `${version.product} ${version.version} (API ${version.apiVersion}) at ${endpoint.display}, found via ${endpoint.how}` });
+  } catch (error) {
+    checks.push({
+      name: 'engine',
+      status: 'problem',
+      detail: `no ${backendName} engine answers at ${endpoint.display} (found via ${endpoint.how})`,
+      fix: `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket${isBerthError(error) ? '' : ` (${(error as Error).message})`}`,
+    });
+  }
+  if (config) {
+    try {
+      const backend = await createBackend(config, { environment: io.environment });
+      await backend.close();
+      checks.push({ name: 'backend', status: 'ok', detail: `the ${backend.name} backend is available` });
+    } catch (error) {
+      checks.push({ name: 'backend', status: 'problem', detail: (error as Error).message, fix: 'set terminal.backend to docker' });
+    }
+  }
+  let present: boolean | null = null;
+  if (config && version) {
+    try {
+      present = await imageExists(endpoint, config.docker_image);
+      checks.push(
+        present
+          ? { name: 'image', status: 'ok', detail: `${config.docker_image} is on the engine` }
+          : {
+              name: 'image',
+              status: 'problem',
+              detail: `${config.docker_image} is not on the engine; the first command will try to pull it`,
+              fix: `pull it (${backendName} pull ${config.docker_image}) or set terminal.docker_image to an image the engine has`,
+            },
+      );
+    } catch (error) {
+      checks.push({ name: 'image', status: 'problem', detail: (error as Error).message, fix: 'check the engine' });
+    }
+  } else {
+    checks.push({ name: 'image', status: 'skipped', detail: config ? 'the engine did not answer' : 'the config is not valid' });
+  }
+  const root = resolveSandboxDir(config?.sandbox_dir, io.environment as NodeJS.ProcessEnv);
+  const state = await sandboxRootState(root);
+  checks.push(
+    state.writable
+      ? { name: 'sandbox-root', status: 'ok', detail: state.exists ? `${root} is writable` : `${root} does not exist yet and can be created` }
+      : { name: 'sandbox-root', status: 'problem', detail: `${root}: ${state.problem}`, fix: 'make it a writable folder, or set TERMINAL_SANDBOX_DIR (or terminal.sandbox_dir) to one' },
+  );
+  if (config) {
+    try {
+      const resolver = await createBerthResolver({ config, environment: io.environment, resolveFrom: io.cwd });
+      const refused = resolver.index.refused.map((error) => error.variable);
+      checks.push(
+        refused.length === 0
+          ? { name: 'variables', status: 'ok', detail: `every ${config.docker_user_env_prefix}_* variable names exactly one user` }
+          : {
+              name: 'variables',
+              status: 'warning',
+              detail: `${refused.length} variable(s) reach no sandbox: ${refused.join(', ')}`,
+              fix: 'run "berth env --platform P --user ID" for the exact prefix of each user and rename them',
+            },
+      );
+    } catch (error) {
+      checks.push({ name: 'variables', status: 'problem', detail: (error as Error).message, fix: 'fix the config as the message says' });
+    }
+  }
+  return {
+    ok: checks.every((check) => check.status === 'ok' || check.status === 'warning'),
+    engine: { name: backendName, endpoint: endpoint.display, how: endpoint.how, reachable: version !== undefined, version: version?.version ?? null, apiVersion: version?.apiVersion ?? null },
+    config: { file: loaded?.file ?? (options.config ? path.resolve(io.cwd, options.config) : null), valid: loaded !== undefined, error: configError },
+    image: { name: config?.docker_image ?? null, present },
+    sandboxRoot: { path: root, exists: state.exists, writable: state.writable },
+    checks,
+  };
+}
+
+/** `berth doctor`: exit 0 only when every check passed. */
+export async function runDoctorCommand(io: CliIo, options: CliOptions): Promise<number> {
+  const report = await runDoctorChecks(io, options);
+  if (options.json) {
+    io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } else {
+    const colors = colorsFor(io.stdout, io.environment);
+    const mark = { ok: colors.green('ok'), problem: colors.red('PROBLEM'), warning: colors.yellow('warning'), skipped: colors.dim('skipped') };
+    for (const check of report.checks) {
+      io.stdout.write(`${mark[check.status]}  ${check.name}: ${check.detail}\n`);
+      if (check.fix) io.stdout.write(`    -> ${check.fix}\n`);
+    }
+    io.stdout.write(report.ok ? 'all is well\n' : 'some checks failed\n');
+  }
+  return report.ok ? 0 : 1;
+}

@@ -1,0 +1,61 @@
+import type { Identity, SandboxResolver, VariableSource } from '@berth/core';
+import { formatIdentity } from '@berth/core';
+import { formatTable, maskValue } from './format-table.js';
+
+/** One variable of a user's sandbox as `berth env` shows it (the value masked). */
+export interface EnvironmentReportVariable {
+  readonly name: string;
+  readonly source: VariableSource;
+  /** The config key or gateway variable it comes from. */
+  readonly from: string;
+  /** `***`, or `(empty)`; never the value. */
+  readonly value: string;
+}
+
+/** What `berth env --json` prints. */
+export interface EnvironmentReport {
+  /** The canonical identity, e.g. `telegram:123456789`. */
+  readonly identity: string;
+  readonly scope: string;
+  /** The prefix an operator writes before a variable name for this user. */
+  readonly prefix: string;
+  /** Identities linked to this one (including itself), primary first. */
+  readonly linked: readonly string[];
+  readonly variables: readonly EnvironmentReportVariable[];
+  /** Variables under the user prefix that no sandbox gets, by name, with the reason. */
+  readonly refused: ReadonlyArray<{ readonly variable: string; readonly reason: string }>;
+}
+
+// Core's message repeats the name and ends with advice to run this very command: keep the why.
+function refusalReason(variable: string, message: string): string {
+  return message.replace(`variable ${variable} is not forwarded to any sandbox: `, '').replace(/; run "berth env[^"]*" for the exact prefix of a user$/, '');
+}
+
+/** Builds the report of `identity`'s sandbox environment; touches no engine. */
+export function buildEnvironmentReport(resolver: SandboxResolver, identity: Identity): EnvironmentReport {
+  const scope = resolver.scopeOf({ identity });
+  const request = resolver.forScope(scope);
+  return {
+    identity: formatIdentity(identity),
+    scope: scope.key,
+    prefix: resolver.index.prefixFor(identity),
+    linked: scope.kind === 'user' ? scope.identities.map(formatIdentity) : [],
+    variables: request.environment.details.map((variable) => ({ name: variable.name, source: variable.source, from: variable.from, value: maskValue(variable.value) })),
+    refused: resolver.index.refused.map((error) => ({ variable: error.variable, reason: refusalReason(error.variable, error.message) })),
+  };
+}
+
+/** The human form of an {@link EnvironmentReport}. */
+export function formatEnvironmentReport(report: EnvironmentReport): string {
+  let out = `${report.identity} (${report.scope})\n`;
+  out += `prefix for this user's variables: ${report.prefix}\n`;
+  out += `  e.g. ${report.prefix}GITHUB_TOKEN=... reaches this sandbox as GITHUB_TOKEN\n`;
+  if (report.linked.length > 1) out += `linked identities: ${report.linked.join(', ')}\n`;
+  out += '\n';
+  out += report.variables.length === 0 ? 'no variables\n' : formatTable(['NAME', 'SOURCE', 'FROM', 'VALUE'], report.variables.map((variable) => [variable.name, variable.source, variable.from, variable.value]));
+  if (report.refused.length > 0) {
+    out += `\nrefused (reach no sandbox):\n`;
+    for (const refused of report.refused) out += `  ${refused.variable}: ${refused.reason}\n`;
+  }
+  return out;
+}

@@ -1,0 +1,106 @@
+import type { CommandName } from './parse-cli-arguments.js';
+
+const COMMON = `      --config FILE   the gateway config (default: \${HERMES_HOME:-~/.hermes}/config.yaml when it exists)
+  -h, --help          show this help`;
+
+/** `berth --help`. */
+export const MAIN_HELP = `berth — per-user sandboxes for agent gateways
+
+Usage: berth COMMAND [options]
+
+Commands:
+  exec    run a command in a user's or a task's sandbox, as the terminal tool would
+  ls      list every sandbox Berth owns on the engine
+  rm      remove a sandbox (--purge: its workspace and home too)
+  env     show the variables a user's sandbox gets, and the prefix to set them
+  doctor  check the engine, the config, the image and the sandbox root
+  demo    play two Telegram users and one WhatsApp user and show that they stay apart
+
+Berth's own environment stands for the gateway's: HERMES_USER_<PLATFORM>_<ID>_<NAME>
+variables, TERMINAL_SANDBOX_DIR and HERMES_HOME are read from it.
+Exit status: the command's for exec (124 after a timeout); 125 for any error of Berth's own.
+Run "berth COMMAND --help" for a command's options.
+`;
+
+/** `berth COMMAND --help`. */
+export const COMMAND_HELP: Record<CommandName, string> = {
+  exec: `Usage: berth exec [--platform P --user ID | --task T] [--timeout S] [--cwd DIR] -- COMMAND...
+
+Runs COMMAND in that scope's sandbox exactly as the terminal tool does (a persistent shell,
+the user's variables, output masked). The words after -- are joined with spaces into one
+command line for the sandbox's shell, as ssh does. Stdin is empty.
+
+Options:
+      --platform P    the user's platform, e.g. telegram
+      --user ID       the user's id on that platform, e.g. 123456789
+      --task T        a task sandbox (the legacy layout) when no user is given (default: default)
+      --timeout S     seconds before the command is killed, exit 124 (default: terminal.timeout)
+      --cwd DIR       working directory inside the sandbox
+${COMMON}
+
+Exit status: the command's; 124 after a timeout; 125 when Berth itself fails (bad id,
+bad config, engine unreachable, image missing), with one line on stderr and nothing created.
+`,
+  ls: `Usage: berth ls [--json]
+
+Lists every sandbox Berth owns on the engine: scope, platform and user (or task), container
+and state, workspace and home folders, last use.
+
+Options:
+      --json          print an array of {scope, kind, platform, user, task, containerId,
+                      state, workspace, home, lastUsed}
+${COMMON}
+`,
+  rm: `Usage: berth rm (--platform P --user ID | --task T) [--purge]
+
+Removes that scope's container. With --purge, also deletes its workspace and home folders,
+and nothing else: symbolic links inside are removed, never followed.
+
+Options:
+      --platform P    the user's platform
+      --user ID       the user's id on that platform
+      --task T        a task sandbox instead
+      --purge         delete the workspace and home too
+${COMMON}
+`,
+  env: `Usage: berth env --platform P --user ID [--json]
+
+Shows the variables that user's sandbox gets, each with its source (static: docker_env,
+forwarded: docker_forward_env, user: the user's own, linked: a linked identity's), values
+masked, and the exact prefix an operator writes for that user, e.g.
+HERMES_USER_TELEGRAM_123456789_GITHUB_TOKEN=... Also lists, by name, the variables under
+the prefix that reach no sandbox and why.
+
+Options:
+      --platform P    the user's platform
+      --user ID       the user's id on that platform
+      --json          print {identity, scope, prefix, linked, variables, refused}
+${COMMON}
+`,
+  doctor: `Usage: berth doctor [--json]
+
+Checks the container engine (which one, how it was found, its version), the config file
+and whether it is valid, the image and whether it is on the engine, and the sandbox root
+and whether it is writable. Prints the one thing to do for each problem.
+
+Options:
+      --json          print {ok, checks: [{name, status, detail, fix}]}
+${COMMON}
+
+Exit status: 0 when all is well, 1 when a check failed.
+`,
+  demo: `Usage: berth demo [--json]
+
+Plays a short conversation on the local engine: two Telegram users and one WhatsApp user
+each write a note and read their own GITHUB_TOKEN and a shared forwarded variable, then try
+to read each other's notes and tokens. Prints who saw what, then removes everything it made
+(containers and the temporary sandbox root). Uses the configured image, or the local base
+image when that one is missing and cannot be pulled.
+
+Options:
+      --json          print the report as JSON
+${COMMON}
+
+Exit status: 0 when isolation held and everything was removed, 1 otherwise.
+`,
+};

@@ -1,0 +1,136 @@
+import { parseArgs } from 'node:util';
+import { BerthError, truncateForMessage } from '@berth/core';
+
+/** A mistake on the command line; the CLI prints it in one line and exits 125. */
+export class UsageError extends BerthError {
+  constructor(message: string) {
+    super('USAGE', message);
+  }
+}
+
+/** The commands of `berth`. */
+export const COMMANDS = ['exec', 'ls', 'rm', 'env', 'doctor', 'demo'] as const;
+/** One command of `berth`. */
+export type CommandName = (typeof COMMANDS)[number];
+
+/** Options each command accepts, besides `--config` and `--help`. */
+const COMMAND_OPTIONS = {
+  exec: ['platform', 'user', 'task', 'timeout', 'cwd'],
+  ls: ['json'],
+  rm: ['platform', 'user', 'task', 'purge'],
+  env: ['platform', 'user', 'json'],
+  doctor: ['json'],
+  demo: ['json'],
+} as const satisfies Record<CommandName, readonly string[]>;
+
+const OPTION_TYPES = {
+  platform: { type: 'string' },
+  user: { type: 'string' },
+  task: { type: 'string' },
+  timeout: { type: 'string' },
+  cwd: { type: 'string' },
+  json: { type: 'boolean' },
+  purge: { type: 'boolean' },
+  config: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** The values a command line gave. */
+export interface CliOptions {
+  platform?: string;
+  user?: string;
+  task?: string;
+  timeout?: number;
+  cwd?: string;
+  json: boolean;
+  purge: boolean;
+  config?: string;
+}
+
+/** A parsed command line. */
+export type ParsedCommandLine =
+  | { readonly kind: 'help'; readonly command?: CommandName }
+  | { readonly kind: 'version' }
+  | { readonly kind: 'command'; readonly command: CommandName; readonly options: CliOptions; readonly commandWords: readonly string[] };
+
+/** Task ids the CLI accepts: the plain names the legacy layout keeps as folder names. */
+export const CLI_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+function isCommand(value: string | undefined): value is CommandName {
+  return (COMMANDS as readonly string[]).includes(value ?? '');
+}
+
+/**
+ * Parses `berth COMMAND [options] [-- words…]` with `node:util`'s `parseArgs`. Everything after
+ * the first `--` belongs to the command run by `exec`. Throws {@link UsageError} on unknown
+ * commands or options, missing values, and combinations that name no single sandbox.
+ */
+export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
+    const topic = first === 'help' ? rest[0] : undefined;
+    if (topic !== undefined && !isCommand(topic)) throw new UsageError(`unknown command ${JSON.stringify(truncateForMessage(topic))}; run "berth --help" for the list`);
+    return topic ? { kind: 'help', command: topic } : { kind: 'help' };
+  }
+  if (first === '--version' || first === '-V') return { kind: 'version' };
+  if (!isCommand(first)) throw new UsageError(`unknown command ${JSON.stringify(truncateForMessage(first))}; run "berth --help" for the list`);
+  const command = first;
+  const separator = rest.indexOf('--');
+  const optionWords = separator < 0 ? rest : rest.slice(0, separator);
+  const afterSeparator = separator < 0 ? [] : rest.slice(separator + 1);
+  const allowed = [...COMMAND_OPTIONS[command], 'config', 'help'];
+  const options = Object.fromEntries(allowed.map((name) => [name, OPTION_TYPES[name as keyof typeof OPTION_TYPES]]));
+  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: [...optionWords], options, strict: true, allowPositionals: true });
+  } catch (error) {
+    const message = (error as Error).message.split('\n')[0]!.replace(/\. To specify a positional argument.*$/, '');
+    throw new UsageError(`berth ${command}: ${message}; run "berth ${command} --help"`);
+  }
+  if (parsed.values.help === true) return { kind: 'help', command };
+  const values = parsed.values;
+  if (command === 'exec') {
+    if (parsed.positionals.length > 0 && separator < 0) {
+      throw new UsageError('berth exec: put the command after "--", e.g. berth exec --task default -- ls -la');
+    }
+  } else if (parsed.positionals.length > 0 || separator >= 0) {
+    throw new UsageError(`berth ${command}: unexpected argument ${JSON.stringify(truncateForMessage(String(parsed.positionals[0] ?? '--')))}; run "berth ${command} --help"`);
+  }
+  const commandWords = command === 'exec' ? [...parsed.positionals, ...afterSeparator] : [];
+  if (command === 'exec' && commandWords.length === 0) throw new UsageError('berth exec: no command given; add it after "--", e.g. berth exec -- ls -la');
+
+  const result: CliOptions = { json: values.json === true, purge: values.purge === true };
+  for (const name of ['platform', 'user', 'task', 'cwd', 'config'] as const) {
+    const value = values[name];
+    if (typeof value === 'string') result[name] = value;
+  }
+  if (typeof values.timeout === 'string') {
+    const timeout = Number(values.timeout);
+    if (!/^\d+(?:\.\d+)?$/.test(values.timeout) || !(timeout > 0) || timeout > 86_400) {
+      throw new UsageError(`berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds between 0 and 86400`);
+    }
+    result.timeout = timeout;
+  }
+  validateTarget(command, result);
+  return { kind: 'command', command, options: result, commandWords };
+}
+
+function validateTarget(command: CommandName, options: CliOptions): void {
+  const hasUser = options.platform !== undefined || options.user !== undefined;
+  if (!['exec', 'rm', 'env'].includes(command)) return;
+  if (hasUser && (options.platform === undefined || options.user === undefined)) {
+    throw new UsageError(`berth ${command}: --platform and --user go together; give both, e.g. --platform telegram --user 123456789`);
+  }
+  if (hasUser && options.task !== undefined) {
+    throw new UsageError(`berth ${command}: give either --platform/--user or --task, not both`);
+  }
+  if (command === 'env' && !hasUser) throw new UsageError('berth env: --platform and --user are required, e.g. berth env --platform telegram --user 123456789');
+  if (command === 'rm' && !hasUser && options.task === undefined) {
+    throw new UsageError('berth rm: name the sandbox with --platform P --user ID or with --task T');
+  }
+  if (options.task !== undefined && !CLI_TASK_ID.test(options.task)) {
+    throw new UsageError(
+      `berth ${command}: task id ${JSON.stringify(truncateForMessage(options.task))} is not a plain name; use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+    );
+  }
+}

@@ -1,0 +1,60 @@
+import { createRequire } from 'node:module';
+import { isBerthError } from '@berth/core';
+import type { CliIo } from './cli-io.js';
+import { runDemoCommand } from './demo-command.js';
+import { runDoctorCommand } from './doctor-command.js';
+import { runEnvCommand } from './env-command.js';
+import { runExecCommand } from './exec-command.js';
+import { COMMAND_HELP, MAIN_HELP } from './help-text.js';
+import { runLsCommand } from './ls-command.js';
+import { parseCliArguments } from './parse-cli-arguments.js';
+import { runRmCommand } from './rm-command.js';
+
+/** The exit status of every error of Berth's own, as `docker run` uses it. */
+export const BERTH_ERROR_EXIT = 125;
+
+/** One line, whatever the error carried. */
+export function errorLine(error: unknown): string {
+  const message = isBerthError(error) ? error.message : `unexpected error: ${error instanceof Error ? error.message : String(error)}`;
+  return `berth: ${message.replace(/\s*[\r\n]+\s*/g, ' ').trim()}\n`;
+}
+
+function packageVersion(): string {
+  try {
+    return (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Runs `berth` with `argv` (without `node` and the script) and returns the exit status. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    const parsed = parseCliArguments(argv);
+    if (parsed.kind === 'help') {
+      io.stdout.write(parsed.command ? COMMAND_HELP[parsed.command] : MAIN_HELP);
+      return 0;
+    }
+    if (parsed.kind === 'version') {
+      io.stdout.write(`${packageVersion()}\n`);
+      return 0;
+    }
+    switch (parsed.command) {
+      case 'exec':
+        return await runExecCommand(io, parsed.options, parsed.commandWords);
+      case 'ls':
+        return await runLsCommand(io, parsed.options);
+      case 'rm':
+        return await runRmCommand(io, parsed.options);
+      case 'env':
+        return await runEnvCommand(io, parsed.options);
+      case 'doctor':
+        return await runDoctorCommand(io, parsed.options);
+      case 'demo':
+        return await runDemoCommand(io, parsed.options);
+    }
+  } catch (error) {
+    io.stderr.write(errorLine(error));
+    return BERTH_ERROR_EXIT;
+  }
+}

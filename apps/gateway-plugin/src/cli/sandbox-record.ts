@@ -1,0 +1,42 @@
+import type { SandboxInfo } from '@berth/core';
+
+/** One sandbox as `berth ls --json` prints it. */
+export interface SandboxRecord {
+  /** The scope key, e.g. `user:telegram:123456789` or `task:default`. */
+  readonly scope: string;
+  readonly kind: 'user' | 'task';
+  readonly platform: string | null;
+  readonly user: string | null;
+  readonly task: string | null;
+  readonly containerId: string;
+  readonly state: string;
+  readonly workspace: string;
+  readonly home: string;
+  /** ISO time of the last command, or `null` when the backend does not know. */
+  readonly lastUsed: string | null;
+}
+
+/** Turns a backend's {@link SandboxInfo} into the stable `berth ls --json` shape. */
+export function toSandboxRecord(info: SandboxInfo): SandboxRecord {
+  return {
+    scope: info.scopeKey,
+    kind: info.kind,
+    platform: info.platform ?? null,
+    user: info.userId ?? null,
+    task: info.taskId ?? null,
+    containerId: info.containerId,
+    state: info.state,
+    workspace: info.workspace,
+    home: info.home,
+    lastUsed: info.lastUsed ?? null,
+  };
+}
+
+/** The `berth ls` table columns of a record. */
+export function sandboxRecordRow(record: SandboxRecord): string[] {
+  const owner = record.kind === 'user' ? `${record.platform}:${record.user}` : `task ${record.task}`;
+  return [owner, record.containerId.slice(0, 12), record.state, record.lastUsed ?? '-', record.workspace, record.home];
+}
+
+/** Headers matching {@link sandboxRecordRow}. */
+export const SANDBOX_TABLE_HEADERS = ['OWNER', 'CONTAINER', 'STATE', 'LAST USED', 'WORKSPACE', 'HOME'] as const;

@@ -1,0 +1,117 @@
+import {
+  createRedactor,
+  createSandboxResolver,
+  type ExecResult,
+  type HostLogger,
+  type SandboxBackendV1,
+  type SandboxRequest,
+  type SandboxResolver,
+  type SessionContext,
+  type TerminalConfig,
+} from '@berth/core';
+import { createBackend, type BackendProgressListener } from './create-backend.js';
+import { createBerthPlatformRegistry } from './create-berth-platform-registry.js';
+
+/** Options of {@link createBerthResolver}. */
+export interface CreateBerthResolverOptions {
+  /** A validated `terminal:` section (core's `parseTerminalConfig` or `loadConfig`). */
+  readonly config: TerminalConfig;
+  /** The gateway's environment; `process.env` when absent. */
+  readonly environment?: Readonly<Record<string, string | undefined>>;
+  /** Where third-party platform adapters are resolved from. @default process.cwd() */
+  readonly resolveFrom?: string;
+}
+
+/**
+ * The resolver of a Berth gateway (platform adapters included), without a backend: what
+ * `berth env` needs, and what validates ids and config before any engine is touched.
+ */
+export async function createBerthResolver(options: CreateBerthResolverOptions): Promise<SandboxResolver> {
+  const registry = await createBerthPlatformRegistry(options.config, options.resolveFrom ? { resolveFrom: options.resolveFrom } : {});
+  return createSandboxResolver({ config: options.config, registry, ...(options.environment ? { environment: options.environment } : {}) });
+}
+
+/** Options of {@link createBerth}. */
+export interface CreateBerthOptions extends CreateBerthResolverOptions {
+  /** A backend to use instead of the one `terminal.backend` names. */
+  readonly backend?: SandboxBackendV1;
+  readonly logger?: HostLogger;
+  /** Progress of long engine operations (pulls, first container). */
+  readonly onProgress?: BackendProgressListener;
+}
+
+/** Where {@link Berth.execute} runs a command: a session, or a task when no user is named. */
+export interface ExecuteTarget {
+  /** The session; the active one (core's `runWithSession`) when absent. */
+  readonly session?: SessionContext;
+  /** The task for the legacy layout, used when the session names no user. */
+  readonly taskId?: string;
+}
+
+/** Options of {@link Berth.execute}. */
+export interface BerthExecuteOptions extends ExecuteTarget {
+  readonly cwd?: string;
+  /** Seconds; `terminal.timeout` when absent. */
+  readonly timeout?: number;
+  readonly stdin?: string;
+}
+
+/** A running Berth: the resolver, the backend and the way a command runs through both. */
+export interface Berth {
+  readonly config: TerminalConfig;
+  readonly resolver: SandboxResolver;
+  readonly backend: SandboxBackendV1;
+  /** The sandbox request of a target; validates ids and paths without touching the engine. */
+  request(target?: ExecuteTarget): SandboxRequest;
+  /**
+   * Runs a command in the target's sandbox, exactly as the terminal tool does; stdout and stderr
+   * have the scope's secrets masked unless `docker_mask_secrets` is false.
+   */
+  execute(command: string, options?: BerthExecuteOptions): Promise<ExecResult & { readonly scopeKey: string }>;
+  /** Runs a command for an already resolved request. */
+  executeRequest(request: SandboxRequest, command: string, options?: Omit<BerthExecuteOptions, keyof ExecuteTarget>): Promise<ExecResult>;
+  /** Releases the backend's connections and timers; sandboxes keep running. */
+  close(): Promise<void>;
+}
+
+/**
+ * The programmatic API behind the plugin and the CLI: validates nothing twice, builds the
+ * platform registry, the resolver and the configured backend.
+ */
+export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
+  const resolver = await createBerthResolver(options);
+  const backend =
+    options.backend ??
+    (await createBackend(options.config, {
+      ...(options.environment ? { environment: options.environment } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    }));
+  const { config } = options;
+  const request = (target: ExecuteTarget = {}): SandboxRequest =>
+    resolver.resolve({ ...(target.session ? { session: target.session } : {}), ...(target.taskId !== undefined ? { taskId: target.taskId } : {}) });
+  const executeRequest: Berth['executeRequest'] = async (sandboxRequest, command, executeOptions = {}) => {
+    const result = await backend.doExec(sandboxRequest, {
+      command,
+      timeout: executeOptions.timeout ?? config.timeout,
+      ...(executeOptions.cwd !== undefined ? { cwd: executeOptions.cwd } : {}),
+      ...(executeOptions.stdin !== undefined ? { stdin: executeOptions.stdin } : {}),
+    });
+    if (!config.docker_mask_secrets) return result;
+    const redactor = createRedactor(sandboxRequest.environment.secrets);
+    return redactor.active ? { ...result, stdout: redactor.redact(result.stdout), stderr: redactor.redact(result.stderr) } : result;
+  };
+  return {
+    config,
+    resolver,
+    backend,
+    request,
+    executeRequest,
+    async execute(command, executeOptions = {}) {
+      const sandboxRequest = request(executeOptions);
+      const result = await executeRequest(sandboxRequest, command, executeOptions);
+      return { ...result, scopeKey: sandboxRequest.scope.key };
+    },
+    close: () => backend.close(),
+  };
+}
