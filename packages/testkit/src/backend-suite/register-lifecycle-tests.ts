@@ -1,0 +1,94 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { TEST_TIMEOUT_MS, type BackendFixture } from './create-backend-fixture.js';
+import { shellQuote } from './shell-quote.js';
+
+/** Registers the lifecycle tests: recreation after removal, adoption, idle stop and restart, purge. */
+export function registerLifecycleTests(fixture: BackendFixture): void {
+  describe('lifecycle', () => {
+    it('a container removed under a live session is recreated on the next command, with the files intact', { timeout: TEST_TIMEOUT_MS }, async () => {
+      const tag = `keep-${fixture.runId}`;
+      expect(await fixture.run('dave', `echo work-${tag} > /workspace/${tag}.txt && echo home-${tag} > /root/${tag}.txt`)).toMatchObject({ exitCode: 0 });
+      const before = await fixture.containerOf('dave');
+      await fixture.engine.removeContainer(before);
+      const after = await fixture.run('dave', `cat /workspace/${tag}.txt /root/${tag}.txt`);
+      expect(after).toMatchObject({ exitCode: 0, stdout: `work-${tag}\nhome-${tag}\n` });
+      const entries = await fixture.entriesOf('dave');
+      expect(entries).toHaveLength(1);
+      expect(entries[0]!.containerId).not.toBe(before);
+    });
+
+    describe.skipIf(fixture.declaredOff('adoption'))('adoption', () => {
+      it('a second backend instance (a restarted gateway) adopts the running sandbox instead of making another', { timeout: TEST_TIMEOUT_MS }, async (context) => {
+        await fixture.requireCapability(context, 'adoption');
+        const tag = `adopt-${fixture.runId}`;
+        expect(await fixture.run('alice', `echo ${tag} > /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0 });
+        const original = await fixture.containerOf('alice');
+        const restarted = await fixture.options.create(fixture.config('main'));
+        try {
+          const alice = fixture.user('alice').request;
+          expect(await restarted.doAcquire(alice)).toBe(original);
+          expect(await restarted.doExec(alice, { command: `cat /workspace/${tag}.txt` })).toMatchObject({ exitCode: 0, stdout: `${tag}\n` });
+          expect((await restarted.list()).filter((entry) => entry.scopeKey === alice.scope.key)).toHaveLength(1);
+        } finally {
+          await restarted.close();
+        }
+      });
+    });
+
+    describe.skipIf(fixture.declaredOff('idleStop'))('idle stop', () => {
+      it('with lifetime_seconds 1, reap() stops an idle sandbox and the next command restarts it with its files', { timeout: TEST_TIMEOUT_MS }, async (context) => {
+        await fixture.requireCapability(context, 'idleStop');
+        const backend = await fixture.backend('idle');
+        const key = fixture.user('erin').request.scope.key;
+        const tag = `idle-${fixture.runId}`;
+        expect(await fixture.run('erin', `echo ${tag} > /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0 });
+        expect((await fixture.entriesOf('erin'))[0]?.state).toBe('running');
+        await sleep(2_500);
+        // A backend with its own reaper timer may already have stopped it; reap() then has nothing left to do.
+        const stateBefore = (await fixture.entriesOf('erin'))[0]?.state;
+        const reaped = await backend.reap();
+        if (stateBefore !== 'stopped') expect(reaped).toContain(key);
+        expect((await fixture.entriesOf('erin'))[0]?.state).toBe('stopped');
+        expect(await fixture.run('erin', `cat /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0, stdout: `${tag}\n` });
+        expect((await fixture.entriesOf('erin'))[0]?.state).toBe('running');
+      });
+    });
+
+    it("purge deletes the scope's workspace and home, and nothing that a planted symlink points to", { timeout: TEST_TIMEOUT_MS }, async () => {
+      const tag = `purge-${fixture.runId}`;
+      // Targets: a file of another user, and a host folder outside sandbox_dir.
+      expect(await fixture.run('alice', `echo alice-${tag} > /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0 });
+      const aliceFile = path.join(fixture.user('alice').request.paths.workspace, `${tag}.txt`);
+      const outside = path.join(fixture.outsideDir, tag);
+      await mkdir(outside, { recursive: true });
+      await writeFile(path.join(outside, 'precious.txt'), `precious-${tag}\n`);
+
+      const links = [
+        `ln -s ${shellQuote(aliceFile)} /workspace/link-to-file`,
+        `ln -s ${shellQuote(outside)} /workspace/link-to-folder`,
+        `ln -s ${shellQuote(outside)} /root/link-to-folder`,
+        `mkdir -p /workspace/deep/er && ln -s ${shellQuote(outside)} /workspace/deep/er/link`,
+        `ln -s ${shellQuote(path.dirname(aliceFile))} /root/link-to-alice-workspace`,
+        `echo frank > /workspace/own.txt && echo frank > /root/own.txt`,
+      ];
+      expect(await fixture.run('frank', links.join(' && '))).toMatchObject({ exitCode: 0 });
+      const frank = fixture.user('frank').request;
+      expect(existsSync(path.join(frank.paths.workspace, 'own.txt'))).toBe(true);
+
+      const backend = await fixture.backend('main');
+      await backend.remove(frank.scope.key, { purge: true, paths: frank.paths });
+      fixture.markRemoved('frank');
+
+      expect(existsSync(frank.paths.workspace), `${frank.paths.workspace} is gone`).toBe(false);
+      expect(existsSync(frank.paths.home), `${frank.paths.home} is gone`).toBe(false);
+      expect(await fixture.entriesOf('frank')).toEqual([]);
+      expect(await readFile(aliceFile, 'utf8')).toBe(`alice-${tag}\n`);
+      expect(await readFile(path.join(outside, 'precious.txt'), 'utf8')).toBe(`precious-${tag}\n`);
+      expect(await fixture.run('alice', `cat /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0, stdout: `alice-${tag}\n` });
+    });
+  });
+}

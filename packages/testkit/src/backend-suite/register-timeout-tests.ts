@@ -1,0 +1,37 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { TEST_TIMEOUT_MS, type BackendFixture } from './create-backend-fixture.js';
+
+/** Registers the tests that a timeout kills a command's whole process tree and leaves the sandbox usable. */
+export function registerTimeoutTests(fixture: BackendFixture): void {
+  /** The `ps` lines still matching `pattern` after up to `graceMs`, polled. */
+  const leftovers = async (pattern: string, graceMs = 5_000): Promise<string[]> => {
+    const deadline = Date.now() + graceMs;
+    for (;;) {
+      const listing = await fixture.run('alice', 'ps');
+      expect(listing.exitCode).toBe(0);
+      const lines = listing.stdout.split('\n').filter((line) => line.includes(pattern));
+      if (lines.length === 0 || Date.now() > deadline) return lines;
+      await sleep(250);
+    }
+  };
+
+  describe('timeouts', () => {
+    it('kills the children and grandchildren of a timed-out command (exit 124) and keeps the sandbox usable', { timeout: TEST_TIMEOUT_MS }, async () => {
+      // Distinct durations so that the ps check below sees only this test's processes.
+      const result = await fixture.run('alice', `sh -c 'sh -c "sleep 3021" & sleep 3022 & wait'; echo not-reached`, { timeout: 1 });
+      expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+      expect(result.stdout).not.toContain('not-reached');
+      expect(result.durationMs).toBeLessThan(30_000);
+      expect(await leftovers('sleep 302')).toEqual([]);
+      expect(await fixture.run('alice', 'echo after-timeout')).toMatchObject({ exitCode: 0, stdout: 'after-timeout\n', timedOut: false });
+    });
+
+    it('kills a command that ignores SIGTERM and SIGINT', { timeout: TEST_TIMEOUT_MS }, async () => {
+      const result = await fixture.run('alice', `trap '' TERM INT HUP; sh -c "trap '' TERM INT HUP; sleep 3031" & sleep 3032; wait`, { timeout: 1 });
+      expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+      expect(await leftovers('sleep 303')).toEqual([]);
+      expect(await fixture.run('alice', 'echo after-stubborn')).toMatchObject({ exitCode: 0, stdout: 'after-stubborn\n' });
+    });
+  });
+}
