@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { COMMANDS, parseCliArguments, UsageError } from './parse-cli-arguments.js';
+
+function usageError(argv: string[]): string {
+  try {
+    parseCliArguments(argv);
+  } catch (error) {
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as Error).message).not.toContain('\n');
+    return (error as Error).message;
+  }
+  throw new Error(`expected a usage error for ${argv.join(' ')}`);
+}
+
+describe('parseCliArguments', () => {
+  it('takes everything after -- as the command, options included', () => {
+    const parsed = parseCliArguments(['exec', '--platform', 'telegram', '--user', '123', '--timeout', '2.5', '--cwd', '/tmp', '--', 'ls', '-la', '--', 'x']);
+    expect(parsed).toEqual({
+      kind: 'command',
+      command: 'exec',
+      options: { platform: 'telegram', user: '123', timeout: 2.5, cwd: '/tmp', json: false, purge: false },
+      commandWords: ['ls', '-la', '--', 'x'],
+    });
+  });
+
+  it('reads --config and the task on every command that has a target', () => {
+    expect(parseCliArguments(['rm', '--task', 'build-1', '--purge', '--config', 'c.yaml'])).toMatchObject({ command: 'rm', options: { task: 'build-1', purge: true, config: 'c.yaml' } });
+    expect(parseCliArguments(['ls', '--json'])).toMatchObject({ command: 'ls', options: { json: true } });
+  });
+
+  it('has --help on every command and on its own', () => {
+    for (const command of COMMANDS) expect(parseCliArguments([command, '--help'])).toEqual({ kind: 'help', command });
+    expect(parseCliArguments(['exec', '-h', '--', 'x'])).toEqual({ kind: 'help', command: 'exec' });
+    expect(parseCliArguments([])).toEqual({ kind: 'help' });
+    expect(parseCliArguments(['help', 'rm'])).toEqual({ kind: 'help', command: 'rm' });
+  });
+
+  it('refuses unknown commands and options, naming them', () => {
+    expect(usageError(['launch'])).toMatch(/unknown command "launch"/);
+    expect(usageError(['ls', '--purge'])).toMatch(/berth ls: Unknown option '--purge'/);
+    expect(usageError(['env', '--platform'])).toMatch(/--platform/);
+    expect(usageError(['doctor', 'extra'])).toMatch(/unexpected argument "extra"/);
+  });
+
+  it('wants the command after --, and a command at all', () => {
+    expect(usageError(['exec', 'ls'])).toMatch(/after "--"/);
+    expect(usageError(['exec', '--task', 'x'])).toMatch(/no command given/);
+    expect(usageError(['exec', '--'])).toMatch(/no command given/);
+  });
+
+  it('wants --platform and --user together, and not with --task', () => {
+    expect(usageError(['exec', '--platform', 'telegram', '--', 'id'])).toMatch(/go together/);
+    expect(usageError(['rm', '--user', '1'])).toMatch(/go together/);
+    expect(usageError(['exec', '--platform', 'telegram', '--user', '1', '--task', 't', '--', 'id'])).toMatch(/either/);
+    expect(usageError(['env'])).toMatch(/required/);
+    expect(usageError(['rm'])).toMatch(/--platform P --user ID or with --task T/);
+  });
+
+  it.each([
+    ['..', '..'],
+    ['a/b', 'a/b'],
+    ['empty', ''],
+    ['/etc', '/etc'],
+    ['10 KB', 'x'.repeat(10_240)],
+    ['.hidden', '.hidden'],
+    ['NUL', 'a\u0000b'],
+  ])('refuses the task id %s', (_label, task) => {
+    const message = usageError(['exec', '--task', task, '--', 'id']);
+    expect(message).toMatch(/is not a plain name/);
+    expect(message.length).toBeLessThan(300);
+  });
+
+  it.each([['0'], ['-1'], ['abc'], ['1e3'], ['86401'], ['']])('refuses the timeout %j', (timeout) => {
+    expect(usageError(['exec', '--timeout', timeout, '--', 'id'])).toMatch(/--timeout/);
+  });
+});
