@@ -15,7 +15,7 @@ export interface EngineResponse {
  */
 export function requestEngine(
   endpoint: EngineEndpoint,
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'DELETE',
   requestPath: string,
   options: { timeoutMs?: number; onData?: (chunk: string) => void } = {},
 ): Promise<EngineResponse> {

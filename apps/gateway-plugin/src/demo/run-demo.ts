@@ -166,6 +166,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     for (const [index, user] of users.entries()) {
       const who = formatIdentity(user.identity);
       const output = own[index]!.output;
+      log(`  ${user.label} (${who}) -> ${output.trimEnd().split('\n').join(' | ')}`);
       const lines = output.split('\n');
       const tokenLine = lines.find((line) => line.startsWith('GITHUB_TOKEN=')) ?? '';
       const sharedLine = lines.find((line) => line.startsWith('SHARED_NOTICE=')) ?? '';

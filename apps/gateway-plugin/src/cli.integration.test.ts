@@ -1,0 +1,318 @@
+import { execFile } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestEngine } from './engine-client.js';
+import { findEngine } from './find-engine.js';
+
+// The CLI as a user runs it: the built dist/cli.js in a subprocess, against the real engine.
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const IMAGE = 'localhost/berth-busybox:latest';
+const root = mkdtempSync(path.join(os.tmpdir(), 'berth-cli-it-'));
+const home = path.join(root, 'hermes');
+const sandboxes = path.join(root, 'sandboxes');
+const engine = findEngine('docker');
+const uid = () => String(randomInt(100_000_000, 2_000_000_000));
+const alice = uid();
+const bob = uid();
+const task = `cli-it-${randomInt(1e9)}`;
+
+interface Run {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+function berth(args: string[], extra: Record<string, string | undefined> = {}): Promise<Run> {
+  const environment: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: home, TERMINAL_SANDBOX_DIR: sandboxes };
+  for (const [key, value] of Object.entries(extra)) {
+    if (value === undefined) delete environment[key];
+    else environment[key] = value;
+  }
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env: environment, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const status = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+/** Containers whose mounts lie under `folder`: what a test made, whoever else uses the engine. */
+async function containersUnder(folder: string): Promise<Array<{ Id: string; Names: string[] }>> {
+  const response = await requestEngine(engine, 'GET', '/containers/json?all=1');
+  const containers = JSON.parse(response.body) as Array<{ Id: string; Names: string[]; Mounts?: Array<{ Source?: string }> }>;
+  return containers.filter((container) => container.Mounts?.some((mount) => mount.Source?.startsWith(folder + path.sep)));
+}
+
+function writeConfig(name: string, text: string): string {
+  const file = path.join(root, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+const tokens = { alice: `ghp_alice_${uid()}`, bob: `ghp_bob_${uid()}` };
+const userEnvironment = {
+  [`HERMES_USER_TELEGRAM_${alice}_GITHUB_TOKEN`]: tokens.alice,
+  [`HERMES_USER_TELEGRAM_${bob}_GITHUB_TOKEN`]: tokens.bob,
+  SHARED_NOTICE: 'shared-notice-value',
+};
+
+beforeAll(() => {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing; run "pnpm --filter @berth/gateway-plugin build" first`);
+  mkdirSync(home, { recursive: true });
+  writeFileSync(path.join(home, 'config.yaml'), `terminal:\n  docker_image: ${IMAGE}\n  docker_forward_env: [SHARED_NOTICE]\n  timeout: 60\n`);
+});
+
+afterAll(async () => {
+  // Whatever a failed test left: remove the containers mounted from this test's folders.
+  for (const container of await containersUnder(root)) await requestEngine(engine, 'POST', `/containers/${container.Id}/kill`).catch(() => {});
+  for (const container of await containersUnder(root)) await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe('berth exec', () => {
+  it('runs in the user sandbox: stdout and stderr apart, the exit status passed on, the user token masked', async () => {
+    const run = await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'echo out; echo err >&2; echo "token=$GITHUB_TOKEN shared=$SHARED_NOTICE"; exit 7'], userEnvironment);
+    expect(run.stderr).toBe('err\n');
+    expect(run.stdout).toBe('out\ntoken=*** shared=***\n');
+    expect(run.status).toBe(7);
+    expect(existsSync(path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace'))).toBe(true);
+  });
+
+  it('gives each user their own token and files', async () => {
+    await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'echo alice-note > /workspace/note.txt'], userEnvironment);
+    const run = await berth(['exec', '--platform', 'telegram', '--user', bob, '--', `cat /workspace/note.txt; [ "$GITHUB_TOKEN" = "${tokens.bob}" ] && echo own-token; env`], userEnvironment);
+    expect(run.stdout).toContain('own-token');
+    expect(run.stdout).not.toContain('alice-note');
+    expect(run.stdout).not.toContain(tokens.alice);
+    expect(run.stderr).toMatch(/No such file/);
+  });
+
+  it('uses the task layout without a user, and keeps cd between commands of one session', async () => {
+    const run = await berth(['exec', '--task', task, '--cwd', '/tmp', '--', 'pwd; echo "[$GITHUB_TOKEN]"'], userEnvironment);
+    expect(run).toMatchObject({ status: 0, stdout: '/tmp\n[]\n' });
+    expect(existsSync(path.join(sandboxes, 'docker', task, 'workspace'))).toBe(true);
+  });
+
+  it('exits 124 after a timeout', async () => {
+    const run = await berth(['exec', '--task', task, '--timeout', '1', '--', 'echo started; sleep 30']);
+    expect(run.status).toBe(124);
+    expect(run.stdout).toContain('started');
+  });
+});
+
+describe('berth errors: one line, exit 125, nothing created', () => {
+  const cases: Array<[string, string[], RegExp, string?]> = [
+    ['malformed YAML', ['--config', 'bad-yaml.yaml'], /bad-yaml\.yaml is not valid YAML at line \d+/, 'terminal:\n  docker_image: [unclosed\n'],
+    ['an unknown key', ['--config', 'unknown-key.yaml'], /unknown key terminal\.docker_imagee/, 'terminal:\n  docker_imagee: x\n'],
+    ['a wrong type', ['--config', 'wrong-type.yaml'], /terminal\.container_memory is .*expected/, 'terminal:\n  container_memory: [1]\n'],
+    ['a missing config file', ['--config', 'nowhere.yaml'], /nowhere\.yaml does not exist/],
+  ];
+  it.each(cases)('%s', async (_label, options, message, text) => {
+    const file = options[1]!;
+    if (text !== undefined) writeConfig(file, text);
+    const folder = mkdtempSync(path.join(root, 'err-'));
+    const run = await berth(['exec', '--config', path.join(root, file), '--platform', 'telegram', '--user', uid(), '--', 'touch /workspace/x'], { TERMINAL_SANDBOX_DIR: folder });
+    expect(run.status).toBe(125);
+    expect(run.stderr).toMatch(message);
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(run.stdout).toBe('');
+    expect(readdirSync(folder)).toEqual([]);
+    expect(await containersUnder(folder)).toEqual([]);
+  });
+
+  const ids: Array<[string, string]> = [
+    ['..', '..'],
+    ['a/b', 'a/b'],
+    ['empty', ''],
+    ['10 KB', '9'.repeat(10_240)],
+    ['/etc', '/etc'],
+  ];
+  it.each(ids)('the user id %s', async (_label, id) => {
+    const folder = mkdtempSync(path.join(root, 'err-'));
+    for (const args of [
+      ['exec', '--platform', 'telegram', '--user', id, '--', 'id'],
+      ['exec', '--task', id, '--', 'id'],
+      ['rm', '--platform', 'whatsapp', '--user', id, '--purge'],
+    ]) {
+      const run = await berth(args, { TERMINAL_SANDBOX_DIR: folder });
+      expect(run.status, args.join(' ').slice(0, 80)).toBe(125);
+      expect(run.stderr).toMatch(/^berth: .+\n$/);
+      expect(run.stderr.length).toBeLessThan(400);
+    }
+    expect(readdirSync(folder)).toEqual([]);
+    expect(await containersUnder(folder)).toEqual([]);
+  });
+
+  it('an unreachable engine, naming the socket', async () => {
+    const folder = mkdtempSync(path.join(root, 'err-'));
+    const run = await berth(['exec', '--task', 'x', '--', 'id'], { DOCKER_HOST: `unix://${root}/no-engine.sock`, TERMINAL_SANDBOX_DIR: folder });
+    expect(run.status).toBe(125);
+    expect(run.stderr).toContain(`${root}/no-engine.sock`);
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(readdirSync(folder)).toEqual([]);
+  });
+
+  it('a missing image, naming it', async () => {
+    const folder = mkdtempSync(path.join(root, 'err-'));
+    const config = writeConfig('missing-image.yaml', 'terminal:\n  docker_image: localhost/berth-no-such-image:0\n');
+    const run = await berth(['exec', '--config', config, '--task', 'x', '--', 'id'], { TERMINAL_SANDBOX_DIR: folder });
+    expect(run.status).toBe(125);
+    expect(run.stderr).toContain('localhost/berth-no-such-image:0');
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(await containersUnder(folder)).toEqual([]);
+  });
+});
+
+describe('berth ls, env, doctor', () => {
+  it('ls --json lists the sandboxes with every field', async () => {
+    await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'true'], userEnvironment);
+    const run = await berth(['ls', '--json']);
+    expect(run.status).toBe(0);
+    const records = JSON.parse(run.stdout) as Array<Record<string, unknown>>;
+    const mine = records.find((record) => record.scope === `user:telegram:${alice}`);
+    expect(mine).toEqual({
+      scope: `user:telegram:${alice}`,
+      kind: 'user',
+      platform: 'telegram',
+      user: alice,
+      task: null,
+      containerId: expect.stringMatching(/^[0-9a-f]{12,64}$/),
+      state: 'running',
+      workspace: path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace'),
+      home: path.join(sandboxes, 'docker', `telegram@${alice}`, 'home'),
+      lastUsed: expect.anything(),
+    });
+    const human = await berth(['ls']);
+    expect(human.stdout.split('\n')[0]).toMatch(/^OWNER\s+CONTAINER\s+STATE\s+LAST USED\s+WORKSPACE\s+HOME$/);
+    expect(human.stdout).toContain(`telegram:${alice}`);
+    expect(human.stdout).not.toMatch(/\u001b\[/);
+  });
+
+  it('env --json gives sources, masked values, the exact prefix and refused names', async () => {
+    const run = await berth(['env', '--platform', 'telegram', '--user', alice, '--json'], { ...userEnvironment, HERMES_USER_TELEGRAM_0042_GITHUB_TOKEN: 'refused-secret-value' });
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({
+      identity: `telegram:${alice}`,
+      scope: `user:telegram:${alice}`,
+      prefix: `HERMES_USER_TELEGRAM_${alice}_`,
+      linked: [`telegram:${alice}`],
+      variables: [
+        { name: 'GITHUB_TOKEN', source: 'user', from: `HERMES_USER_TELEGRAM_${alice}_GITHUB_TOKEN`, value: '***' },
+        { name: 'SHARED_NOTICE', source: 'forwarded', from: 'SHARED_NOTICE', value: '***' },
+      ],
+      refused: [{ variable: 'HERMES_USER_TELEGRAM_0042_GITHUB_TOKEN', reason: expect.any(String) }],
+    });
+    expect(run.stdout).not.toContain(tokens.alice);
+    expect(run.stdout).not.toContain('refused-secret-value');
+    const human = await berth(['env', '--platform', 'tg', '--user', alice], userEnvironment);
+    expect(human.stdout).toContain(`prefix for this user's variables: HERMES_USER_TELEGRAM_${alice}_`);
+  });
+
+  it('doctor exits 0 when all is well, and says what to do otherwise', async () => {
+    const good = await berth(['doctor', '--json']);
+    const report = JSON.parse(good.stdout) as { ok: boolean; engine: Record<string, unknown>; config: Record<string, unknown>; image: Record<string, unknown>; sandboxRoot: Record<string, unknown> };
+    expect(good.status, good.stdout).toBe(0);
+    expect(report).toMatchObject({
+      ok: true,
+      engine: { name: 'docker', reachable: true, apiVersion: expect.any(String), how: expect.any(String) },
+      config: { file: path.join(home, 'config.yaml'), valid: true },
+      image: { name: IMAGE, present: true },
+      sandboxRoot: { path: sandboxes, writable: true },
+    });
+    const config = writeConfig('doctor-missing.yaml', 'terminal:\n  docker_image: localhost/berth-no-such-image:0\n');
+    const bad = await berth(['doctor', '--config', config]);
+    expect(bad.status).toBe(1);
+    expect(bad.stdout).toMatch(/PROBLEM {2}image: localhost\/berth-no-such-image:0 is not on the engine/);
+    expect(bad.stdout).toMatch(/-> pull it/);
+    const broken = await berth(['doctor', '--json'], { DOCKER_HOST: `unix://${root}/none.sock` });
+    expect(broken.status).toBe(1);
+    expect(JSON.parse(broken.stdout).checks).toContainEqual(expect.objectContaining({ name: 'engine', status: 'problem', fix: expect.stringMatching(/start the docker engine/) }));
+  });
+
+  it('has --help on every command', async () => {
+    for (const command of ['exec', 'ls', 'rm', 'env', 'doctor', 'demo']) {
+      const run = await berth([command, '--help']);
+      expect(run.status).toBe(0);
+      expect(run.stdout).toMatch(new RegExp(`^Usage: berth ${command}`));
+    }
+  });
+});
+
+describe('berth rm', () => {
+  it('--purge removes the workspace and home, not what symlinks inside point to', async () => {
+    const victim = uid();
+    const attacker = uid();
+    const hostFolder = path.join(root, 'host-folder');
+    mkdirSync(hostFolder, { recursive: true });
+    writeFileSync(path.join(hostFolder, 'keep.txt'), 'host file');
+    await berth(['exec', '--platform', 'telegram', '--user', victim, '--', 'echo victim-data > /workspace/data.txt; echo rc > /root/.profile-data']);
+    const victimWorkspace = path.join(sandboxes, 'docker', `telegram@${victim}`, 'workspace');
+    const attackerFolder = path.join(sandboxes, 'docker', `telegram@${attacker}`);
+    const plant = await berth([
+      'exec', '--platform', 'telegram', '--user', attacker, '--',
+      `ln -s ${victimWorkspace} /workspace/victim-link; ln -s ${hostFolder} /workspace/host-link; ln -s ${victimWorkspace}/data.txt /root/victim-file; mkdir -p /workspace/deep && ln -s ${hostFolder} /workspace/deep/host && echo planted`,
+    ]);
+    expect(plant.stdout).toBe('planted\n');
+    const removal = await berth(['rm', '--platform', 'telegram', '--user', attacker, '--purge']);
+    expect(removal.status, removal.stderr).toBe(0);
+    expect(existsSync(path.join(attackerFolder, 'workspace'))).toBe(false);
+    expect(existsSync(path.join(attackerFolder, 'home'))).toBe(false);
+    expect(readFileSync(path.join(victimWorkspace, 'data.txt'), 'utf8')).toBe('victim-data\n');
+    expect(readFileSync(path.join(hostFolder, 'keep.txt'), 'utf8')).toBe('host file');
+    const list = JSON.parse((await berth(['ls', '--json'])).stdout) as Array<{ scope: string }>;
+    expect(list.map((record) => record.scope)).not.toContain(`user:telegram:${attacker}`);
+    expect(list.map((record) => record.scope)).toContain(`user:telegram:${victim}`);
+    expect((await berth(['rm', '--platform', 'telegram', '--user', victim, '--purge'])).status).toBe(0);
+  });
+
+  it('without --purge keeps the files', async () => {
+    const user = uid();
+    await berth(['exec', '--platform', 'telegram', '--user', user, '--', 'echo kept > /workspace/kept.txt']);
+    const run = await berth(['rm', '--platform', 'telegram', '--user', user]);
+    expect(run.status).toBe(0);
+    expect(readFileSync(path.join(sandboxes, 'docker', `telegram@${user}`, 'workspace', 'kept.txt'), 'utf8')).toBe('kept\n');
+    expect(await containersUnder(path.join(sandboxes, 'docker', `telegram@${user}`))).toEqual([]);
+  });
+
+  it('removes the sandboxes the other tests made', async () => {
+    for (const args of [
+      ['--platform', 'telegram', '--user', alice],
+      ['--platform', 'telegram', '--user', bob],
+      ['--task', task],
+    ]) {
+      expect((await berth(['rm', ...args, '--purge'])).status).toBe(0);
+    }
+    expect(await containersUnder(sandboxes)).toEqual([]);
+  });
+});
+
+describe('berth demo', () => {
+  it('plays the conversation, shows who saw what, and leaves nothing behind', async () => {
+    const before = new Set(readdirSync(os.tmpdir()).filter((name) => name.startsWith('berth-demo-')));
+    const run = await berth(['demo'], { NO_COLOR: '1' });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/USER\s+TRIED TO READ\s+SAW/);
+    expect(run.stdout).toContain('isolation held');
+    expect(run.stdout).not.toMatch(/LEAK/);
+    expect(run.stdout).not.toMatch(/ghp_(alice|bob|carol)_/);
+    expect(run.stdout).not.toMatch(/\u001b\[/);
+    const after = readdirSync(os.tmpdir()).filter((name) => name.startsWith('berth-demo-') && !before.has(name));
+    expect(after).toEqual([]);
+  });
+
+  it('--json reports every attempt', async () => {
+    const run = await berth(['demo', '--json']);
+    expect(run.status).toBe(0);
+    const report = JSON.parse(run.stdout) as { isolationHeld: boolean; cleanedUp: boolean; attempts: unknown[]; users: Array<{ identity: string }>; sandboxDir: string };
+    expect(report.isolationHeld).toBe(true);
+    expect(report.cleanedUp).toBe(true);
+    expect(report.attempts).toHaveLength(3 * 3 + 3 * 2 * 2);
+    expect(report.users.map((user) => user.identity.split(':')[0])).toEqual(['telegram', 'telegram', 'whatsapp']);
+    expect(existsSync(report.sandboxDir)).toBe(false);
+    expect(await containersUnder(report.sandboxDir)).toEqual([]);
+  });
+});
