@@ -1,0 +1,701 @@
+import {
+  createRedactor,
+  ImageNotFoundError,
+  SandboxError,
+  type BackendCapabilities,
+  type ExecRequest,
+  type ExecResult,
+  type HostLogger,
+  type SandboxBackendV1,
+  type SandboxInfo,
+  type SandboxPaths,
+  type SandboxRequest,
+  type SandboxState,
+  type TerminalConfig,
+} from '@berth/core';
+import type Dockerode from 'dockerode';
+import { buildContainerSpec, LABELS, MANAGED_BY } from './container-spec.js';
+import type { OpenExecChannel } from './exec-channel.js';
+import { prepareHostFolders, purgeHostFolders } from './host-folders.js';
+import { KillerShell } from './killer-shell.js';
+import { engineMessage, isAlreadyDone, isConflict, isGone, mapEngineError } from './map-engine-error.js';
+import { openExecChannel } from './open-exec-channel.js';
+import { FALLBACK_STATE_DIR, runExecOnce } from './run-exec-once.js';
+import { SessionClosedError, ShellSession, type SessionRunResult } from './shell-session.js';
+import { KILLER_INIT } from './shell-protocol.js';
+
+/** Progress of the slow steps of a first command. */
+export interface ProgressEvent {
+  readonly phase: 'pull' | 'create' | 'start';
+  readonly message: string;
+}
+
+/** What an engine backend is built from; the Docker and Podman packages fill it in. */
+export interface EngineBackendOptions {
+  /** Which engine speaks behind `docker`; named in labels, messages and `name`. */
+  readonly engine: 'docker' | 'podman';
+  /** A client for the engine's Docker-compatible API. */
+  readonly docker: Dockerode;
+  /** The socket path or URL `docker` talks to, for messages. */
+  readonly endpoint: string;
+  readonly config: TerminalConfig;
+  /** Overrides `config.docker_image`. */
+  readonly image?: string;
+  readonly logger?: HostLogger;
+  readonly onProgress?: (event: ProgressEvent) => void;
+  /**
+   * Prefix of container names; the scope's slug follows.
+   * @default 'berth-'
+   */
+  readonly namePrefix?: string;
+  /** Labels added to every container, and required of every container this backend lists, adopts or reaps. */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Returns the `NetworkMode` for new sandboxes; called before each create (memoise inside). */
+  readonly prepareNetwork: () => Promise<string>;
+  /** The engine's last word on each container's host configuration. */
+  readonly adjustHostConfig?: (hostConfig: Dockerode.HostConfig) => Dockerode.HostConfig;
+  /** Overrides of the capability flags (the network isolation depends on the engine's network). */
+  readonly capabilities?: Partial<BackendCapabilities>;
+  /**
+   * How many containers may be created and started at once; more wait. Protects small hosts
+   * when many users send their first message together.
+   * @default 4
+   */
+  readonly createConcurrency?: number;
+}
+
+/** Engine facts for `berth doctor`. */
+export interface EngineInfo {
+  readonly engine: 'docker' | 'podman';
+  readonly endpoint: string;
+  readonly version: string;
+  readonly apiVersion: string;
+}
+
+/** A sandbox backend on a Docker-compatible engine, with a few engine-level extras. */
+export interface EngineBackend extends SandboxBackendV1 {
+  /** Throws `EngineUnavailableError` naming the socket when the engine does not answer. */
+  ping(): Promise<void>;
+  /** The engine's version, for diagnostics. */
+  engineInfo(): Promise<EngineInfo>;
+  /** The container name a scope gets. */
+  containerName(scope: SandboxRequest['scope']): string;
+}
+
+interface SandboxEntry {
+  readonly scopeKey: string;
+  readonly name: string;
+  containerId: string | undefined;
+  running: boolean;
+  session: ShellSession | undefined;
+  killer: KillerShell | undefined;
+  killerOpening: Promise<KillerShell | undefined> | undefined;
+  /** Decided at the first session attempt: `exec` when the image's shell cannot hold a session. */
+  mode: 'session' | 'exec' | undefined;
+  tail: Promise<unknown>;
+  pending: number;
+  lastUsed: number;
+  paths: SandboxPaths | undefined;
+  /** The container's config hash differs from ours but it was busy: recreate once idle. */
+  stale: boolean;
+  info: Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId'>;
+}
+
+/** Commands the keep-alive main process and init leave in a container's process list. */
+const IDLE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b|trap "exit 0"|^sleep 3600$|^\/bin\/sh$/;
+
+function stateOf(state: string | undefined): SandboxState {
+  switch (state) {
+    case 'running':
+      return 'running';
+    case 'exited':
+    case 'created':
+    case 'dead':
+    case 'stopped':
+    case 'configured':
+      return 'stopped';
+    case 'paused':
+      return 'paused';
+    default:
+      return 'other';
+  }
+}
+
+/** A small counting semaphore. */
+function createLimiter(size: number): <T>(task: () => Promise<T>) => Promise<T> {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async (task) => {
+    if (active >= size) await new Promise<void>((resolve) => waiting.push(resolve));
+    active++;
+    try {
+      return await task();
+    } finally {
+      active--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/**
+ * The engine layer shared by the Docker and Podman backends: one hardened container per
+ * scope with a persistent shell session, adoption by name and labels, single-flight creation,
+ * recovery when the container or the engine went away, idle reaping, and purge. What differs
+ * between engines (the network, host-configuration tweaks) comes in through the options.
+ */
+export function createEngineBackend(options: EngineBackendOptions): EngineBackend {
+  const { docker, config, engine, endpoint } = options;
+  const image = options.image ?? config.docker_image;
+  const namePrefix = options.namePrefix ?? 'berth-';
+  const extraLabels = options.labels ?? {};
+  const logger = options.logger;
+  const entries = new Map<string, SandboxEntry>();
+  const limitCreate = createLimiter(options.createConcurrency ?? 4);
+  let imageReady: Promise<void> | undefined;
+  let closed = false;
+  let adopted = false;
+
+  const fail = (error: unknown, action: string): never => {
+    throw mapEngineError(error, { engine, endpoint, action });
+  };
+  const labelFilters = (): string[] => [`${LABELS.managedBy}=${MANAGED_BY}`, ...Object.entries(extraLabels).map(([key, value]) => `${key}=${value}`)];
+  const containerName = (scope: SandboxRequest['scope']): string => `${namePrefix}${scope.slug}`;
+
+  const entryFor = (request: SandboxRequest): SandboxEntry => {
+    const { scope } = request;
+    let entry = entries.get(scope.key);
+    if (!entry) {
+      entry = {
+        scopeKey: scope.key,
+        name: containerName(scope),
+        containerId: undefined,
+        running: false,
+        session: undefined,
+        killer: undefined,
+        killerOpening: undefined,
+        mode: config.docker_exec_mode === 'exec' ? 'exec' : undefined,
+        tail: Promise.resolve(),
+        pending: 0,
+        lastUsed: Date.now(),
+        paths: request.paths,
+        stale: false,
+        info: scope.kind === 'user' ? { kind: 'user', platform: scope.primary.platform, userId: scope.primary.id } : { kind: 'task', taskId: scope.taskId },
+      };
+      entries.set(scope.key, entry);
+    }
+    entry.paths = request.paths;
+    return entry;
+  };
+
+  /** Runs `task` after every earlier task of the same sandbox: commands of one scope never overlap. */
+  const enqueue = <T>(entry: SandboxEntry, task: () => Promise<T>): Promise<T> => {
+    entry.pending++;
+    const run = entry.tail.then(task, task);
+    entry.tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run.finally(() => {
+      entry.pending--;
+      entry.lastUsed = Date.now();
+    });
+  };
+
+  const dropSession = (entry: SandboxEntry): void => {
+    entry.session?.close();
+    entry.session = undefined;
+    entry.killer?.close();
+    entry.killer = undefined;
+    entry.killerOpening = undefined;
+  };
+
+  const ensureImage = (): Promise<void> => {
+    imageReady ??= (async () => {
+      try {
+        await docker.getImage(image).inspect();
+        return;
+      } catch (error) {
+        if (!isGone(error)) fail(error, `inspect image ${image}`);
+      }
+      options.onProgress?.({ phase: 'pull', message: `pulling ${image}` });
+      logger?.info(`berth: image ${image} is absent on the ${engine} engine; pulling it`);
+      try {
+        const stream = await docker.pull(image);
+        await new Promise<void>((resolve, reject) => {
+          docker.modem.followProgress(
+            stream,
+            (error: Error | null) => (error ? reject(error) : resolve()),
+            (event: { status?: string; progress?: string; id?: string }) => {
+              options.onProgress?.({ phase: 'pull', message: [event.id, event.status, event.progress].filter(Boolean).join(' ') });
+            },
+          );
+        });
+        await docker.getImage(image).inspect();
+      } catch (error) {
+        const unreachable = mapEngineError(error, { engine, endpoint, action: `pull ${image}` });
+        if (unreachable.code === 'ENGINE_UNAVAILABLE') throw unreachable;
+        throw new ImageNotFoundError(
+          image,
+          `image ${image} is not on the ${engine} engine and could not be pulled (${engineMessage(error)}); run \`${engine} pull ${image}\` where a registry is reachable, or set terminal.docker_image to an image you have`,
+          { cause: error },
+        );
+      }
+    })().catch((error: unknown) => {
+      imageReady = undefined;
+      throw error;
+    });
+    return imageReady;
+  };
+
+  const inspectByName = async (name: string): Promise<Dockerode.ContainerInspectInfo | undefined> => {
+    try {
+      return await docker.getContainer(name).inspect();
+    } catch (error) {
+      if (isGone(error)) return undefined;
+      return fail(error, `inspect container ${name}`);
+    }
+  };
+
+  /** Whether a container runs anything besides its init and keep-alive process. */
+  const isBusy = async (id: string): Promise<boolean> => {
+    try {
+      const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
+      const column = Math.max(0, (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)));
+      return (top.Processes ?? []).some((row) => !IDLE_PROCESS.test(row[column] ?? row[row.length - 1] ?? ''));
+    } catch {
+      // Unknown means busy: never destroy work on a guess.
+      return true;
+    }
+  };
+
+  const removeContainer = async (id: string, name: string): Promise<void> => {
+    try {
+      await docker.getContainer(id).remove({ force: true, v: true });
+    } catch (error) {
+      if (isGone(error)) return;
+      // 409: removal already in progress elsewhere.
+      if (isConflict(error)) return;
+      fail(error, `remove container ${name}`);
+    }
+  };
+
+  const startContainer = async (entry: SandboxEntry, id: string): Promise<void> => {
+    options.onProgress?.({ phase: 'start', message: `starting ${entry.name}` });
+    try {
+      await docker.getContainer(id).start();
+    } catch (error) {
+      if (!isAlreadyDone(error)) fail(error, `start container ${entry.name}`);
+    }
+  };
+
+  const createContainer = async (entry: SandboxEntry, request: SandboxRequest, spec: Dockerode.ContainerCreateOptions): Promise<string> => {
+    await prepareHostFolders(request.paths);
+    await ensureImage();
+    const networkMode = await options.prepareNetwork();
+    const withNetwork = { ...spec, HostConfig: { ...spec.HostConfig, NetworkMode: networkMode } };
+    options.onProgress?.({ phase: 'create', message: `creating ${entry.name}` });
+    const container = await docker.createContainer(withNetwork).catch((error: unknown) => {
+      if (isConflict(error)) return undefined;
+      if (isGone(error)) {
+        // The image vanished between the check and the create.
+        imageReady = undefined;
+      }
+      return fail(error, `create container ${entry.name}`);
+    });
+    if (!container) return '';
+    try {
+      await startContainer(entry, container.id);
+    } catch (error) {
+      // Nothing half-created: a container that cannot start is removed again.
+      await removeContainer(container.id, entry.name).catch(() => undefined);
+      throw error;
+    }
+    logger?.info(`berth: created sandbox ${entry.name} for ${entry.scopeKey}`);
+    return container.id;
+  };
+
+  const enforceMaxRunning = async (current: SandboxEntry): Promise<void> => {
+    if (config.docker_max_running <= 0) return;
+    const running = [...entries.values()].filter((entry) => entry.running && entry !== current);
+    let excess = running.length + 1 - config.docker_max_running;
+    if (excess <= 0) return;
+    for (const entry of running.sort((a, b) => a.lastUsed - b.lastUsed)) {
+      if (excess <= 0) break;
+      if (entry.pending > 0) continue;
+      logger?.info(`berth: stopping ${entry.name}, least recently used, to stay within terminal.docker_max_running=${config.docker_max_running}`);
+      await stopEntry(entry).catch((error: unknown) => logger?.warn(`berth: could not stop ${entry.name}: ${(error as Error).message}`));
+      excess--;
+    }
+  };
+
+  /** Makes sure the scope's container exists and runs; adopts, recreates or creates it. Returns its id. */
+  const acquireContainer = async (entry: SandboxEntry, request: SandboxRequest): Promise<string> => {
+    const { spec, configHash } = buildContainerSpec({
+      config,
+      image,
+      name: entry.name,
+      scope: request.scope,
+      paths: request.paths,
+      engine,
+      networkMode: 'none',
+      extraLabels,
+      ...(options.adjustHostConfig ? { adjustHostConfig: options.adjustHostConfig } : {}),
+    });
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const info = await inspectByName(entry.name);
+      if (!info) {
+        const id = await limitCreate(() => createContainer(entry, request, spec));
+        if (id === '') continue; // another process created it: adopt on the next turn
+        entry.containerId = id;
+        entry.running = true;
+        await enforceMaxRunning(entry);
+        return id;
+      }
+      const labels = info.Config.Labels ?? {};
+      if (labels[LABELS.managedBy] !== MANAGED_BY || labels[LABELS.scope] !== request.scope.key) {
+        throw new SandboxError(
+          'SANDBOX_NAME_TAKEN',
+          `container ${entry.name} exists but is not Berth's sandbox for ${request.scope.key}; rename or remove it, or set another name prefix`,
+        );
+      }
+      if (labels[LABELS.configHash] !== configHash) {
+        if (info.State.Running && (await isBusy(info.Id))) {
+          if (!entry.stale) logger?.warn(`berth: the config of ${entry.name} changed, but it is busy; it keeps its old settings until it is idle`);
+          entry.stale = true;
+        } else {
+          logger?.info(`berth: the config of ${entry.name} changed; recreating it (files are kept)`);
+          dropSession(entry);
+          await removeContainer(info.Id, entry.name);
+          continue;
+        }
+      } else {
+        entry.stale = false;
+      }
+      if (!info.State.Running) {
+        if (info.State.Paused) {
+          await docker
+            .getContainer(info.Id)
+            .unpause()
+            .catch((error: unknown) => fail(error, `unpause container ${entry.name}`));
+        } else {
+          await prepareHostFolders(request.paths);
+          await limitCreate(() => startContainer(entry, info.Id));
+          logger?.info(`berth: restarted sandbox ${entry.name} for ${entry.scopeKey}`);
+        }
+      } else if (info.State.Paused) {
+        await docker
+          .getContainer(info.Id)
+          .unpause()
+          .catch((error: unknown) => fail(error, `unpause container ${entry.name}`));
+      }
+      entry.containerId = info.Id;
+      entry.running = true;
+      await enforceMaxRunning(entry);
+      return info.Id;
+    }
+    throw new SandboxError('SANDBOX_CONFLICT', `container ${entry.name} kept changing while Berth acquired it; retry the command`);
+  };
+
+  const channelOpener = (entry: SandboxEntry): OpenExecChannel => (command, channelOptions) => {
+    const id = entry.containerId;
+    if (!id) return Promise.reject(new SessionClosedError(false, `sandbox ${entry.name} has no container`));
+    return openExecChannel(docker, id, command, channelOptions).catch((error: unknown) => fail(error, `run a command in container ${entry.name}`));
+  };
+
+  const openKiller = (entry: SandboxEntry): Promise<KillerShell | undefined> => {
+    if (entry.killer?.alive) return Promise.resolve(entry.killer);
+    entry.killerOpening ??= channelOpener(entry)(['/bin/sh'])
+      .then((channel) => {
+        entry.killer = new KillerShell(channel);
+        return entry.killer;
+      })
+      .catch(() => undefined)
+      .finally(() => (entry.killerOpening = undefined));
+    return entry.killerOpening;
+  };
+
+  /** Acquires the container and, in session mode, a live shell session. */
+  const ensureReady = async (entry: SandboxEntry, request: SandboxRequest): Promise<void> => {
+    if (entry.containerId && entry.running && (entry.mode === 'exec' || entry.session?.alive)) return;
+    dropSession(entry);
+    await acquireContainer(entry, request);
+    if (entry.mode === 'exec') return;
+    const channel = await channelOpener(entry)(['/bin/sh'], { workingDir: '/workspace' });
+    try {
+      const session = await ShellSession.open({ channel, variables: request.environment.variables });
+      entry.session = session;
+      entry.mode = 'session';
+      session.onClose(() => {
+        if (entry.session === session) entry.session = undefined;
+      });
+      // The killer starts now, off the command's path, so it exists before anything needs killing.
+      void openKiller(entry);
+    } catch (error) {
+      if (error instanceof SessionClosedError || config.docker_exec_mode === 'session') throw error;
+      entry.mode = 'exec';
+      logger?.warn(`berth: the shell of ${entry.name} cannot hold a session (${(error as Error).message}); running one exec per command`);
+    }
+  };
+
+  const killCommand = async (entry: SandboxEntry): Promise<void> => {
+    if (entry.mode === 'session' && entry.session) {
+      const stateDir = entry.session.stateDir;
+      const killer = await openKiller(entry);
+      if (killer?.alive) {
+        killer.kill(stateDir);
+        return;
+      }
+    }
+    // No killer shell: a one-off exec (fails only if the container's pid limit is exhausted).
+    const stateDir = entry.session?.stateDir ?? FALLBACK_STATE_DIR;
+    const channel = await channelOpener(entry)(['/bin/sh', '-c', `${KILLER_INIT}__berth_kill "$1"`, 'berth', stateDir]);
+    channel.onStdout(() => undefined);
+    channel.onStderr(() => undefined);
+    channel.end();
+  };
+
+  const runOnce = async (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest): Promise<SessionRunResult> => {
+    const timeoutMs = Math.max(1, (exec.timeout ?? config.timeout) * 1000);
+    const stdin = exec.stdin === undefined ? undefined : typeof exec.stdin === 'string' ? Buffer.from(exec.stdin, 'utf8') : exec.stdin;
+    const common = {
+      command: exec.command,
+      ...(exec.cwd !== undefined ? { cwd: exec.cwd } : {}),
+      ...(stdin !== undefined ? { stdin } : {}),
+      timeoutMs,
+      outputLimit: config.docker_output_limit,
+      variables: request.environment.variables,
+      kill: () => killCommand(entry),
+    };
+    if (entry.mode === 'exec') return runExecOnce({ ...common, openChannel: channelOpener(entry) });
+    const session = entry.session;
+    if (!session) throw new SessionClosedError(false, `the shell of ${entry.name} is gone`);
+    const result = await session.run(common);
+    if (result.timedOut && !session.alive) {
+      // The kill did not bring the shell back (a fork bomb that outran it, say): stopping the
+      // container ends every process in it; the next command starts it again, files intact.
+      logger?.warn(`berth: a timed-out command in ${entry.name} could not be killed; restarting the sandbox`);
+      await stopEntry(entry).catch(() => undefined);
+    }
+    return result;
+  };
+
+  const execute = async (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest): Promise<ExecResult> => {
+    if (exec.command.includes('\0')) throw new SandboxError('COMMAND_INVALID', 'the command contains a NUL byte, which no shell can run; remove it');
+    const started = performance.now();
+    let result: SessionRunResult | undefined;
+    for (let attempt = 0; attempt < 2 && !result; attempt++) {
+      try {
+        await ensureReady(entry, request);
+        result = await runOnce(entry, request, exec);
+      } catch (error) {
+        // Retried once, and only when the command cannot have run: the session or the
+        // container was gone before the command started.
+        const code = (error as { code?: string }).code;
+        const neverStarted = (error instanceof SessionClosedError && !error.started) || code === 'SANDBOX_GONE' || code === 'SANDBOX_CONFLICT';
+        dropSession(entry);
+        entry.running = false;
+        if (!neverStarted || attempt === 1) throw error;
+        logger?.info(`berth: sandbox ${entry.name} was gone; bringing it back`);
+      }
+    }
+    const final = result!;
+    const redactor = config.docker_mask_secrets ? createRedactor(request.environment.secrets) : undefined;
+    const mask = (text: string): string => (redactor ? redactor.redact(text) : text);
+    return {
+      exitCode: final.timedOut ? 124 : final.status,
+      stdout: mask(final.stdout.text()),
+      stderr: mask(final.stderr.text()),
+      timedOut: final.timedOut,
+      truncated: final.stdout.truncated || final.stderr.truncated,
+      durationMs: performance.now() - started,
+    };
+  };
+
+  const findContainers = async (scopeKey?: string): Promise<Dockerode.ContainerInfo[]> => {
+    try {
+      return await docker.listContainers({ all: true, filters: { label: [...labelFilters(), ...(scopeKey ? [`${LABELS.scope}=${scopeKey}`] : [])] } });
+    } catch (error) {
+      return fail(error, 'list sandboxes');
+    }
+  };
+
+  async function stopEntry(entry: SandboxEntry): Promise<void> {
+    dropSession(entry);
+    entry.running = false;
+    const ids = entry.containerId ? [entry.containerId] : (await findContainers(entry.scopeKey)).map((container) => container.Id);
+    for (const id of ids) {
+      try {
+        await docker.getContainer(id).stop({ t: 3 });
+      } catch (error) {
+        if (!isAlreadyDone(error) && !isGone(error)) fail(error, `stop container ${entry.name}`);
+      }
+    }
+  }
+
+  /** Tracks labelled containers this process has not seen yet, so they are reaped too. */
+  const adoptExisting = async (): Promise<void> => {
+    for (const container of await findContainers()) {
+      const labels = container.Labels ?? {};
+      const scopeKey = labels[LABELS.scope];
+      if (!scopeKey || entries.has(scopeKey)) continue;
+      const name = (container.Names?.[0] ?? '').replace(/^\//, '');
+      entries.set(scopeKey, {
+        scopeKey,
+        name,
+        containerId: container.Id,
+        running: container.State === 'running',
+        session: undefined,
+        killer: undefined,
+        killerOpening: undefined,
+        mode: config.docker_exec_mode === 'exec' ? 'exec' : undefined,
+        tail: Promise.resolve(),
+        pending: 0,
+        // Adopted sandboxes get a full lifetime from now: their last use is unknown.
+        lastUsed: Date.now(),
+        paths: undefined,
+        stale: false,
+        info: labels[LABELS.kind] === 'task' ? { kind: 'task', taskId: labels[LABELS.task] ?? '' } : { kind: 'user', platform: labels[LABELS.platform] ?? '', userId: labels[LABELS.user] ?? '' },
+      });
+    }
+  };
+
+  const reap = async (): Promise<string[]> => {
+    if (!adopted) {
+      await adoptExisting();
+      adopted = true;
+    }
+    const stopped: string[] = [];
+    if (config.lifetime_seconds <= 0) return stopped;
+    const deadline = Date.now() - config.lifetime_seconds * 1000;
+    for (const entry of [...entries.values()]) {
+      if (!entry.running || entry.pending > 0 || entry.lastUsed > deadline) continue;
+      await enqueue(entry, async () => {
+        if (!entry.running || entry.lastUsed > deadline) return;
+        await stopEntry(entry);
+        stopped.push(entry.scopeKey);
+        logger?.info(`berth: stopped ${entry.name}, idle for more than ${config.lifetime_seconds} s`);
+      }).catch((error: unknown) => logger?.warn(`berth: could not stop idle sandbox ${entry.name}: ${(error as Error).message}`));
+    }
+    return stopped;
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  if (config.lifetime_seconds > 0) {
+    const period = Math.min(60_000, Math.max(1_000, (config.lifetime_seconds * 1000) / 4));
+    timer = setInterval(() => {
+      reap().catch((error: unknown) => logger?.warn(`berth: reaping idle sandboxes failed: ${(error as Error).message}`));
+    }, period);
+    timer.unref();
+  }
+
+  const assertOpen = (): void => {
+    if (closed) throw new SandboxError('BACKEND_CLOSED', `the ${engine} backend was closed; create a new one`);
+  };
+
+  return {
+    specificationVersion: 'v1',
+    name: engine,
+    capabilities: {
+      persistentSession: config.docker_exec_mode !== 'exec',
+      networkIsolation: true,
+      idleStop: true,
+      adoption: true,
+      ...options.capabilities,
+    },
+    containerName,
+
+    async doAcquire(request) {
+      assertOpen();
+      const entry = entryFor(request);
+      return enqueue(entry, async () => {
+        await ensureReady(entry, request);
+        return entry.containerId!;
+      });
+    },
+
+    async doExec(request, exec) {
+      assertOpen();
+      const entry = entryFor(request);
+      return enqueue(entry, () => execute(entry, request, exec));
+    },
+
+    async list() {
+      const containers = await findContainers();
+      return containers.map((container): SandboxInfo => {
+        const labels = container.Labels ?? {};
+        const scopeKey = labels[LABELS.scope] ?? '';
+        const entry = entries.get(scopeKey);
+        const kind = labels[LABELS.kind] === 'task' ? 'task' : 'user';
+        return {
+          scopeKey,
+          kind,
+          ...(kind === 'user' ? { platform: labels[LABELS.platform] ?? '', userId: labels[LABELS.user] ?? '' } : { taskId: labels[LABELS.task] ?? '' }),
+          containerId: container.Id,
+          containerName: (container.Names?.[0] ?? '').replace(/^\//, ''),
+          state: stateOf(container.State),
+          workspace: labels[LABELS.workspace] ?? '',
+          home: labels[LABELS.home] ?? '',
+          ...(entry ? { lastUsed: new Date(entry.lastUsed).toISOString() } : {}),
+        };
+      });
+    },
+
+    async stop(scopeKey) {
+      const entry = entries.get(scopeKey);
+      if (entry) {
+        await enqueue(entry, () => stopEntry(entry));
+        return;
+      }
+      for (const container of await findContainers(scopeKey)) {
+        try {
+          await docker.getContainer(container.Id).stop({ t: 3 });
+        } catch (error) {
+          if (!isAlreadyDone(error) && !isGone(error)) fail(error, `stop container of ${scopeKey}`);
+        }
+      }
+    },
+
+    async remove(scopeKey, removeOptions = {}) {
+      if (removeOptions.purge && !removeOptions.paths) {
+        throw new SandboxError('PURGE_NEEDS_PATHS', `purging ${scopeKey} needs its paths (resolve them with the sandbox resolver's forScope); nothing was removed`);
+      }
+      const entry = entries.get(scopeKey);
+      const work = async (): Promise<void> => {
+        if (entry) dropSession(entry);
+        for (const container of await findContainers(scopeKey)) {
+          await removeContainer(container.Id, (container.Names?.[0] ?? '').replace(/^\//, ''));
+        }
+        if (removeOptions.purge && removeOptions.paths) await purgeHostFolders(removeOptions.paths);
+        entries.delete(scopeKey);
+        logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);
+      };
+      if (entry) await enqueue(entry, work);
+      else await work();
+    },
+
+    reap,
+
+    async close() {
+      closed = true;
+      if (timer) clearInterval(timer);
+      for (const entry of entries.values()) dropSession(entry);
+    },
+
+    async ping() {
+      try {
+        await docker.ping();
+      } catch (error) {
+        fail(error, 'reach the engine');
+      }
+    },
+
+    async engineInfo() {
+      try {
+        const version = await docker.version();
+        return { engine, endpoint, version: version.Version, apiVersion: version.ApiVersion };
+      } catch (error) {
+        return fail(error, 'read the engine version');
+      }
+    },
+  };
+}

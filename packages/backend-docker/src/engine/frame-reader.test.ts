@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { endMarkerPrefix, FrameReader, startMarker } from './frame-reader.js';
+import { createHeadTailBuffer } from './head-tail-buffer.js';
+
+const id = '0123456789abcdef01234567';
+
+function frame(body: string, status: number, noise = ''): Buffer {
+  return Buffer.from(`${noise}${startMarker(id)}${body}${endMarkerPrefix(id)}${status}\n`);
+}
+
+describe('FrameReader', () => {
+  it('finds the frame wherever the stream is cut into chunks', () => {
+    const bytes = frame('out\nput with __BERTH_ lookalikes\n__BERTH_00_E_1', 42, 'left over from a background job\n');
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const reader = new FrameReader();
+      const sink = createHeadTailBuffer(1000);
+      let status: number | undefined;
+      let started = false;
+      reader.expect(id, sink, (value) => (status = value), () => (started = true));
+      reader.push(bytes.subarray(0, cut));
+      reader.push(bytes.subarray(cut));
+      expect(started).toBe(true);
+      expect(status).toBe(42);
+      expect(sink.text()).toBe('out\nput with __BERTH_ lookalikes\n__BERTH_00_E_1');
+    }
+  });
+
+  it('delivers byte by byte and ignores frames of other commands', () => {
+    const reader = new FrameReader();
+    const sink = createHeadTailBuffer(1000);
+    let status: number | undefined;
+    reader.expect(id, sink, (value) => (status = value));
+    const other = Buffer.from(`${startMarker('ffffffffffffffffffffffff')}not mine${endMarkerPrefix('ffffffffffffffffffffffff')}0\n`);
+    for (const byte of Buffer.concat([other, frame('', 0)])) reader.push(Buffer.from([byte]));
+    expect(status).toBe(0);
+    expect(sink.text()).toBe('');
+  });
+
+  it('drops bytes after the frame closed', () => {
+    const reader = new FrameReader();
+    const sink = createHeadTailBuffer(1000);
+    let calls = 0;
+    reader.expect(id, sink, () => calls++);
+    reader.push(Buffer.concat([frame('x', 1), Buffer.from('trailing noise'), frame('y', 2)]));
+    expect(calls).toBe(1);
+    expect(sink.text()).toBe('x');
+  });
+});

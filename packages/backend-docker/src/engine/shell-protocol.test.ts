@@ -1,0 +1,47 @@
+import { execFileSync } from 'node:child_process';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { buildEnvironmentScript, encodePrintfFormat, quoteShell } from './shell-protocol.js';
+
+// The host's own POSIX shell checks the quoting; no engine is involved.
+const sh = (script: string): Buffer => execFileSync('/bin/sh', ['-c', script]);
+
+describe('quoteShell', () => {
+  it('round-trips any text without NUL through a real shell', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }).filter((value) => !value.includes('\0')), (value) => {
+        expect(sh(`printf '%s' ${quoteShell(value)}`).toString('utf8')).toBe(Buffer.from(value, 'utf8').toString('utf8'));
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('refuses NUL', () => {
+    expect(() => quoteShell('a\0b')).toThrow(/NUL/);
+  });
+});
+
+describe('encodePrintfFormat', () => {
+  it('prints exactly the given bytes, NUL, quotes, escapes and digits after escapes included', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+        expect([...sh(`printf ${encodePrintfFormat(bytes)}`)]).toEqual([...bytes]);
+      }),
+      { numRuns: 60 },
+    );
+    const tricky = Buffer.from("\u0000123 %d %s \\n \\0 ' \"", 'utf8');
+    expect([...sh(`printf ${encodePrintfFormat(tricky)}`)]).toEqual([...tricky]);
+  });
+});
+
+describe('buildEnvironmentScript', () => {
+  it('exports values verbatim, whatever they hold, and unsets removed names', () => {
+    const variables = { TOKEN: "it's $HOME `id` \\ \n second line", EMPTY: '' };
+    const script = `OLD=1; export OLD\n${buildEnvironmentScript(variables, ['OLD'])}printf '%s|%s|%s' "$TOKEN" "$EMPTY" "\${OLD-unset}"`;
+    expect(sh(script).toString()).toBe(`${variables.TOKEN}||unset`);
+  });
+
+  it('skips names that are not shell variable names', () => {
+    expect(buildEnvironmentScript({ 'BAD;rm -rf /': 'x', GOOD: 'y' })).toBe("export GOOD='y'\n");
+  });
+});

@@ -1,0 +1,170 @@
+/**
+ * The text Berth writes into a persistent `/bin/sh` inside a sandbox. Everything here is pure
+ * string building, so the quoting is unit-tested without an engine. The scripts use only POSIX
+ * shell features and, on the paths that must work under a fork bomb, only builtins.
+ */
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Quotes `value` as one single-quoted shell word. Throws on NUL, which no shell word can hold. */
+export function quoteShell(value: string): string {
+  if (value.includes('\0')) throw new TypeError('a shell word cannot contain a NUL byte');
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * A single-quoted `printf` format that prints exactly `bytes`: `%` and `\` are escaped, and
+ * NUL, quotes and every byte outside printable ASCII are written as three-digit octal escapes
+ * (a digit right after an escape is escaped too, so no shell reads a longer number).
+ */
+export function encodePrintfFormat(bytes: Uint8Array): string {
+  let out = "'";
+  let afterEscape = false;
+  for (const byte of bytes) {
+    const printable = (byte >= 0x20 && byte < 0x7f) || byte === 0x0a;
+    const digit = byte >= 0x30 && byte <= 0x39;
+    if (!printable || byte === 0x27 || byte === 0x5c || byte === 0x25 || (digit && afterEscape)) {
+      out += `\\${byte.toString(8).padStart(3, '0')}`;
+      afterEscape = true;
+    } else {
+      out += String.fromCharCode(byte);
+      afterEscape = false;
+    }
+  }
+  return `${out}'`;
+}
+
+/** `export NAME='value'` lines for `variables`, and `unset` for names no longer present. */
+export function buildEnvironmentScript(variables: Readonly<Record<string, string>>, removed: Iterable<string> = []): string {
+  let script = '';
+  for (const name of removed) {
+    if (VARIABLE_NAME.test(name) && !(name in variables)) script += `unset ${name}\n`;
+  }
+  for (const [name, value] of Object.entries(variables)) {
+    // Core validates names; a malformed one is skipped rather than written into a script.
+    if (!VARIABLE_NAME.test(name)) continue;
+    script += `export ${name}=${quoteShell(value)}\n`;
+  }
+  return script;
+}
+
+/**
+ * What each command's child shell runs: save the working directory and exported variables
+ * when it exits (however it exits), then source the command file. `$0` is the state folder.
+ */
+const CHILD_SCRIPT = `trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$0/state"' EXIT
+. "$0/cmd"`;
+
+/** Sourcing the state a command left: its exports and its directory become the session's. */
+const LOAD_STATE = `if [ -s "$__berth_d/state" ]; then . "$__berth_d/state" 2>/dev/null; : > "$__berth_d/state"; cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD; fi`;
+
+/**
+ * The script that turns a fresh `/bin/sh` into a Berth session: a private state folder, the
+ * environment (sent here, over stdin, so it is never in the container's or the exec's stored
+ * configuration), and `__berth_run`, which runs one command in a child with its own process
+ * group (`setsid` when the image has it) and frames its output. Ends with frame `readyId`,
+ * whose status says whether `setsid` is available (0) or not (1).
+ */
+export function buildSessionInit(options: { stateDir: string; readyId: string; variables: Readonly<Record<string, string>>; cwd?: string }): string {
+  return `__berth_d=${quoteShell(options.stateDir)}
+mkdir -m 700 -p "$__berth_d" || exit 97
+__berth_child=${quoteShell(CHILD_SCRIPT)}
+if command -v setsid >/dev/null 2>&1; then __berth_ss=1; else __berth_ss=0; fi
+__berth_run() {
+  if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
+  printf '__BERTH_%s_S__\\n' "$1"; printf '__BERTH_%s_S__\\n' "$1" >&2
+  if [ "$__berth_ss" = 1 ]; then
+    setsid /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+  else
+    /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+  fi
+  __berth_p=$!
+  echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
+  wait "$__berth_p"; __berth_s=$?
+  : > "$__berth_d/pid"
+  printf '\\n__BERTH_%s_E_%s\\n' "$1" "$__berth_s"; printf '\\n__BERTH_%s_E_%s\\n' "$1" "$__berth_s" >&2
+}
+${buildEnvironmentScript(options.variables)}cd -- ${quoteShell(options.cwd ?? '/workspace')} 2>/dev/null
+printf '__BERTH_%s_S__\\n\\n__BERTH_%s_E_%s\\n' ${options.readyId} ${options.readyId} "$__berth_ss"
+printf '__BERTH_%s_S__\\n\\n__BERTH_%s_E_%s\\n' ${options.readyId} ${options.readyId} "$__berth_ss" >&2
+`;
+}
+
+/** The command file's text: an optional `cd` for this command, then the command itself. */
+export function buildCommandFile(command: string, cwd?: string): string {
+  const prefix = cwd === undefined ? '' : `cd -- ${quoteShell(cwd)} || exit 1\n`;
+  return `${prefix}${command}\n`;
+}
+
+/** What Berth writes into a session to run one framed command. */
+export function buildCommandScript(options: { id: string; command: string; cwd?: string; stdin?: Uint8Array }): string {
+  const file = buildCommandFile(options.command, options.cwd);
+  const input = options.stdin === undefined ? '' : `printf ${encodePrintfFormat(options.stdin)} > "$__berth_d/in"\n`;
+  return `__berth_c=${quoteShell(file)}
+printf '%s' "$__berth_c" > "$__berth_d/cmd"
+${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}
+${LOAD_STATE}
+`;
+}
+
+/**
+ * Defines `__berth_kill DIR`, which kills the process tree of the command running in the
+ * session whose state folder is DIR: its process group, and every descendant found through
+ * /proc (stopped first, so nothing forks while the walk runs). Builtins only, so it works
+ * while a fork bomb holds every pid the container may have.
+ */
+export const KILLER_INIT = `__berth_kill() {
+  read -r __berth_p __berth_ss < "$1/pid" 2>/dev/null || return 0
+  [ -n "$__berth_p" ] || return 0
+  if [ "$__berth_ss" = 1 ]; then kill -STOP "-$__berth_p" 2>/dev/null; fi
+  __berth_all=" $__berth_p "
+  __berth_more=1
+  while [ "$__berth_more" = 1 ]; do
+    __berth_more=0
+    for __berth_f in /proc/[0-9]*/stat; do
+      read -r __berth_l < "$__berth_f" 2>/dev/null || continue
+      __berth_pid=\${__berth_l%% *}
+      set -- \${__berth_l##*) }
+      case "$__berth_all" in
+        *" $2 "*) case "$__berth_all" in *" $__berth_pid "*) ;; *) __berth_all="$__berth_all$__berth_pid "; __berth_more=1; kill -STOP "$__berth_pid" 2>/dev/null ;; esac ;;
+      esac
+    done
+  done
+  if [ "$__berth_ss" = 1 ]; then kill -KILL "-$__berth_p" 2>/dev/null; fi
+  for __berth_pid in $__berth_all; do kill -KILL "$__berth_pid" 2>/dev/null; done
+  return 0
+}
+`;
+
+/** Asks a killer shell to kill the running command of the session with state folder `stateDir`. */
+export function buildKillRequest(stateDir: string): string {
+  return `__berth_kill ${quoteShell(stateDir)}\n`;
+}
+
+/**
+ * The fallback mode's `/bin/sh -c` script, for images whose shell cannot hold a session: it
+ * reads the environment and the command from stdin up to a marker line (`$2`), so neither is
+ * stored in the exec's configuration; the rest of stdin is the command's input. `$1` is the
+ * state folder that carries the directory and exports from one command to the next.
+ */
+export const FALLBACK_PRELUDE = `__berth_b=
+while IFS= read -r __berth_l; do
+  [ "$__berth_l" = "$2" ] && break
+  __berth_b="$__berth_b$__berth_l
+"
+done
+eval "$__berth_b"
+unset __berth_b __berth_l
+__berth_d=$1
+mkdir -m 700 -p "$__berth_d" 2>/dev/null
+if [ -s "$__berth_d/state" ]; then . "$__berth_d/state" 2>/dev/null; cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD; fi
+echo "$$ 1" > "$__berth_d/pid" 2>/dev/null
+trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_d/state" 2>/dev/null' EXIT
+set --
+eval "$__berth_c"
+`;
+
+/** What the fallback mode writes on stdin before the command's own input. */
+export function buildFallbackInput(options: { marker: string; command: string; cwd?: string; variables: Readonly<Record<string, string>> }): string {
+  return `${buildEnvironmentScript(options.variables)}__berth_c=${quoteShell(buildCommandFile(options.command, options.cwd))}\n${options.marker}\n`;
+}

@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DockerBackend } from './create-docker-backend.js';
+import { createHarness, engineExec, type Harness } from './testing/integration-harness.js';
+
+let harness: Harness;
+let backend: DockerBackend;
+
+const SECRET = 'ghp_s3cr3t-value-for-alice-0123456789';
+const BOB_SECRET = 'ghp_bob-only-token-9876543210';
+const environment = {
+  HERMES_USER_TELEGRAM_1001_GITHUB_TOKEN: SECRET,
+  HERMES_USER_TELEGRAM_1002_GITHUB_TOKEN: BOB_SECRET,
+  HERMES_USER_TELEGRAM_1001_MULTILINE: "line one\nit's 'quoted' $HOME `x` \\ done",
+};
+const alice = () => harness.request({ platform: 'telegram', userId: '1001' }, environment);
+const bob = () => harness.request({ platform: 'telegram', userId: '1002' }, environment);
+
+beforeAll(async () => {
+  harness = await createHarness();
+  backend = harness.backend({ docker_output_limit: 4096, timeout: 30 });
+});
+
+afterAll(async () => {
+  await harness?.cleanup();
+});
+
+describe('exec through the persistent shell', () => {
+  it('keeps exit code, stdout and stderr of each command apart', async () => {
+    const result = await backend.doExec(alice(), { command: 'echo out; echo err >&2; exit 7' });
+    expect(result).toMatchObject({ exitCode: 7, stdout: 'out\n', stderr: 'err\n', timedOut: false, truncated: false });
+    expect(await backend.doExec(alice(), { command: 'printf "no newline"' })).toMatchObject({ exitCode: 0, stdout: 'no newline', stderr: '' });
+  });
+
+  it('reads stdin from /dev/null, or exactly the given input (binary safe), never the control stream', async () => {
+    expect(await backend.doExec(alice(), { command: 'cat; echo "[eof]"' })).toMatchObject({ stdout: '[eof]\n' });
+    const input = "quote ' dollar $HOME percent %d back \\ nul\u0000 digits 123\nünïcödé ✓\n";
+    const result = await backend.doExec(alice(), { command: 'cat', stdin: input });
+    expect(result.stdout).toBe(input);
+    const bytes = Uint8Array.from({ length: 256 }, (_, index) => index);
+    const counted = await backend.doExec(alice(), { command: 'wc -c; ', stdin: bytes });
+    expect(counted.stdout.trim()).toBe('256');
+    // A command that tries to read more than its input sees end of file, not Berth's next frame.
+    const greedy = await backend.doExec(alice(), { command: 'cat > /dev/null; read -r line || echo "nothing more"' });
+    expect(greedy.stdout).toBe('nothing more\n');
+  });
+
+  it('keeps cd and export between commands, and runs a given cwd for that command', async () => {
+    await backend.doExec(alice(), { command: 'mkdir -p /workspace/project && cd /workspace/project && export GREETING="hello there"' });
+    expect((await backend.doExec(alice(), { command: 'pwd; echo "$GREETING"' })).stdout).toBe('/workspace/project\nhello there\n');
+    expect((await backend.doExec(alice(), { command: 'pwd', cwd: '/tmp' })).stdout).toBe('/tmp\n');
+    expect((await backend.doExec(alice(), { command: 'exit 3' })).exitCode).toBe(3);
+    expect((await backend.doExec(alice(), { command: 'cd /workspace && pwd' })).stdout).toBe('/workspace\n');
+  });
+
+  it('passes unicode through and reports a syntax error like sh does', async () => {
+    expect((await backend.doExec(alice(), { command: 'echo "héllo 世界 🚀"' })).stdout).toBe('héllo 世界 🚀\n');
+    const broken = await backend.doExec(alice(), { command: 'if then fi (' });
+    expect(broken.exitCode).not.toBe(0);
+    expect(broken.stderr).toMatch(/syntax|unexpected/i);
+    expect((await backend.doExec(alice(), { command: 'echo still-fine' })).stdout).toBe('still-fine\n');
+  });
+
+  it('caps large output per stream, keeping head and tail and saying so', async () => {
+    const result = await backend.doExec(alice(), { command: 'echo BEGIN; yes line | head -c 200000; echo; echo END' });
+    expect(result.truncated).toBe(true);
+    expect(result.stdout.startsWith('BEGIN\n')).toBe(true);
+    expect(result.stdout.endsWith('END\n')).toBe(true);
+    expect(result.stdout).toMatch(/bytes cut here; output is limited to 4096 bytes/);
+    expect(result.stdout.length).toBeLessThan(4096 + 200);
+  });
+
+  it('kills the whole process tree at the timeout (exit 124) and the session stays usable', async () => {
+    const marker = `sleep 61${Math.floor(Math.random() * 9)}`;
+    const started = Date.now();
+    const result = await backend.doExec(alice(), { command: `sh -c 'sh -c "${marker}" & wait'; echo never`, timeout: 1 });
+    expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+    expect(result.stdout).not.toContain('never');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const containerId = await backend.doAcquire(alice());
+    const ps = await engineExec(harness.docker, containerId, 'ps -o pid,args');
+    expect(ps.output).not.toContain(marker);
+    expect((await backend.doExec(alice(), { command: 'echo alive' })).stdout).toBe('alive\n');
+  });
+
+  it('runs concurrent commands of one user one at a time, outputs never mixed', async () => {
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, index) => backend.doExec(alice(), { command: `for i in 1 2 3; do echo c${index}-$i; sleep 0.01; done; echo e${index} >&2` })),
+    );
+    results.forEach((result, index) => {
+      expect(result.stdout).toBe(`c${index}-1\nc${index}-2\nc${index}-3\n`);
+      expect(result.stderr).toBe(`e${index}\n`);
+    });
+  });
+});
+
+describe('isolation and secrets', () => {
+  it('gives two users their own files and variables', async () => {
+    await backend.doExec(alice(), { command: 'echo alice-data > /workspace/mine.txt && echo alice-home > /root/.note' });
+    const bobView = await backend.doExec(bob(), { command: 'cat /workspace/mine.txt /root/.note 2>&1; echo "token=$GITHUB_TOKEN"; echo "multi=$MULTILINE"' });
+    expect(bobView.stdout).toContain('No such file');
+    expect(bobView.stdout).not.toContain('alice-data');
+    expect(bobView.stdout).toContain('token=***');
+    expect(bobView.stdout).toContain('multi=\n');
+    // Masking off shows which token bob's commands really see.
+    const unmasked = harness.backend({ docker_mask_secrets: false });
+    const raw = await unmasked.doExec(bob(), { command: 'echo "$GITHUB_TOKEN"' });
+    expect(raw.stdout).toBe(`${BOB_SECRET}\n`);
+    const aliceRaw = await unmasked.doExec(alice(), { command: 'printf "%s" "$MULTILINE"' });
+    expect(aliceRaw.stdout).toBe(environment.HERMES_USER_TELEGRAM_1001_MULTILINE);
+    await unmasked.close();
+  });
+
+  it('masks secret values in output by default', async () => {
+    const result = await backend.doExec(alice(), { command: 'echo "token is $GITHUB_TOKEN"; echo "$GITHUB_TOKEN" >&2' });
+    expect(result.stdout).toBe('token is ***\n');
+    expect(result.stderr).toBe('***\n');
+  });
+
+  it('stores no variable value in the container or exec configuration, or in labels', async () => {
+    const containerId = await backend.doAcquire(alice());
+    const info = await harness.docker.getContainer(containerId).inspect();
+    const stored = JSON.stringify({ config: info.Config, hostConfig: info.HostConfig, labels: info.Config.Labels });
+    expect(stored).not.toContain(SECRET);
+    expect(stored).not.toContain('GITHUB_TOKEN');
+    expect(info.Config.Env?.some((entry) => entry.startsWith('GITHUB_TOKEN'))).toBe(false);
+    for (const execId of info.ExecIDs ?? []) {
+      const exec = await harness.docker.getExec(execId).inspect();
+      expect(JSON.stringify(exec)).not.toContain(SECRET);
+    }
+    // ...while the commands do see it.
+    const check = await backend.doExec(alice(), { command: '[ "$GITHUB_TOKEN" = "' + SECRET + '" ] && echo same' });
+    expect(check.stdout).toBe('same\n');
+  });
+});
+
+describe('hardening, seen from inside', () => {
+  it('drops capabilities to the configured few and sets no-new-privileges', async () => {
+    const status = (await backend.doExec(alice(), { command: 'cat /proc/self/status' })).stdout;
+    const capEff = BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec(status)![1]}`);
+    // CHOWN 0, DAC_OVERRIDE 1, FOWNER 3, FSETID 4, KILL 5, SETGID 6, SETUID 7.
+    expect(capEff).toBe(0b11111011n);
+    expect(status).toMatch(/NoNewPrivs:\s*1/);
+    const mount = await backend.doExec(alice(), { command: 'mount -t tmpfs none /mnt 2>&1; echo rc=$?' });
+    expect(mount.stdout).toMatch(/rc=[1-9]/);
+    const socket = await backend.doExec(alice(), { command: 'ls /var/run/docker.sock /run/docker.sock 2>&1 | grep -c "No such file"' });
+    expect(socket.stdout.trim()).toBe('2');
+  });
+
+  it('holds the pids limit against a fork bomb while another user keeps answering', async () => {
+    const limited = harness.backend({ docker_pids_limit: 64, timeout: 30 });
+    const bomber = harness.request({ platform: 'telegram', userId: '666' });
+    await limited.doExec(bomber, { command: 'true' });
+    const containerId = await limited.doAcquire(bomber);
+    const bomb = limited.doExec(bomber, { command: '(while :; do sleep 1000 & done) 2>/dev/null; while :; do :; done', timeout: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const stats = (await harness.docker.getContainer(containerId).stats({ stream: false })) as { pids_stats?: { current?: number } };
+    expect(stats.pids_stats?.current).toBeGreaterThan(32);
+    expect(stats.pids_stats?.current).toBeLessThanOrEqual(64);
+    const answers = await Promise.all([1, 2, 3].map(() => backend.doExec(bob(), { command: 'echo pong' })));
+    expect(answers.map((answer) => answer.stdout)).toEqual(['pong\n', 'pong\n', 'pong\n']);
+    const result = await bomb;
+    expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+    // After the kill the bomber's own sandbox answers again.
+    const after = await limited.doExec(bomber, { command: 'echo recovered; ps -o pid | wc -l' });
+    expect(after.stdout).toMatch(/^recovered\n\s*\d+\n$/);
+    expect(Number(after.stdout.split('\n')[1])).toBeLessThan(15);
+    await limited.close();
+  });
+});
