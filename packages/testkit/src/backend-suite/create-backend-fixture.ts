@@ -112,7 +112,15 @@ export function createBackendFixture(options: TestBackendOptions): BackendFixtur
   const taskId = `berth-testkit-task-${runId}`;
 
   const specs: Record<SuiteUserName, UserSpec> = {
-    alice: { variant: 'main', session: { platform: 'telegram', userId: `${numericBase}1` }, variables: { GITHUB_TOKEN: `ghp_alice_${hex(12)}` } },
+    alice: {
+      variant: 'main',
+      session: { platform: 'telegram', userId: `${numericBase}1` },
+      variables: {
+        GITHUB_TOKEN: `ghp_alice_${hex(12)}`,
+        // Quotes, command substitution and a newline: a backend that builds a shell script from values breaks here.
+        TRICKY_VALUE: `t'"$(touch /tmp/berth-pwned-${runId})\`touch /tmp/berth-pwned-${runId}\`;\n$HOME ${hex(6)}`,
+      },
+    },
     // A Signal-like id with `-`: the case where naive prefix matching leaks variables.
     bob: { variant: 'main', session: { platform: 'signal', userId: `ab-cd-${runId}` }, variables: { TOKEN: `sig_bob_${hex(12)}` } },
     carol: { variant: 'main', session: { platform: 'telegram', userId: `${numericBase}3` } },

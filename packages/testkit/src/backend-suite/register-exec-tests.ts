@@ -34,6 +34,8 @@ export function registerExecTests(fixture: BackendFixture): void {
       const bytes = new Uint8Array(256).map((_, index) => index);
       expect(await run('wc -c', { stdin: bytes })).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^\s*256\n$/) });
       expect(await run('wc -c', { stdin: 'x'.repeat(300_000) })).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^\s*300000\n$/) });
+      // A megabyte of stdin that nobody reads must not block the command or leak into the next one.
+      expect(await run('echo ignored-stdin', { stdin: 'y'.repeat(1_000_000), timeout: 20 })).toMatchObject({ exitCode: 0, stdout: 'ignored-stdin\n', timedOut: false });
       await expectAlive();
     });
 
@@ -54,6 +56,10 @@ export function registerExecTests(fixture: BackendFixture): void {
       // Whatever is left once the pattern and the marks are taken out is the statement of the cut.
       const statement = result.stdout.replace(/BEGIN-MARK\n|END-MARK\n/g, '').replace(/[a-i\n]/g, '');
       expect(statement.length, 'the output says that it was cut').toBeGreaterThan(0);
+      const errors = await run('echo ERR-BEGIN >&2; yes abcdefghi | head -c 5000000 >&2; echo ERR-END >&2; echo out-fine', { timeout: 60 });
+      expect(errors).toMatchObject({ exitCode: 0, stdout: 'out-fine\n', truncated: true });
+      expect(errors.stderr.startsWith('ERR-BEGIN\n') && errors.stderr.endsWith('ERR-END\n'), 'stderr keeps head and tail').toBe(true);
+      expect(Buffer.byteLength(errors.stderr)).toBeLessThanOrEqual(limit + 4096);
       await expectAlive();
     });
 
@@ -108,6 +114,30 @@ export function registerExecTests(fixture: BackendFixture): void {
       expect(broken.exitCode).not.toBe(0);
       expect(broken.timedOut).toBe(false);
       await expectAlive();
+    });
+
+    it('survives commands that attack their own shell: exec, kill $$, closed stdout, late background output', { timeout: TEST_TIMEOUT_MS }, async () => {
+      const settle = (command: string) => run(command, { timeout: 20 }).catch((error: unknown) => error);
+      await settle('exec echo replaced-the-shell');
+      await expectAlive();
+      await settle('kill -9 $$');
+      await expectAlive();
+      await settle('exec >&- 2>&-; echo into-the-void');
+      await expectAlive();
+      await settle("exec 0<&-; cat");
+      await expectAlive();
+      // Output a background job prints after its command returned must not turn up in a later command.
+      const tag = `late-${fixture.runId}`;
+      await settle(`(sleep 1; echo ${tag}; echo ${tag} >&2) & echo early`);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(await run('echo next-command')).toMatchObject({ exitCode: 0, stdout: 'next-command\n', stderr: '' });
+    });
+
+    it('refuses or fails a cwd that tries to inject shell code, without running it', { timeout: TEST_TIMEOUT_MS }, async () => {
+      const marker = `/tmp/berth-cwd-injected-${fixture.runId}`;
+      const outcome = await run('echo ran', { cwd: `/tmp'; touch ${marker}; echo '`, timeout: 20 }).catch((error: unknown) => error);
+      if (outcome && typeof outcome === 'object' && 'exitCode' in outcome) expect((outcome as { exitCode: number }).exitCode).not.toBe(0);
+      expect(await run(`[ -e ${marker} ] && echo injected || echo clean`)).toMatchObject({ stdout: 'clean\n' });
     });
   });
 }

@@ -39,6 +39,15 @@ export function registerIsolationTests(fixture: BackendFixture): void {
       }
     });
 
+    it("a user cannot see another user's processes", { timeout: TEST_TIMEOUT_MS }, async () => {
+      const sleeper = `sleep 3${fixture.runId.replace(/[a-f]/g, '').slice(0, 4).padEnd(4, '7')}`;
+      expect(await fixture.run('alice', `setsid ${sleeper} </dev/null >/dev/null 2>&1 & sleep 0.2; ps`)).toMatchObject({ exitCode: 0, stdout: expect.stringContaining(sleeper) });
+      const seen = await fixture.run('bob', 'ps');
+      expect(seen.exitCode).toBe(0);
+      expect(seen.stdout).not.toContain(sleeper);
+      await fixture.run('alice', `kill $(pidof sleep) 2>/dev/null; true`);
+    });
+
     it("a user's variables are absent from another user's environment", { timeout: TEST_TIMEOUT_MS }, async () => {
       const aliceToken = fixture.user('alice').variables.GITHUB_TOKEN!;
       const bobToken = fixture.user('bob').variables.TOKEN!;

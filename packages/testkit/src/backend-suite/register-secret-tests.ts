@@ -22,6 +22,30 @@ export function registerSecretTests(fixture: BackendFixture): void {
       expect(lines[2]).toBe('static-value');
     });
 
+    it('passes values with quotes, command substitutions and newlines exactly, without running them', { timeout: TEST_TIMEOUT_MS }, async () => {
+      const tricky = fixture.user('alice').variables.TRICKY_VALUE!;
+      const result = await fixture.run('alice', `printf %s "$TRICKY_VALUE" | sha256sum; ls /tmp/berth-pwned-${fixture.runId} 2>/dev/null; true`);
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toMatch(new RegExp(`^${sha256(tricky)}\\b[^\\n]*\\n$`));
+    });
+
+    it('masks secrets that straddle read-chunk boundaries and the cut of truncated output', { timeout: TEST_TIMEOUT_MS }, async () => {
+      const token = fixture.user('alice').variables.GITHUB_TOKEN!;
+      const random = token.slice('ghp_alice_'.length);
+      // Any 8 consecutive characters of the random part in the output are a leak.
+      const fragments = (text: string) =>
+        Array.from({ length: random.length - 7 }, (_, index) => random.slice(index, index + 8)).filter((fragment) => text.includes(fragment));
+      const offsets = [4093, 16_381, 32_765, 65_533, 65_536, 131_069];
+      const chunked = await fixture.run('alice', `for n in ${offsets.join(' ')}; do head -c $n /dev/zero | tr '\\0' x; printf '%s\\n' "$GITHUB_TOKEN"; done`);
+      expect(chunked.exitCode).toBe(0);
+      expect(fragments(chunked.stdout)).toEqual([]);
+      expect(chunked.stdout.split(REDACTED).length - 1).toBe(offsets.length);
+
+      const flood = await fixture.run('alice', `while :; do printf '%s\\n' "$GITHUB_TOKEN"; done | head -c 3000000`, { timeout: 60 });
+      expect(flood.truncated).toBe(true);
+      expect(fragments(flood.stdout), 'pieces of the token at the edges of the cut').toEqual([]);
+    });
+
     it(`masks secret values in stdout and stderr by default (${REDACTED})`, { timeout: TEST_TIMEOUT_MS }, async () => {
       const token = fixture.user('alice').variables.GITHUB_TOKEN!;
       const result = await fixture.run('alice', 'echo "token=$GITHUB_TOKEN"; echo "$BERTH_TESTKIT_FORWARDED" >&2; env');
