@@ -12,5 +12,6 @@ run pnpm -s build
 run pnpm -s typecheck
 run pnpm -s test
 run pnpm -s test:integration
+run pnpm -s test:attack
 node scripts/summarize-tests.mjs .test-results || status=1
 exit "$status"
