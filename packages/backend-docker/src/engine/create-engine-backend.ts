@@ -341,11 +341,15 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       extraLabels,
       ...(options.adjustHostConfig ? { adjustHostConfig: options.adjustHostConfig } : {}),
     });
-    for (let attempt = 0; attempt < 3; attempt++) {
+    for (let attempt = 0; attempt < 12; attempt++) {
       const info = await inspectByName(entry.name);
       if (!info) {
         const id = await limitCreate(() => createContainer(entry, request, spec));
-        if (id === '') continue; // another process created it: adopt on the next turn
+        if (id === '') {
+          // Another process holds the name; the engine may answer 404 until its create completes.
+          await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
+          continue;
+        }
         entry.containerId = id;
         entry.running = true;
         await enforceMaxRunning(entry);

@@ -1,0 +1,185 @@
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ImageNotFoundError } from '@berth/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LABELS } from './engine/container-spec.js';
+import { createHarness, engineExec, TEST_LABEL, type Harness } from './testing/integration-harness.js';
+
+let harness: Harness;
+
+beforeAll(async () => {
+  harness = await createHarness();
+});
+
+afterAll(async () => {
+  await harness?.cleanup();
+});
+
+const containersOf = async (scopeKey: string) =>
+  harness.docker.listContainers({ all: true, filters: { label: [`${TEST_LABEL}=${harness.runId}`, `${LABELS.scope}=${scopeKey}`] } });
+
+describe('one container per scope', () => {
+  it('creates exactly one container when a user sends many first commands at once, from two gateways', async () => {
+    const first = harness.backend();
+    const second = harness.backend();
+    const request = harness.request({ platform: 'telegram', userId: '2001' });
+    const results = await Promise.all(Array.from({ length: 8 }, (_, index) => (index % 2 ? first : second).doExec(request, { command: `echo ${index}` })));
+    expect(results.map((result) => result.stdout)).toEqual(Array.from({ length: 8 }, (_, index) => `${index}\n`));
+    expect(await containersOf(request.scope.key)).toHaveLength(1);
+    await first.close();
+    await second.close();
+  });
+
+  it('adopts the running container after a gateway restart and lists it with its labels', async () => {
+    const before = harness.backend();
+    const request = harness.request({ platform: 'whatsapp', userId: '+15550001' });
+    const id = await before.doAcquire(request);
+    await before.close();
+    const after = harness.backend();
+    expect(await after.doAcquire(request)).toBe(id);
+    const listed = (await after.list()).find((info) => info.scopeKey === request.scope.key);
+    expect(listed).toMatchObject({ containerId: id, kind: 'user', platform: 'whatsapp', state: 'running', workspace: request.paths.workspace, home: request.paths.home });
+    await after.close();
+  });
+
+  it('keeps the legacy task layout for task scopes', async () => {
+    const backend = harness.backend();
+    const request = harness.request({ taskId: 'build-42' });
+    await backend.doExec(request, { command: 'echo task-file > /workspace/t.txt' });
+    expect(await readFile(path.join(harness.sandboxDir, 'docker', 'build-42', 'workspace', 't.txt'), 'utf8')).toBe('task-file\n');
+    expect((await containersOf('task:build-42'))[0]?.Labels[LABELS.task]).toBe('build-42');
+    await backend.close();
+  });
+});
+
+describe('recovery', () => {
+  it('recreates a container removed under a live session, files intact', async () => {
+    const backend = harness.backend();
+    const request = harness.request({ platform: 'telegram', userId: '2002' });
+    await backend.doExec(request, { command: 'echo precious > /workspace/f.txt; echo home > /root/h.txt' });
+    const oldId = await backend.doAcquire(request);
+    await harness.docker.getContainer(oldId).remove({ force: true });
+    const result = await backend.doExec(request, { command: 'cat /workspace/f.txt /root/h.txt' });
+    expect(result).toMatchObject({ exitCode: 0, stdout: 'precious\nhome\n' });
+    expect(await backend.doAcquire(request)).not.toBe(oldId);
+    await backend.close();
+  });
+
+  it('restarts a container stopped from outside (as after an engine restart)', async () => {
+    const backend = harness.backend();
+    const request = harness.request({ platform: 'telegram', userId: '2003' });
+    await backend.doExec(request, { command: 'echo kept > /workspace/k.txt' });
+    const id = await backend.doAcquire(request);
+    await harness.docker.getContainer(id).stop({ t: 1 });
+    expect((await backend.doExec(request, { command: 'cat /workspace/k.txt' })).stdout).toBe('kept\n');
+    expect(await backend.doAcquire(request)).toBe(id);
+    await backend.close();
+  });
+
+  it('stops idle sandboxes on reap, and the next command starts them again', async () => {
+    const backend = harness.backend({ lifetime_seconds: 1 });
+    const request = harness.request({ platform: 'telegram', userId: '2004' });
+    await backend.doExec(request, { command: 'echo x > /workspace/r.txt' });
+    expect(await backend.reap()).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    expect(await backend.reap()).toContain(request.scope.key);
+    const [container] = await containersOf(request.scope.key);
+    expect(container?.State).toBe('exited');
+    expect((await backend.doExec(request, { command: 'cat /workspace/r.txt' })).stdout).toBe('x\n');
+    expect((await containersOf(request.scope.key))[0]?.State).toBe('running');
+    await backend.close();
+  });
+
+  it('stops the least recently used sandbox beyond docker_max_running', async () => {
+    const backend = harness.backend({ docker_max_running: 1 });
+    const one = harness.request({ platform: 'telegram', userId: '2005' });
+    const two = harness.request({ platform: 'telegram', userId: '2006' });
+    await backend.doExec(one, { command: 'true' });
+    await backend.doExec(two, { command: 'true' });
+    expect((await containersOf(one.scope.key))[0]?.State).toBe('exited');
+    expect((await containersOf(two.scope.key))[0]?.State).toBe('running');
+    expect((await backend.doExec(one, { command: 'echo back' })).stdout).toBe('back\n');
+    await backend.close();
+  });
+
+  it('recreates an idle container whose config changed, and leaves a busy one alone', async () => {
+    const warnings: string[] = [];
+    const logger = { info: () => undefined, warn: (message: string) => warnings.push(message), error: () => undefined };
+    const request = harness.request({ platform: 'telegram', userId: '2007' });
+    const old = harness.backend({ docker_pids_limit: 100 });
+    const oldId = await old.doAcquire(request);
+    // A background job keeps the container busy.
+    await old.doExec(request, { command: 'sleep 300 > /dev/null 2>&1 &' });
+    await old.close();
+    const changed = harness.backend({ docker_pids_limit: 200 }, { logger });
+    expect(await changed.doAcquire(request)).toBe(oldId);
+    expect(warnings.join('\n')).toMatch(/changed, but it is busy/);
+    await changed.close();
+    await engineExec(harness.docker, oldId, 'kill -9 $(pidof sleep) 2>/dev/null; true');
+    const again = harness.backend({ docker_pids_limit: 200 });
+    const newId = await again.doAcquire(request);
+    expect(newId).not.toBe(oldId);
+    expect((await harness.docker.getContainer(newId).inspect()).HostConfig.PidsLimit).toBe(200);
+    await again.close();
+  });
+});
+
+describe('remove and purge', () => {
+  it('purges one scope: container and files, not a neighbour, not a planted link target', async () => {
+    const backend = harness.backend();
+    const victim = harness.request({ platform: 'telegram', userId: '2008' });
+    const neighbour = harness.request({ platform: 'telegram', userId: '2009' });
+    await backend.doExec(victim, { command: 'echo mine > /workspace/a.txt' });
+    await backend.doExec(neighbour, { command: 'echo theirs > /workspace/b.txt' });
+    const outside = path.join(harness.sandboxDir, 'outside-target');
+    await mkdir(outside);
+    await writeFile(path.join(outside, 'keep.txt'), 'keep');
+    await symlink(outside, path.join(victim.paths.workspace, 'link-out'));
+    await backend.remove(victim.scope.key, { purge: true, paths: victim.paths });
+    expect(await containersOf(victim.scope.key)).toHaveLength(0);
+    await expect(readFile(path.join(victim.paths.workspace, 'a.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(await readFile(path.join(outside, 'keep.txt'), 'utf8')).toBe('keep');
+    expect((await backend.doExec(neighbour, { command: 'cat /workspace/b.txt' })).stdout).toBe('theirs\n');
+    // The purged user starts afresh on the next command.
+    expect((await backend.doExec(victim, { command: 'ls -A /workspace | wc -l' })).stdout.trim()).toBe('0');
+    await backend.close();
+  });
+});
+
+describe('images and network', () => {
+  it('throws ImageNotFoundError naming the image when it is absent and cannot be pulled, leaving nothing behind', async () => {
+    const image = `localhost/berth-missing-${harness.runId}:latest`;
+    const backend = harness.backend({ docker_image: image });
+    const request = harness.request({ platform: 'telegram', userId: '2010' }, {}, { docker_image: image });
+    const error = await backend.doExec(request, { command: 'true' }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ImageNotFoundError);
+    expect((error as ImageNotFoundError).image).toBe(image);
+    expect((error as Error).message).toContain(`docker pull ${image}`);
+    expect(await containersOf(request.scope.key)).toHaveLength(0);
+    await backend.close();
+  });
+
+  it('puts sandboxes on a bridge where they cannot reach each other, and docker_network: false means no network', async () => {
+    const backend = harness.backend({ docker_network: true });
+    const alice = harness.request({ platform: 'telegram', userId: '2011' });
+    const bob = harness.request({ platform: 'telegram', userId: '2012' });
+    const bobId = await backend.doAcquire(bob);
+    await backend.doAcquire(alice);
+    const network = await harness.docker.getNetwork(harness.networkName).inspect();
+    expect(network.Options['com.docker.network.bridge.enable_icc']).toBe('false');
+    const bobIp = (await harness.docker.getContainer(bobId).inspect()).NetworkSettings.Networks[harness.networkName]?.IPAddress;
+    expect(bobIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    await backend.doExec(bob, { command: '(nc -l -p 8080 -e echo hello-from-bob > /dev/null 2>&1 &)' });
+    // The listener answers locally: the port is open ...
+    expect((await backend.doExec(bob, { command: 'nc -w 2 127.0.0.1 8080 < /dev/null; true' })).stdout).toContain('hello-from-bob');
+    await backend.doExec(bob, { command: '(nc -l -p 8080 -e echo hello-from-bob > /dev/null 2>&1 &)' });
+    // ... but not from another sandbox.
+    const probe = await backend.doExec(alice, { command: `nc -w 2 ${bobIp} 8080 < /dev/null; echo "rc=$?"` });
+    expect(probe.stdout).not.toContain('hello-from-bob');
+    const offline = harness.backend({ docker_network: false });
+    const carol = harness.request({ platform: 'telegram', userId: '2013' });
+    expect((await offline.doExec(carol, { command: 'ls /sys/class/net' })).stdout.trim()).toBe('lo');
+    await backend.close();
+    await offline.close();
+  });
+});
