@@ -1,19 +1,23 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseTerminalConfig } from '@berth/core';
+import { createBerthResolver } from '@berth/gateway-plugin';
 import { createExampleHost, type ExampleHost } from './example-host.js';
 
 // The plugin end to end through a host, on the real Docker engine with the local base image.
 const sandboxDir = mkdtempSync(path.join(os.tmpdir(), 'berth-example-host-'));
 const telegramUser = String(randomInt(100_000_000, 2_000_000_000));
 const whatsappUser = `+1555${randomInt(1_000_000, 9_999_999)}`;
-const whatsappEnvForm = `Z2B${whatsappUser.slice(1)}`;
+// The exact variable prefix of a user, as `berth env` prints it for an operator.
+const resolver = await createBerthResolver({ config: parseTerminalConfig({}), environment: {} });
+const whatsappPrefix = resolver.index.prefixFor(resolver.registry.resolve('whatsapp', whatsappUser));
 const tokens = { telegram: `ghp_tg_${randomBytes(8).toString('hex')}`, whatsapp: `ghp_wa_${randomBytes(8).toString('hex')}` };
 const environment = {
   [`HERMES_USER_TELEGRAM_${telegramUser}_GITHUB_TOKEN`]: tokens.telegram,
-  [`HERMES_USER_WHATSAPP_${whatsappEnvForm}_GITHUB_TOKEN`]: tokens.whatsapp,
+  [`${whatsappPrefix}GITHUB_TOKEN`]: tokens.whatsapp,
   TEAM_NOTICE: 'team-notice-value',
 };
 let host: ExampleHost;
@@ -31,7 +35,7 @@ afterAll(async () => {
   if (berth) {
     // Remove every sandbox this test made: those whose folders are under its sandbox root.
     for (const sandbox of await berth.backend.list()) {
-      if (sandbox.workspace.startsWith(sandboxDir + path.sep)) await berth.backend.remove(sandbox.scopeKey, { purge: true });
+      if (sandbox.workspace.startsWith(sandboxDir + path.sep)) await berth.backend.remove(sandbox.scopeKey);
     }
   }
   await host.stop();
@@ -102,7 +106,9 @@ describe('the example host', () => {
   it('refuses a malicious sender id without touching the sandbox root', async () => {
     await expect(host.handle({ platform: 'telegram', senderId: '../../etc', chatId: 1, command: 'id' })).rejects.toThrow(/telegram/);
     await expect(host.handle({ platform: 'whatsapp', senderId: 'a/b', chatId: 1, command: 'id' })).rejects.toThrow(/whatsapp/);
-    const folders = (await import('node:fs')).readdirSync(path.join(sandboxDir, 'docker')).sort();
-    expect(folders).toEqual(['example', `telegram@${telegramUser}`, expect.stringMatching(/^whatsapp@/)].sort());
+    const folders = readdirSync(path.join(sandboxDir, 'docker')).sort();
+    expect(folders).toHaveLength(3);
+    expect(folders).toEqual(expect.arrayContaining(['example', `telegram@${telegramUser}`]));
+    expect(folders.filter((folder) => folder.startsWith('whatsapp@'))).toHaveLength(1);
   });
 });
