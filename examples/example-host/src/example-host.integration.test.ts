@@ -31,15 +31,16 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const berth = host.plugin.instances[0];
-  if (berth) {
+  try {
+    const berth = host.plugin.instances[0];
     // Remove every sandbox this test made: those whose folders are under its sandbox root.
-    for (const sandbox of await berth.backend.list()) {
-      if (sandbox.workspace.startsWith(sandboxDir + path.sep)) await berth.backend.remove(sandbox.scopeKey);
+    for (const sandbox of (await berth?.backend.list()) ?? []) {
+      if (sandbox.workspace.startsWith(sandboxDir + path.sep)) await berth!.backend.remove(sandbox.scopeKey);
     }
+    await host.stop();
+  } finally {
+    rmSync(sandboxDir, { recursive: true, force: true });
   }
-  await host.stop();
-  rmSync(sandboxDir, { recursive: true, force: true });
 });
 
 describe('the example host', () => {
