@@ -1,15 +1,7 @@
-import { ConfigError, createPlatformRegistry, isBerthError, type PlatformAdapterV1, type PlatformRegistry, type TerminalConfig } from '@berth/core';
+import { ConfigError, createPlatformRegistry, isBerthError, type PlatformRegistry, type TerminalConfig } from '@berth/core';
+import { createTelegramAdapter } from '@berth/platform-telegram';
+import { createWhatsAppAdapter } from '@berth/platform-whatsapp';
 import { loadPlatformAdapters, type LoadPlatformAdaptersOptions } from './load-platform-adapters.js';
-
-async function builtInAdapter(specifier: string, factoryName: string): Promise<PlatformAdapterV1 | undefined> {
-  try {
-    const loaded = (await import(specifier)) as Record<string, unknown>;
-    const factory = loaded[factoryName];
-    return typeof factory === 'function' ? (factory as () => PlatformAdapterV1)() : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * The platform registry of a Berth gateway: the Telegram and WhatsApp adapters, then the
@@ -17,12 +9,9 @@ async function builtInAdapter(specifier: string, factoryName: string): Promise<P
  * generic adapter.
  */
 export async function createBerthPlatformRegistry(config: TerminalConfig, options: LoadPlatformAdaptersOptions = {}): Promise<PlatformRegistry> {
-  const registry = createPlatformRegistry();
-  const builtIns = [
-    await builtInAdapter('@berth/platform-telegram', 'createTelegramAdapter'),
-    await builtInAdapter('@berth/platform-whatsapp', 'createWhatsAppAdapter'),
-  ];
-  for (const adapter of builtIns) if (adapter) registry.register(adapter);
+  // Imported statically: a missing built-in adapter must fail loudly, never hand its users to
+  // the generic adapter, whose folder and variable forms differ.
+  const registry = createPlatformRegistry({ adapters: [createTelegramAdapter(), createWhatsAppAdapter()] });
   const thirdParty = await loadPlatformAdapters(config.platform_adapters, options);
   for (const [index, adapter] of thirdParty.entries()) {
     try {

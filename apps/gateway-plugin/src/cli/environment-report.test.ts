@@ -17,7 +17,7 @@ describe('the berth env report', () => {
       environment: {
         OPENAI_API_KEY: 'forwarded-value-9',
         HERMES_USER_TELEGRAM_123456789_GITHUB_TOKEN: 'ghp_user_value_1',
-        HERMES_USER_WHATSAPP_Z2B15550001111_NPM_TOKEN: 'ghp_linked_value',
+        HERMES_USER_WHATSAPP_15550001111_NPM_TOKEN: 'ghp_linked_value',
         HERMES_USER_TELEGRAM_0123456789_GITHUB_TOKEN: 'refused-value-7',
       },
     });
@@ -26,7 +26,7 @@ describe('the berth env report', () => {
     expect(report.scope).toBe('user:telegram:123456789');
     expect(report.variables).toEqual([
       { name: 'GITHUB_TOKEN', source: 'user', from: 'HERMES_USER_TELEGRAM_123456789_GITHUB_TOKEN', value: '***' },
-      { name: 'NPM_TOKEN', source: 'linked', from: 'HERMES_USER_WHATSAPP_Z2B15550001111_NPM_TOKEN', value: '***' },
+      { name: 'NPM_TOKEN', source: 'linked', from: 'HERMES_USER_WHATSAPP_15550001111_NPM_TOKEN', value: '***' },
       { name: 'OPENAI_API_KEY', source: 'forwarded', from: 'OPENAI_API_KEY', value: '***' },
       { name: 'TZ', source: 'static', from: 'terminal.docker_env.TZ', value: '***' },
     ]);
