@@ -50,6 +50,18 @@ describe('exec through the persistent shell', () => {
     expect((await backend.doExec(alice(), { command: 'pwd', cwd: '/tmp' })).stdout).toBe('/tmp\n');
     expect((await backend.doExec(alice(), { command: 'exit 3' })).exitCode).toBe(3);
     expect((await backend.doExec(alice(), { command: 'cd /workspace && pwd' })).stdout).toBe('/workspace\n');
+    expect((await backend.doExec(alice(), { command: 'unset GREETING' })).exitCode).toBe(0);
+    expect((await backend.doExec(alice(), { command: 'echo "[${GREETING-unset}]"' })).stdout).toBe('[unset]\n');
+  });
+
+  it('applies a changed environment to a live session', async () => {
+    const before = await backend.doExec(alice(), { command: 'echo "$ROTATING"' });
+    expect(before.stdout).toBe('\n');
+    const rotated = harness.request({ platform: 'telegram', userId: '1001' }, { ...environment, HERMES_USER_TELEGRAM_1001_ROTATING: 'rotated-value-1' });
+    expect((await backend.doExec(rotated, { command: 'echo "$ROTATING"' })).stdout).toBe('***\n');
+    const unmasked = harness.backend({ docker_mask_secrets: false });
+    expect((await unmasked.doExec(rotated, { command: 'echo "$ROTATING"' })).stdout).toBe('rotated-value-1\n');
+    await unmasked.close();
   });
 
   it('passes unicode through and reports a syntax error like sh does', async () => {
@@ -165,5 +177,26 @@ describe('hardening, seen from inside', () => {
     expect(after.stdout).toMatch(/^recovered\n\s*\d+\n$/);
     expect(Number(after.stdout.split('\n')[1])).toBeLessThan(15);
     await limited.close();
+  });
+});
+
+describe('fallback mode: one engine exec per command', () => {
+  it('keeps the exec semantics, persistence, secrecy and timeouts', async () => {
+    const fallback = harness.backend({ docker_exec_mode: 'exec', docker_mask_secrets: false });
+    const carol = harness.request({ platform: 'telegram', userId: '1003' }, { HERMES_USER_TELEGRAM_1003_GITHUB_TOKEN: 'carol-token-123456' });
+    expect(fallback.capabilities.persistentSession).toBe(false);
+    expect(await fallback.doExec(carol, { command: 'echo out; echo err >&2; exit 5' })).toMatchObject({ exitCode: 5, stdout: 'out\n', stderr: 'err\n' });
+    expect((await fallback.doExec(carol, { command: 'cat', stdin: 'given\u0000input' })).stdout).toBe('given\u0000input');
+    expect((await fallback.doExec(carol, { command: 'cat; echo "[eof]"' })).stdout).toBe('[eof]\n');
+    expect((await fallback.doExec(carol, { command: 'echo "$GITHUB_TOKEN"' })).stdout).toBe('carol-token-123456\n');
+    await fallback.doExec(carol, { command: 'cd /tmp; export FALLBACK=yes' });
+    expect((await fallback.doExec(carol, { command: 'pwd; echo $FALLBACK' })).stdout).toBe('/tmp\nyes\n');
+    const timed = await fallback.doExec(carol, { command: 'sh -c "sleep 47" & wait', timeout: 1 });
+    expect(timed).toMatchObject({ exitCode: 124, timedOut: true });
+    const containerId = await fallback.doAcquire(carol);
+    expect((await engineExec(harness.docker, containerId, 'ps -o args')).output).not.toContain('sleep 47');
+    const info = await harness.docker.getContainer(containerId).inspect();
+    for (const execId of info.ExecIDs ?? []) expect(JSON.stringify(await harness.docker.getExec(execId).inspect())).not.toContain('carol-token-123456');
+    await fallback.close();
   });
 });

@@ -166,7 +166,7 @@ describe('images and network', () => {
     const bobId = await backend.doAcquire(bob);
     await backend.doAcquire(alice);
     const network = await harness.docker.getNetwork(harness.networkName).inspect();
-    expect(network.Options['com.docker.network.bridge.enable_icc']).toBe('false');
+    expect(network.Options?.['com.docker.network.bridge.enable_icc']).toBe('false');
     const bobIp = (await harness.docker.getContainer(bobId).inspect()).NetworkSettings.Networks[harness.networkName]?.IPAddress;
     expect(bobIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     await backend.doExec(bob, { command: '(nc -l -p 8080 -e echo hello-from-bob > /dev/null 2>&1 &)' });

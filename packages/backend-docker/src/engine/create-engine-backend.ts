@@ -1,5 +1,4 @@
 import {
-  createRedactor,
   ImageNotFoundError,
   SandboxError,
   type BackendCapabilities,
@@ -18,10 +17,11 @@ import { buildContainerSpec, LABELS, MANAGED_BY } from './container-spec.js';
 import type { OpenExecChannel } from './exec-channel.js';
 import { prepareHostFolders, purgeHostFolders } from './host-folders.js';
 import { KillerShell } from './killer-shell.js';
+import { maskOutput } from './mask-output.js';
 import { engineMessage, isAlreadyDone, isConflict, isGone, mapEngineError } from './map-engine-error.js';
 import { openExecChannel } from './open-exec-channel.js';
 import { FALLBACK_STATE_DIR, runExecOnce } from './run-exec-once.js';
-import { SessionClosedError, ShellSession, type SessionRunResult } from './shell-session.js';
+import { environmentDigest, SessionClosedError, ShellSession, type SessionRunResult } from './shell-session.js';
 import { KILLER_INIT } from './shell-protocol.js';
 
 /** Progress of the slow steps of a first command. */
@@ -98,6 +98,8 @@ interface SandboxEntry {
   paths: SandboxPaths | undefined;
   /** The container's config hash differs from ours but it was busy: recreate once idle. */
   stale: boolean;
+  /** Digest of the environment the fallback mode last sent. */
+  environmentKey?: string;
   info: Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId'>;
 }
 
@@ -470,7 +472,12 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       variables: request.environment.variables,
       kill: () => killCommand(entry),
     };
-    if (entry.mode === 'exec') return runExecOnce({ ...common, openChannel: channelOpener(entry) });
+    if (entry.mode === 'exec') {
+      const key = environmentDigest(request.environment.variables);
+      const environmentChanged = entry.environmentKey !== undefined && entry.environmentKey !== key;
+      entry.environmentKey = key;
+      return runExecOnce({ ...common, environmentChanged, openChannel: channelOpener(entry) });
+    }
     const session = entry.session;
     if (!session) throw new SessionClosedError(false, `the shell of ${entry.name} is gone`);
     const result = await session.run(common);
@@ -503,12 +510,11 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       }
     }
     const final = result!;
-    const redactor = config.docker_mask_secrets ? createRedactor(request.environment.secrets) : undefined;
-    const mask = (text: string): string => (redactor ? redactor.redact(text) : text);
+    const secrets = config.docker_mask_secrets ? request.environment.secrets : undefined;
     return {
       exitCode: final.timedOut ? 124 : final.status,
-      stdout: mask(final.stdout.text()),
-      stderr: mask(final.stderr.text()),
+      stdout: maskOutput(final.stdout, secrets, config.docker_output_limit),
+      stderr: maskOutput(final.stderr, secrets, config.docker_output_limit),
       timedOut: final.timedOut,
       truncated: final.stdout.truncated || final.stderr.truncated,
       durationMs: performance.now() - started,

@@ -8,6 +8,13 @@ export interface HeadTailBuffer {
   readonly truncated: boolean;
   /** The kept text: the head, a line stating the cut, the tail. */
   text(): string;
+  /** Head and tail apart, with the number of bytes cut between them (0: `head` is everything). */
+  parts(): { head: string; cut: number; tail: string };
+}
+
+/** The line that stands where output was cut. */
+export function cutNotice(cut: number, limit: number): string {
+  return `\n[berth: ${cut} bytes cut here; output is limited to ${limit} bytes per stream (terminal.docker_output_limit)]\n`;
 }
 
 /**
@@ -63,13 +70,16 @@ export function createHeadTailBuffer(limit: number): HeadTailBuffer {
       return total > headBytes + ringBytes;
     },
     text() {
-      const headText = Buffer.concat(head).toString('utf8');
-      if (ringBytes === 0 || !ring) return headText;
+      const { head: headText, cut, tail } = this.parts();
+      return cut === 0 ? headText : `${headText}${cutNotice(cut, limit)}${tail}`;
+    },
+    parts() {
+      if (ringBytes === 0 || !ring) return { head: Buffer.concat(head).toString('utf8'), cut: 0, tail: '' };
       const tail = ringStart + ringBytes <= tailLimit ? ring.subarray(ringStart, ringStart + ringBytes) : Buffer.concat([ring.subarray(ringStart), ring.subarray(0, (ringStart + ringBytes) % tailLimit)]);
       const cut = total - headBytes - ringBytes;
       // Nothing cut: decode in one piece, so a character split between head and ring survives.
-      if (cut === 0) return Buffer.concat([...head, tail]).toString('utf8');
-      return `${headText}\n[berth: ${cut} bytes cut here; output is limited to ${limit} bytes per stream (terminal.docker_output_limit)]\n${tail.toString('utf8')}`;
+      if (cut === 0) return { head: Buffer.concat([...head, tail]).toString('utf8'), cut: 0, tail: '' };
+      return { head: Buffer.concat(head).toString('utf8'), cut, tail: tail.toString('utf8') };
     },
   };
 }

@@ -18,6 +18,8 @@ export async function runExecOnce(options: {
   cwd?: string;
   stdin?: Uint8Array;
   variables: Readonly<Record<string, string>>;
+  /** Whether the environment changed since the sandbox's previous command. */
+  environmentChanged: boolean;
   timeoutMs: number;
   outputLimit: number;
   kill: () => Promise<void>;
@@ -34,7 +36,7 @@ export async function runExecOnce(options: {
     timedOut = true;
     options.kill().catch(() => undefined);
   }, options.timeoutMs);
-  channel.write(buildFallbackInput({ marker, command: options.command, variables: options.variables, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) }));
+  channel.write(buildFallbackInput({ marker, command: options.command, variables: options.variables, changed: options.environmentChanged, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) }));
   if (options.stdin && options.stdin.length > 0) channel.write(options.stdin);
   channel.end();
   await closed;

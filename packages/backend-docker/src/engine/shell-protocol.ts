@@ -49,30 +49,36 @@ export function buildEnvironmentScript(variables: Readonly<Record<string, string
 }
 
 /**
- * What each command's child shell runs: save the working directory and exported variables
- * when it exits (however it exits), then source the command file. `$0` is the state folder.
+ * What each command's child shell runs: take the session's exports and directory from the
+ * state file, save them again when it exits (however it exits), then source the command file.
+ * `$0` is the state folder. The session's own shell holds none of the user's variables, so an
+ * `unset` in one command persists like an `export`.
  */
-const CHILD_SCRIPT = `trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$0/state"' EXIT
+const CHILD_SCRIPT = `. "$0/state" 2>/dev/null
+cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
+trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$0/state"' EXIT
 . "$0/cmd"`;
 
-/** Sourcing the state a command left: its exports and its directory become the session's. */
-const LOAD_STATE = `if [ -s "$__berth_d/state" ]; then . "$__berth_d/state" 2>/dev/null; : > "$__berth_d/state"; cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD; fi`;
-
 /**
- * The script that turns a fresh `/bin/sh` into a Berth session: a private state folder, the
- * environment (sent here, over stdin, so it is never in the container's or the exec's stored
- * configuration), and `__berth_run`, which runs one command in a child with its own process
- * group (`setsid` when the image has it) and frames its output. Ends with frame `readyId`,
- * whose status says whether `setsid` is available (0) or not (1).
+ * The script that turns a fresh `/bin/sh` into a Berth session: a private state folder whose
+ * state file holds the environment (sent here, over stdin, so it is never in the container's
+ * or the exec's stored configuration) and the directory, and `__berth_run`, which runs one
+ * command in a child with its own process group (`setsid` when the image has it) and frames
+ * its output. Ends with frame `readyId`, whose status says whether `setsid` is available (0)
+ * or not (1).
  */
 export function buildSessionInit(options: { stateDir: string; readyId: string; variables: Readonly<Record<string, string>>; cwd?: string }): string {
+  const state = `${buildEnvironmentScript(options.variables)}export __BERTH_CWD=${quoteShell(options.cwd ?? '/workspace')}`;
   return `__berth_d=${quoteShell(options.stateDir)}
 mkdir -m 700 -p "$__berth_d" || exit 97
+__berth_e=${quoteShell(state)}
+printf '%s\n' "$__berth_e" > "$__berth_d/state" || exit 97
+unset __berth_e
 __berth_child=${quoteShell(CHILD_SCRIPT)}
 if command -v setsid >/dev/null 2>&1; then __berth_ss=1; else __berth_ss=0; fi
 __berth_run() {
   if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
-  printf '__BERTH_%s_S__\\n' "$1"; printf '__BERTH_%s_S__\\n' "$1" >&2
+  printf '__BERTH_%s_S__\n' "$1"; printf '__BERTH_%s_S__\n' "$1" >&2
   if [ "$__berth_ss" = 1 ]; then
     setsid /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
   else
@@ -82,11 +88,18 @@ __berth_run() {
   echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
   wait "$__berth_p"; __berth_s=$?
   : > "$__berth_d/pid"
-  printf '\\n__BERTH_%s_E_%s\\n' "$1" "$__berth_s"; printf '\\n__BERTH_%s_E_%s\\n' "$1" "$__berth_s" >&2
+  printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s" >&2
 }
-${buildEnvironmentScript(options.variables)}cd -- ${quoteShell(options.cwd ?? '/workspace')} 2>/dev/null
-printf '__BERTH_%s_S__\\n\\n__BERTH_%s_E_%s\\n' ${options.readyId} ${options.readyId} "$__berth_ss"
-printf '__BERTH_%s_S__\\n\\n__BERTH_%s_E_%s\\n' ${options.readyId} ${options.readyId} "$__berth_ss" >&2
+printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss"
+printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss" >&2
+`;
+}
+
+/** Appends an environment change to a session's state file: later lines win when it is sourced. */
+export function buildEnvironmentUpdate(variables: Readonly<Record<string, string>>, removed: Iterable<string>): string {
+  return `__berth_e=${quoteShell(buildEnvironmentScript(variables, removed))}
+printf '%s\n' "$__berth_e" >> "$__berth_d/state"
+unset __berth_e
 `;
 }
 
@@ -103,7 +116,6 @@ export function buildCommandScript(options: { id: string; command: string; cwd?:
   return `__berth_c=${quoteShell(file)}
 printf '%s' "$__berth_c" > "$__berth_d/cmd"
 ${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}
-${LOAD_STATE}
 `;
 }
 
@@ -157,14 +169,28 @@ eval "$__berth_b"
 unset __berth_b __berth_l
 __berth_d=$1
 mkdir -m 700 -p "$__berth_d" 2>/dev/null
-if [ -s "$__berth_d/state" ]; then . "$__berth_d/state" 2>/dev/null; cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD; fi
+if [ -s "$__berth_d/state" ]; then
+  . "$__berth_d/state" 2>/dev/null; cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
+  if [ "$__berth_apply" = 1 ]; then eval "$__berth_env"; fi
+else
+  eval "$__berth_env"
+fi
+unset __berth_env __berth_apply
 echo "$$ 1" > "$__berth_d/pid" 2>/dev/null
 trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_d/state" 2>/dev/null' EXIT
 set --
 eval "$__berth_c"
 `;
 
-/** What the fallback mode writes on stdin before the command's own input. */
-export function buildFallbackInput(options: { marker: string; command: string; cwd?: string; variables: Readonly<Record<string, string>> }): string {
-  return `${buildEnvironmentScript(options.variables)}__berth_c=${quoteShell(buildCommandFile(options.command, options.cwd))}\n${options.marker}\n`;
+/**
+ * What the fallback mode writes on stdin before the command's own input: the environment
+ * (applied on the first command, and again when `changed`, over what earlier commands left),
+ * and the command.
+ */
+export function buildFallbackInput(options: { marker: string; command: string; cwd?: string; variables: Readonly<Record<string, string>>; changed: boolean }): string {
+  return `__berth_env=${quoteShell(buildEnvironmentScript(options.variables))}
+__berth_apply=${options.changed ? 1 : 0}
+__berth_c=${quoteShell(buildCommandFile(options.command, options.cwd))}
+${options.marker}
+`;
 }

@@ -3,7 +3,7 @@ import { SandboxError } from '@berth/core';
 import type { ExecChannel } from './exec-channel.js';
 import { FrameReader } from './frame-reader.js';
 import { createHeadTailBuffer, type HeadTailBuffer } from './head-tail-buffer.js';
-import { buildCommandScript, buildEnvironmentScript, buildSessionInit } from './shell-protocol.js';
+import { buildCommandScript, buildEnvironmentUpdate, buildSessionInit } from './shell-protocol.js';
 
 /** The session ended (the container stopped or was removed, the engine restarted). */
 export class SessionClosedError extends SandboxError {
@@ -148,7 +148,7 @@ export class ShellSession {
     let script = buildCommandScript({ id, command: options.command, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}), ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
     const key = environmentDigest(options.variables);
     if (key !== this.environmentKey) {
-      script = buildEnvironmentScript(options.variables, this.environmentNames) + script;
+      script = buildEnvironmentUpdate(options.variables, this.environmentNames) + script;
       this.environmentKey = key;
       this.environmentNames = Object.keys(options.variables);
     }
