@@ -1,0 +1,126 @@
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { IdentityError } from '@berth/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { docker, randomLetters, startAttackGateway, temporarySandboxDir, type AttackGateway, type Sender } from './support/attack-gateway.js';
+
+// Hostile sender ids, as a host would pass them from a platform it does not vet. Each must be
+// refused with IdentityError or land in its own folder directly inside {sandbox_dir}/docker,
+// and nothing may appear anywhere else under the sandbox root's parent.
+const parent = temporarySandboxDir('ids');
+const sandboxDir = path.join(parent, 'gateway', 'sandboxes');
+const stem = randomLetters(6);
+let gateway: AttackGateway;
+let before: string[];
+
+/** Every path under `folder`, relative to it. */
+function listing(folder: string): string[] {
+  const out: string[] = [];
+  const walk = (current: string): void => {
+    for (const entry of readdirSync(current, { withFileTypes: true })) {
+      const full = path.join(current, entry.name);
+      out.push(path.relative(folder, full));
+      if (entry.isDirectory()) walk(full);
+    }
+  };
+  walk(folder);
+  return out.sort();
+}
+
+/** Ids that a careless layout would turn into paths outside the root, or into one folder. */
+const traversal = ['..', `../${stem}`, `${stem}/b`, '/etc', '.', `./${stem}`, `${stem}/../..`, '%2E%2E', `signal@${stem}`, `${stem}\\..\\x`, `~${stem}`, ' ', `-${stem}`];
+const caseAndFolding = [stem, stem.toUpperCase(), `${stem}-cd`, `${stem}_cd`, `${stem}.cd`, `${stem}%2Dcd`, `${stem}é`, `${stem}e\u0301`, `${stem}\u202e`];
+
+beforeAll(async () => {
+  mkdirSync(sandboxDir, { recursive: true });
+  before = listing(parent);
+  gateway = await startAttackGateway({ sandboxDir });
+});
+
+afterAll(async () => {
+  await gateway?.cleanup();
+  rmSync(parent, { recursive: true, force: true });
+});
+
+/** Runs a marker command as each sender; returns each one's outcome. */
+async function runAll(senders: readonly Sender[]): Promise<Array<{ sender: Sender; outcome: Awaited<ReturnType<AttackGateway['attempt']>> }>> {
+  const outcomes = [];
+  // Sequential: the point is the mapping, not concurrency (the storm case covers that).
+  for (const sender of senders) outcomes.push({ sender, outcome: await gateway.attempt(sender, `echo "mine=$(cat /workspace/owner 2>/dev/null)"; echo ${JSON.stringify(JSON.stringify(sender.userId))} > /workspace/owner`) });
+  return outcomes;
+}
+
+describe('ids: hostile sender ids are refused or contained in their own folder', () => {
+  it('path-traversal ids (.., ../x, a/b, /etc, ., escaped forms) each get their own folder directly inside the root', async () => {
+    const senders = traversal.map((userId) => ({ platform: 'signal', userId }));
+    for (const { sender, outcome } of await runAll(senders)) {
+      expect({ id: sender.userId, error: outcome instanceof Error ? outcome.message : undefined }).toEqual({ id: sender.userId, error: undefined });
+      const folder = gateway.folderOf(sender).folder;
+      expect(path.dirname(folder)).toBe(path.join(sandboxDir, 'docker'));
+      expect(path.basename(folder)).toMatch(/^signal@/);
+    }
+    // Second round: each id reads back only the marker it wrote itself.
+    for (const { sender, outcome } of await runAll(senders)) {
+      expect(outcome).toMatchObject({ output: `mine=${JSON.stringify(String(sender.userId))}\n` });
+    }
+  });
+
+  it('ids that differ only by case, or by characters the folder or env form escapes, are distinct users with distinct folders, containers and env forms', async () => {
+    const senders = caseAndFolding.map((userId) => ({ platform: 'signal', userId }));
+    await runAll(senders);
+    const second = await runAll(senders);
+    for (const { sender, outcome } of second) expect(outcome).toMatchObject({ output: `mine=${JSON.stringify(String(sender.userId))}\n` });
+    const folders = new Set(senders.map((sender) => gateway.folderOf(sender).folder.toLowerCase()));
+    expect(folders.size).toBe(senders.length);
+    const index = gateway.berth.resolver.index;
+    const prefixes = new Set(senders.map((sender) => index.prefixFor(gateway.berth.resolver.registry.resolve(sender.platform, sender.userId))));
+    expect(prefixes.size).toBe(senders.length);
+    const containerIds = new Set(await Promise.all(senders.map(async (sender) => (await gateway.containerOf(sender))?.Id)));
+    expect(containerIds.size).toBe(senders.length);
+  });
+
+  it('enormous (10 KB) and malformed ids (NUL, control characters, lone surrogates) are refused with IdentityError; an empty id falls back to the task sandbox', async () => {
+    const refused = ['x'.repeat(10_240), `${stem}\u0000`, `\u0000`, `${stem}\n..`, `${stem}\ud800`, '\udfff', `${stem}\u001b[2J`];
+    for (const userId of refused) {
+      for (const platform of ['signal', 'telegram', 'whatsapp']) {
+        const outcome = await gateway.attempt({ platform, userId }, 'echo should-not-run');
+        expect(outcome).toBeInstanceOf(IdentityError);
+        const message = (outcome as Error).message;
+        expect(message.split('\n')).toHaveLength(1);
+        expect(message.length).toBeLessThan(400);
+      }
+    }
+    // Telegram and WhatsApp refuse traversal ids outright.
+    for (const [platform, userId] of [
+      ['telegram', '../123'],
+      ['telegram', '123/..'],
+      ['whatsapp', '+1555/../1'],
+      ['whatsapp', '..'],
+    ] as const) {
+      expect(await gateway.attempt({ platform, userId }, 'true')).toBeInstanceOf(IdentityError);
+    }
+    // Platform names are checked too: a traversal in the platform is no platform.
+    expect(await gateway.attempt({ platform: '../etc', userId: '1' }, 'true')).toBeInstanceOf(IdentityError);
+    const empty = await gateway.run({ platform: 'signal', userId: '' }, 'pwd');
+    expect(empty.returncode).toBe(0);
+    const taskContainer = (await gateway.containers()).find((container) => container.Labels?.['dev.berth.kind'] === 'task');
+    expect(taskContainer?.Labels?.['dev.berth.workspace']).toBe(path.join(sandboxDir, 'docker', 'attack', 'workspace'));
+  });
+
+  it('afterwards nothing exists outside {sandbox_dir}/docker, and every container mounts only its own two folders', async () => {
+    const after = listing(parent).filter((entry) => !before.includes(entry));
+    const root = path.join('gateway', 'sandboxes', 'docker');
+    for (const entry of after) expect(entry === root || entry.startsWith(root + path.sep)).toBe(true);
+    // Directly inside the root: one folder per scope, each with exactly workspace and home.
+    for (const folder of readdirSync(path.join(parent, root))) {
+      expect(readdirSync(path.join(parent, root, folder)).sort()).toEqual(['home', 'workspace']);
+    }
+    for (const container of await gateway.containers()) {
+      const info = await docker.getContainer(container.Id).inspect();
+      const sources = info.Mounts.map((mount) => mount.Source).sort();
+      const folder = path.dirname(info.Config.Labels['dev.berth.workspace'] ?? '');
+      expect(path.dirname(folder)).toBe(path.join(sandboxDir, 'docker'));
+      expect(sources).toEqual([path.join(folder, 'home'), path.join(folder, 'workspace')]);
+    }
+  });
+});

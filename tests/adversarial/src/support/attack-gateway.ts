@@ -1,0 +1,186 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  runWithSession,
+  type ExecuteOptions,
+  type ExecuteResult,
+  type HostLogger,
+  type TerminalEnvironment,
+  type TerminalEnvironmentProviderV1,
+  type TerminalRegistryV1,
+} from '@berth/core';
+import { createBerthPlugin, type Berth, type BerthPlugin } from '@berth/gateway-plugin';
+import Dockerode from 'dockerode';
+
+/** The local base image every case runs on; no registry is reachable in CI. */
+export const ATTACK_IMAGE = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
+
+/** The Docker socket the suite looks through from outside. */
+export const DOCKER_SOCKET = '/var/run/docker.sock';
+
+/** A client for looking at the engine from outside, as an operator would with `docker inspect`. */
+export const docker = new Dockerode({ socketPath: DOCKER_SOCKET });
+
+/** Label Berth puts on every sandbox: the host folder mounted at /workspace. */
+export const WORKSPACE_LABEL = 'dev.berth.workspace';
+
+/** A messaging user as the host knows it: platform and raw sender id. */
+export interface Sender {
+  readonly platform: string;
+  readonly userId: string | number;
+}
+
+/** A random Telegram user (ids are random so that no other test run shares its container name). */
+export function randomTelegramUser(): Sender {
+  return { platform: 'telegram', userId: String(randomInt(1_000_000_000, 2_000_000_000)) };
+}
+
+/** A random WhatsApp user in E.164 form. */
+export function randomWhatsAppUser(): Sender {
+  return { platform: 'whatsapp', userId: `+1555${randomInt(1_000_000, 9_999_999)}` };
+}
+
+/** Random lower-case letters a–y: their env form is just the upper-case letters. */
+export function randomLetters(length = 8): string {
+  return Array.from(randomBytes(length), (byte) => String.fromCharCode(0x61 + (byte % 25))).join('');
+}
+
+/** A secret value nobody else could guess, so its appearance anywhere is a leak. */
+export function randomSecret(tag: string): string {
+  return `ghp_${tag}_${randomBytes(12).toString('hex')}`;
+}
+
+/** A gateway in miniature with the plugin registered, as a host runs it. */
+export interface AttackGateway {
+  readonly sandboxDir: string;
+  readonly plugin: BerthPlugin;
+  readonly berth: Berth;
+  readonly provider: TerminalEnvironmentProviderV1;
+  /** Every line the plugin logged through the host's logger. */
+  readonly logs: string[];
+  /** Runs `command` as `sender` exactly as the host's terminal tool would. */
+  run(sender: Sender, command: string, options?: ExecuteOptions): Promise<ExecuteResult>;
+  /** Like {@link run}, but returns the error a rejected call threw instead of throwing it. */
+  attempt(sender: Sender, command: string, options?: ExecuteOptions): Promise<ExecuteResult | Error>;
+  /** The host folder of a sender's sandbox (resolved by the plugin's resolver). */
+  folderOf(sender: Sender): { folder: string; workspace: string; home: string; scopeKey: string };
+  /** The container of a sender, looked up from outside by its scope label and this gateway's root. */
+  containerOf(sender: Sender): Promise<Dockerode.ContainerInfo | undefined>;
+  /** Every container whose workspace lies under this gateway's sandbox root. */
+  containers(): Promise<Dockerode.ContainerInfo[]>;
+  /** Removes the containers and the sandbox root; safe to call twice. */
+  cleanup(): Promise<void>;
+}
+
+/** Options of {@link startAttackGateway}. */
+export interface AttackGatewayOptions {
+  /** The `terminal:` section; the image and a private sandbox root are filled in. */
+  readonly config?: Record<string, unknown>;
+  /** The gateway's environment (the HERMES_USER_* credentials). */
+  readonly environment?: Record<string, string>;
+  /** A sandbox root to use instead of a fresh temporary folder. */
+  readonly sandboxDir?: string;
+}
+
+/** Every container Berth made for a sandbox root (by the workspace label), from outside. */
+export async function containersUnder(sandboxDir: string): Promise<Dockerode.ContainerInfo[]> {
+  const all = await docker.listContainers({ all: true, filters: { label: ['dev.berth.managed-by=berth'] } });
+  return all.filter((container) => (container.Labels?.[WORKSPACE_LABEL] ?? '').startsWith(sandboxDir + path.sep));
+}
+
+/** Removes every container Berth made for a sandbox root. */
+export async function removeContainersUnder(sandboxDir: string): Promise<void> {
+  const containers = await containersUnder(sandboxDir).catch(() => []);
+  await Promise.all(containers.map((container) => docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined)));
+}
+
+/** Fails with how to start the engine, rather than skipping, when Docker or the image is missing. */
+export async function assertEngineReady(): Promise<void> {
+  try {
+    await docker.ping();
+  } catch (error) {
+    throw new Error(`no Docker Engine answers on ${DOCKER_SOCKET} (${(error as Error).message}); run scripts/engines.sh, then run the suite again`);
+  }
+  try {
+    await docker.getImage(ATTACK_IMAGE).inspect();
+  } catch {
+    throw new Error(`image ${ATTACK_IMAGE} is missing; build it with scripts/engines.sh or set BERTH_TEST_IMAGE`);
+  }
+}
+
+/** A fresh temporary folder for a sandbox root. */
+export function temporarySandboxDir(tag: string): string {
+  return mkdtempSync(path.join(os.tmpdir(), `berth-attack-${tag}-`));
+}
+
+/**
+ * Registers the plugin with a terminal registry of our own (as the example host does) and
+ * opens the terminal tool's environment once for every user, as a gateway does.
+ */
+export async function startAttackGateway(options: AttackGatewayOptions = {}): Promise<AttackGateway> {
+  await assertEngineReady();
+  const sandboxDir = options.sandboxDir ?? temporarySandboxDir('gw');
+  const logs: string[] = [];
+  const logger: HostLogger = {
+    info: (message) => logs.push(`info ${message}`),
+    warn: (message) => logs.push(`warn ${message}`),
+    error: (message) => logs.push(`error ${message}`),
+  };
+  const providers = new Map<string, TerminalEnvironmentProviderV1>();
+  const terminal: TerminalRegistryV1 = {
+    specificationVersion: 'v1',
+    reservedNames: ['docker', 'local'],
+    registerEnvironmentProvider: (provider) => void providers.set(provider.name, provider),
+  };
+  const plugin = createBerthPlugin();
+  await plugin.register({
+    specificationVersion: 'v1',
+    terminal,
+    config: { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 256, timeout: 60, ...options.config },
+    environment: options.environment ?? {},
+    logger,
+  });
+  const provider = providers.get('berth-docker');
+  const berth = plugin.instances[0];
+  if (!provider || !berth) throw new Error('the plugin registered no berth-docker provider');
+  const tool: TerminalEnvironment = await provider.createEnvironment({ taskId: 'attack' });
+  let cleaned = false;
+  const gateway: AttackGateway = {
+    sandboxDir,
+    plugin,
+    berth,
+    provider,
+    logs,
+    run: (sender, command, executeOptions) =>
+      runWithSession({ platform: sender.platform, userId: sender.userId, chatId: 'chat' }, () => tool.execute(command, executeOptions)),
+    attempt: (sender, command, executeOptions) =>
+      gateway.run(sender, command, executeOptions).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))),
+    folderOf(sender) {
+      const request = berth.request({ session: { platform: sender.platform, userId: sender.userId } });
+      return { folder: request.paths.folder, workspace: request.paths.workspace, home: request.paths.home, scopeKey: request.scope.key };
+    },
+    async containerOf(sender) {
+      const { scopeKey } = gateway.folderOf(sender);
+      return (await containersUnder(sandboxDir)).find((container) => container.Labels?.['dev.berth.scope'] === scopeKey);
+    },
+    containers: () => containersUnder(sandboxDir),
+    async cleanup() {
+      if (cleaned) return;
+      cleaned = true;
+      await tool.cleanup().catch(() => undefined);
+      await plugin.close().catch(() => undefined);
+      await removeContainersUnder(sandboxDir);
+      if (!options.sandboxDir) rmSync(sandboxDir, { recursive: true, force: true });
+    },
+  };
+  return gateway;
+}
+
+/** Milliseconds a promise took, with its value. */
+export async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await work();
+  return { value, ms: performance.now() - started };
+}
