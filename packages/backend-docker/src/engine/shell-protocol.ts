@@ -52,9 +52,10 @@ export function buildEnvironmentScript(variables: Readonly<Record<string, string
  * What each command's child shell runs: take the session's exports and directory from the
  * state file, save them again when it exits (however it exits), then source the command file.
  * `$0` is the state folder. The session's own shell holds none of the user's variables, so an
- * `unset` in one command persists like an `export`.
+ * `unset` in one command persists like an `export`. Should the state file be lost (a full
+ * `/tmp` when it was written), the session's initial environment in `init` is used.
  */
-const CHILD_SCRIPT = `. "$0/state" 2>/dev/null
+const CHILD_SCRIPT = `if [ -s "$0/state" ]; then . "$0/state" 2>/dev/null; else . "$0/init" 2>/dev/null; fi
 cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
 trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$0/state"' EXIT
 . "$0/cmd"`;
@@ -72,6 +73,7 @@ export function buildSessionInit(options: { stateDir: string; readyId: string; v
   return `__berth_d=${quoteShell(options.stateDir)}
 mkdir -m 700 -p "$__berth_d" || exit 97
 __berth_e=${quoteShell(state)}
+printf '%s\n' "$__berth_e" > "$__berth_d/init" || exit 97
 printf '%s\n' "$__berth_e" > "$__berth_d/state" || exit 97
 unset __berth_e
 __berth_child=${quoteShell(CHILD_SCRIPT)}
@@ -98,6 +100,7 @@ printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyI
 /** Appends an environment change to a session's state file: later lines win when it is sourced. */
 export function buildEnvironmentUpdate(variables: Readonly<Record<string, string>>, removed: Iterable<string>): string {
   return `__berth_e=${quoteShell(buildEnvironmentScript(variables, removed))}
+printf '%s\n' "$__berth_e" >> "$__berth_d/init"
 printf '%s\n' "$__berth_e" >> "$__berth_d/state"
 unset __berth_e
 `;
