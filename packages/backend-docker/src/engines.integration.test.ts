@@ -37,7 +37,7 @@ describe.each(ENGINES)('$name through dockerode', ({ name, socketPath }) => {
     const exec = await container.exec({ Cmd: ['sh', '-c', 'echo hello-from-$(uname -s)'], AttachStdout: true, AttachStderr: true });
     const stream = await exec.start({ hijack: true, stdin: false });
     const chunks: Buffer[] = [];
-    docker.modem.demuxStream(stream, { write: (chunk: Buffer) => chunks.push(chunk) } as NodeJS.WritableStream, { write: () => true } as unknown as NodeJS.WritableStream);
+    docker.modem.demuxStream(stream, { write: (chunk: Buffer) => chunks.push(chunk) } as unknown as NodeJS.WritableStream, { write: () => true } as unknown as NodeJS.WritableStream);
     await new Promise((resolve) => stream.on('end', resolve));
     expect(Buffer.concat(chunks).toString()).toBe('hello-from-Linux\n');
     expect((await exec.inspect()).ExitCode).toBe(0);
