@@ -1,3 +1,5 @@
+import { mergeConfig } from 'vitest/config';
 import { berthVitestConfig } from '../../vitest.shared.js';
 
-export default berthVitestConfig({ name: 'backend-podman', kind: 'unit' });
+// Rootless tests run as another user through scripts/run-rootless-suite.sh, never here.
+export default mergeConfig(berthVitestConfig({ name: 'backend-podman', kind: 'unit' }), { test: { exclude: ['**/*.rootless.test.ts'] } });

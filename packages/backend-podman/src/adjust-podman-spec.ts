@@ -6,6 +6,9 @@ import type { PodmanHost } from './read-podman-host.js';
 /** The network mode Podman sandboxes get when `docker_network` is true: one private user-mode stack each. */
 export const PODMAN_SANDBOX_NETWORK = 'slirp4netns';
 
+/** Capabilities a rootless sandbox never gets, whatever `docker_cap_add` says: they would let files leave the operator's ownership. */
+export const ROOTLESS_WITHHELD_CAPABILITIES: readonly string[] = ['CHOWN', 'SETUID', 'SETGID'];
+
 /** Options of {@link adjustPodmanHostConfig}. */
 export interface AdjustPodmanHostConfigOptions {
   readonly host: PodmanHost;
@@ -18,7 +21,8 @@ export interface AdjustPodmanHostConfigOptions {
  * - no `Init`: Podman's init (catatonit) is often not installed, and the keep-alive shell,
  *   which waits on any child, already reaps orphans;
  * - rootless: `UsernsMode: keep-id`, so commands run as the gateway's own user and every file
- *   they write in `/workspace` and `/root` belongs to that user on the host;
+ *   they write in `/workspace` and `/root` belongs to that user on the host; CHOWN, SETUID and
+ *   SETGID are withheld so nothing can move a file to another id;
  * - rootless on cgroup v1 (no memory, CPU or pids limits): the `nproc` ulimit is lowered to the
  *   pids limit, which then bounds the processes of the sandbox's user namespace instead;
  * - SELinux enforcing: the workspace and home are bind-mounted with a private label (`:Z`).
@@ -26,7 +30,13 @@ export interface AdjustPodmanHostConfigOptions {
 export function adjustPodmanHostConfig(hostConfig: Dockerode.HostConfig, options: AdjustPodmanHostConfigOptions): Dockerode.HostConfig {
   const { host } = options;
   const adjusted: Dockerode.HostConfig = { ...hostConfig, Init: false };
-  if (host.rootless) adjusted.UsernsMode = 'keep-id';
+  if (host.rootless) {
+    adjusted.UsernsMode = 'keep-id';
+    // Podman hands a non-root user its capabilities as ambient ones. With these three a command
+    // could chown a file, or become another id, to a subordinate id on the host that the
+    // operator cannot delete without root.
+    adjusted.CapAdd = (hostConfig.CapAdd ?? []).filter((name: string) => !ROOTLESS_WITHHELD_CAPABILITIES.includes(name.replace(/^CAP_/, '')));
+  }
   if (!host.resourceLimits) {
     adjusted.Ulimits = (hostConfig.Ulimits ?? []).map((limit) =>
       limit.Name === 'nproc' ? { Name: 'nproc', Soft: Math.min(limit.Soft ?? options.pidsLimit, options.pidsLimit), Hard: Math.min(limit.Hard ?? options.pidsLimit, options.pidsLimit) } : limit,

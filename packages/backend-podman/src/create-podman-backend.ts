@@ -5,6 +5,8 @@ import { z } from 'zod';
 import { adjustPodmanHostConfig, PODMAN_SANDBOX_NETWORK, transformPodmanCreate } from './adjust-podman-spec.js';
 import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js';
 import { readPodmanHost, type PodmanHost } from './read-podman-host.js';
+import { createThroughLibpod } from './to-libpod-spec.js';
+import { unlockForPurge } from './unlock-for-purge.js';
 import { wrapPodmanClient } from './wrap-podman-client.js';
 
 /** Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s. */
@@ -120,7 +122,11 @@ export function createPodmanBackend(options: PodmanBackendOptions): PodmanBacken
           `berth: rootless Podman on cgroup ${host.cgroupVersion} cannot limit memory, CPU or pids; each sandbox is bounded by the nproc ulimit (${Math.min(config.docker_nproc, config.docker_pids_limit)}) instead — move the host to cgroup v2 for full limits`,
         );
       }
-      const client = wrapPodmanClient(docker, { transformCreate: (spec) => transformPodmanCreate(spec, host) });
+      const client = wrapPodmanClient(docker, {
+        transformCreate: (spec) => transformPodmanCreate(spec, host),
+        // Rootless, the compatible create drops the ulimits; Podman's own create keeps them.
+        ...(host.rootless ? { createContainer: (spec: Dockerode.ContainerCreateOptions) => createThroughLibpod(docker, spec) } : {}),
+      });
       const backend = createEngineBackend({
         engine: 'podman',
         docker: client,
@@ -159,7 +165,16 @@ export function createPodmanBackend(options: PodmanBackendOptions): PodmanBacken
     doExec: async (request, exec) => (await ready()).backend.doExec(request, exec),
     list: async () => (await ready()).backend.list(),
     stop: async (scopeKey) => (await ready()).backend.stop(scopeKey),
-    remove: async (scopeKey, removeOptions) => (await ready()).backend.remove(scopeKey, removeOptions),
+    async remove(scopeKey, removeOptions) {
+      const { backend } = await ready();
+      if (removeOptions?.purge && removeOptions.paths) {
+        // Rootless, the gateway is not root: a folder a command made read-only would stop the
+        // purge. The container goes first, so nothing in it can change the folders meanwhile.
+        await backend.remove(scopeKey);
+        await unlockForPurge(removeOptions.paths);
+      }
+      return backend.remove(scopeKey, removeOptions);
+    },
     reap: async () => (await ready()).backend.reap(),
     ping: async () => (await ready()).backend.ping(),
     engineInfo: async (): Promise<EngineInfo> => (await ready()).backend.engineInfo(),

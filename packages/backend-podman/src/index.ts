@@ -4,3 +4,5 @@ export * from './read-podman-host.js';
 export * from './adjust-podman-spec.js';
 export * from './normalize-podman-error.js';
 export * from './wrap-podman-client.js';
+export * from './unlock-for-purge.js';
+export * from './to-libpod-spec.js';

@@ -5,6 +5,8 @@ import { normalizePodmanError } from './normalize-podman-error.js';
 export interface PodmanClientOptions {
   /** Applied to every container spec before `createContainer` sends it. */
   readonly transformCreate?: (spec: Dockerode.ContainerCreateOptions) => Dockerode.ContainerCreateOptions;
+  /** Replaces the compatible create (Podman's own API, say); resolves to the new container's id. */
+  readonly createContainer?: (spec: Dockerode.ContainerCreateOptions) => Promise<string>;
 }
 
 /** dockerode's entity objects (container, exec, image, network) carry the client's modem. */
@@ -21,6 +23,16 @@ function wrapEntity<T extends object>(target: T, options: PodmanClientOptions, i
       return (...args: unknown[]) => {
         if (isRoot && property === 'createContainer' && options.transformCreate && args[0] && typeof args[0] === 'object') {
           args[0] = options.transformCreate(args[0] as Dockerode.ContainerCreateOptions);
+        }
+        if (isRoot && property === 'createContainer' && options.createContainer) {
+          const create = options.createContainer;
+          const docker = object as unknown as Dockerode;
+          return create(args[0] as Dockerode.ContainerCreateOptions).then(
+            (id) => wrapEntity(docker.getContainer(id), options, false),
+            (error: unknown) => {
+              throw normalizePodmanError(error);
+            },
+          );
         }
         let result: unknown;
         try {
