@@ -28,6 +28,8 @@ export interface FindPodmanSocketOptions {
   readonly uid?: number;
   /** How long one candidate may take to answer a ping. @default 2000 */
   readonly timeoutMs?: number;
+  /** The rootful socket, last in line. @default '/run/podman/podman.sock' */
+  readonly rootfulSocketPath?: string;
 }
 
 /** A candidate's endpoint as text, for messages. */
@@ -60,12 +62,12 @@ export function rootlessSocketPath(environment: NodeJS.ProcessEnv, uid: number |
 }
 
 /** The places discovery tries, in order: `CONTAINER_HOST`, the rootless socket, the rootful socket. */
-export function podmanCandidates(environment: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.()): PodmanCandidate[] {
+export function podmanCandidates(environment: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.(), rootfulSocketPath = ROOTFUL_PODMAN_SOCKET): PodmanCandidate[] {
   const candidates: PodmanCandidate[] = [];
   if (environment.CONTAINER_HOST) candidates.push({ source: 'CONTAINER_HOST', endpoint: parseContainerHost(environment.CONTAINER_HOST) });
   const rootless = rootlessSocketPath(environment, uid);
-  if (rootless && rootless !== ROOTFUL_PODMAN_SOCKET) candidates.push({ source: 'rootless', endpoint: { socketPath: rootless } });
-  candidates.push({ source: 'rootful', endpoint: { socketPath: ROOTFUL_PODMAN_SOCKET } });
+  if (rootless && rootless !== rootfulSocketPath) candidates.push({ source: 'rootless', endpoint: { socketPath: rootless } });
+  candidates.push({ source: 'rootful', endpoint: { socketPath: rootfulSocketPath } });
   return candidates;
 }
 
@@ -104,7 +106,7 @@ export async function findPodmanSocket(options: FindPodmanSocketOptions = {}): P
   const environment = options.environment ?? process.env;
   const uid = options.uid ?? process.getuid?.();
   const tried: string[] = [];
-  for (const candidate of podmanCandidates(environment, uid)) {
+  for (const candidate of podmanCandidates(environment, uid, options.rootfulSocketPath)) {
     const label = describeEndpoint(candidate.endpoint);
     try {
       await pingPodman(candidate.endpoint, options.timeoutMs ?? 2000);
