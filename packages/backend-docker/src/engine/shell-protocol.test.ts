@@ -31,6 +31,9 @@ describe('encodePrintfFormat', () => {
     );
     const tricky = Buffer.from("\u0000123 %d %s \\n \\0 ' \"", 'utf8');
     expect([...sh(`printf ${encodePrintfFormat(tricky)}`)]).toEqual([...tricky]);
+    for (const option of ['-', '-n x', '--', '-\0']) {
+      expect(sh(`printf ${encodePrintfFormat(Buffer.from(option))}`).toString()).toBe(option);
+    }
   });
 });
 

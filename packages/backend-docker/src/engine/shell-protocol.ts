@@ -15,7 +15,8 @@ export function quoteShell(value: string): string {
 /**
  * A single-quoted `printf` format that prints exactly `bytes`: `%` and `\` are escaped, and
  * NUL, quotes and every byte outside printable ASCII are written as three-digit octal escapes
- * (a digit right after an escape is escaped too, so no shell reads a longer number).
+ * (a digit right after an escape is escaped too, so no shell reads a longer number). A leading
+ * `-` is escaped so that printf never takes the format for an option.
  */
 export function encodePrintfFormat(bytes: Uint8Array): string {
   let out = "'";
@@ -23,7 +24,9 @@ export function encodePrintfFormat(bytes: Uint8Array): string {
   for (const byte of bytes) {
     const printable = (byte >= 0x20 && byte < 0x7f) || byte === 0x0a;
     const digit = byte >= 0x30 && byte <= 0x39;
-    if (!printable || byte === 0x27 || byte === 0x5c || byte === 0x25 || (digit && afterEscape)) {
+    // A leading `-` would be read as an option by printf.
+    const leadingDash = byte === 0x2d && out === "'";
+    if (!printable || leadingDash || byte === 0x27 || byte === 0x5c || byte === 0x25 || (digit && afterEscape)) {
       out += `\\${byte.toString(8).padStart(3, '0')}`;
       afterEscape = true;
     } else {
