@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestEngine } from './engine-client.js';
 import { findEngine } from './find-engine.js';
 
@@ -19,6 +19,8 @@ const uid = () => String(randomInt(100_000_000, 2_000_000_000));
 const alice = uid();
 const bob = uid();
 const task = `cli-it-${randomInt(1e9)}`;
+// A first container on a busy shared engine can take minutes; each test makes a few.
+vi.setConfig({ testTimeout: 600_000 });
 
 interface Run {
   status: number;
@@ -33,7 +35,7 @@ function berth(args: string[], extra: Record<string, string | undefined> = {}): 
     else environment[key] = value;
   }
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: environment, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [CLI, ...args], { env: environment, timeout: 280_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const status = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
       resolve({ status, stdout, stderr });
     });
