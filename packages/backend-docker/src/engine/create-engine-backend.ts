@@ -17,6 +17,7 @@ import { buildContainerSpec, LABELS, MANAGED_BY } from './container-spec.js';
 import type { OpenExecChannel } from './exec-channel.js';
 import { prepareHostFolders, purgeHostFolders } from './host-folders.js';
 import { KillerShell } from './killer-shell.js';
+import { readLastUsed, touchLastUsed } from './last-used-file.js';
 import { maskOutput } from './mask-output.js';
 import { engineMessage, isAlreadyDone, isConflict, isGone, mapEngineError } from './map-engine-error.js';
 import { openExecChannel } from './open-exec-channel.js';
@@ -95,6 +96,8 @@ interface SandboxEntry {
   tail: Promise<unknown>;
   pending: number;
   lastUsed: number;
+  /** When the last-used file was last written: it is written at most every few seconds. */
+  lastRecorded?: number;
   paths: SandboxPaths | undefined;
   /** The container's config hash differs from ours but it was busy: recreate once idle. */
   stale: boolean;
@@ -105,6 +108,10 @@ interface SandboxEntry {
 
 /** Commands the keep-alive main process and init leave in a container's process list. */
 const IDLE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b|trap "exit 0"|^sleep 3600$|^\/bin\/sh$/;
+
+function lastUsedOf(time: number | undefined): { lastUsed?: string } {
+  return time === undefined ? {} : { lastUsed: new Date(time).toISOString() };
+}
 
 function stateOf(state: string | undefined): SandboxState {
   switch (state) {
@@ -200,6 +207,10 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
     return run.finally(() => {
       entry.pending--;
       entry.lastUsed = Date.now();
+      if (entry.paths && entry.lastUsed - (entry.lastRecorded ?? 0) > 5_000) {
+        entry.lastRecorded = entry.lastUsed;
+        void touchLastUsed(entry.paths.workspace);
+      }
     });
   };
 
@@ -560,8 +571,8 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
         mode: config.docker_exec_mode === 'exec' ? 'exec' : undefined,
         tail: Promise.resolve(),
         pending: 0,
-        // Adopted sandboxes get a full lifetime from now: their last use is unknown.
-        lastUsed: Date.now(),
+        // The last use an earlier process recorded; a full lifetime from now when none was.
+        lastUsed: readLastUsed(labels[LABELS.workspace]) ?? Date.now(),
         paths: undefined,
         stale: false,
         info: labels[LABELS.kind] === 'task' ? { kind: 'task', taskId: labels[LABELS.task] ?? '' } : { kind: 'user', platform: labels[LABELS.platform] ?? '', userId: labels[LABELS.user] ?? '' },
@@ -645,7 +656,7 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
           state: stateOf(container.State),
           workspace: labels[LABELS.workspace] ?? '',
           home: labels[LABELS.home] ?? '',
-          ...(entry ? { lastUsed: new Date(entry.lastUsed).toISOString() } : {}),
+          ...lastUsedOf(entry?.lastUsed ?? readLastUsed(labels[LABELS.workspace])),
         };
       });
     },
