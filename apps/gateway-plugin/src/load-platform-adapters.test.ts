@@ -10,11 +10,12 @@ import { loadPlatformAdapters } from './load-platform-adapters.js';
 const gateway = mkdtempSync(path.join(os.tmpdir(), 'berth-adapters-'));
 afterAll(() => rmSync(gateway, { recursive: true, force: true }));
 
-function install(name: string, source: string): void {
+function install(name: string, source: string, exportsField: unknown = './index.js'): void {
   const folder = path.join(gateway, 'node_modules', ...name.split('/'));
-  mkdirSync(folder, { recursive: true });
-  writeFileSync(path.join(folder, 'package.json'), JSON.stringify({ name, type: 'module', exports: './index.js' }));
+  mkdirSync(path.join(folder, 'dist'), { recursive: true });
+  writeFileSync(path.join(folder, 'package.json'), JSON.stringify({ name, type: 'module', exports: exportsField }));
   writeFileSync(path.join(folder, 'index.js'), source);
+  writeFileSync(path.join(folder, 'dist', 'index.js'), source);
 }
 
 const ADAPTER = (platform: string) => `{
@@ -30,9 +31,16 @@ install('@acme/berth-platform-signal', `export default ${ADAPTER('signal')};`);
 install('@acme/berth-platform-matrix', `export default () => (${ADAPTER('matrix')});`);
 install('@acme/not-an-adapter', `export default { hello: 'world' };`);
 install('@acme/old-adapter', `export default { ...${ADAPTER('irc')}, specificationVersion: 'v0' };`);
+// ESM-only, the way tsup-built packages usually ship: only an `import` condition.
+install('@acme/berth-platform-xmpp', `export default ${ADAPTER('xmpp')};`, { '.': { types: './dist/index.d.ts', import: './dist/index.js' } });
 install('@acme/throwing-factory', `export default () => { throw new Error('needs an API key'); };`);
 
 describe('third-party platform adapters', () => {
+  it('loads an ESM-only package (exports with only an import condition)', async () => {
+    const adapters = await loadPlatformAdapters(['@acme/berth-platform-xmpp'], { resolveFrom: path.join(gateway, 'some', 'subfolder') });
+    expect(adapters.map((adapter) => adapter.platform)).toEqual(['xmpp']);
+  });
+
   it('loads an adapter object and an adapter factory from the gateway folder', async () => {
     const adapters = await loadPlatformAdapters(['@acme/berth-platform-signal', '@acme/berth-platform-matrix'], { resolveFrom: gateway });
     expect(adapters.map((adapter) => adapter.platform)).toEqual(['signal', 'matrix']);

@@ -1,4 +1,4 @@
-import { createRequire } from 'node:module';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { assertPlatformAdapter, ConfigError, isBerthError, type PlatformAdapterV1 } from '@berth/core';
@@ -13,19 +13,57 @@ export interface LoadPlatformAdaptersOptions {
   readonly resolveFrom?: string;
 }
 
+/** The entry of a package's `exports` for ESM under Node (conditions `import`, `node`, `default`). */
+function exportsEntry(exportsField: unknown): string | undefined {
+  if (typeof exportsField === 'string') return exportsField;
+  if (Array.isArray(exportsField)) {
+    for (const item of exportsField) {
+      const entry = exportsEntry(item);
+      if (entry) return entry;
+    }
+    return undefined;
+  }
+  if (exportsField === null || typeof exportsField !== 'object') return undefined;
+  const record = exportsField as Record<string, unknown>;
+  if ('.' in record) return exportsEntry(record['.']);
+  for (const condition of ['import', 'node', 'default']) {
+    if (condition in record) {
+      const entry = exportsEntry(record[condition]);
+      if (entry) return entry;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Finds `name` in the `node_modules` folders at and above `resolveFrom`, the way Node resolves
+ * an ESM import there (createRequire would use the `require` condition and miss ESM-only
+ * packages).
+ */
+function resolvePackageEntry(name: string, resolveFrom: string): string | undefined {
+  let folder = path.resolve(resolveFrom);
+  for (;;) {
+    const packageFolder = path.join(folder, 'node_modules', name);
+    const manifestFile = path.join(packageFolder, 'package.json');
+    if (existsSync(manifestFile)) {
+      const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { exports?: unknown; module?: string; main?: string };
+      const entry = (manifest.exports !== undefined ? exportsEntry(manifest.exports) : undefined) ?? manifest.module ?? manifest.main ?? 'index.js';
+      return path.resolve(packageFolder, entry);
+    }
+    const parent = path.dirname(folder);
+    if (parent === folder) return undefined;
+    folder = parent;
+  }
+}
+
 async function importModule(name: string, resolveFrom: string): Promise<Record<string, unknown>> {
   try {
     return (await import(name)) as Record<string, unknown>;
   } catch (first) {
-    if ((first as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND' || !/^(?:@[^/]+\/)?[^/]+/.test(name)) throw first;
+    if ((first as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND' || !/^(?:@[^/]+\/)?[^/.][^/]*$/.test(name)) throw first;
     // The gateway installed the adapter next to itself, not next to Berth: resolve from there.
-    const require = createRequire(path.join(path.resolve(resolveFrom), 'package.json'));
-    let resolved: string;
-    try {
-      resolved = require.resolve(name);
-    } catch {
-      throw first;
-    }
+    const resolved = resolvePackageEntry(name, resolveFrom);
+    if (!resolved) throw first;
     return (await import(pathToFileURL(resolved).href)) as Record<string, unknown>;
   }
 }
