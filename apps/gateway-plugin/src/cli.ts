@@ -1,8 +1,30 @@
 #!/usr/bin/env node
-import { runCli } from './cli/run-cli.js';
+import type { CliIo } from './cli/cli-io.js';
+import { isSocketExec } from './cli/parse-socket-exec-arguments.js';
+import { MAX_SANDBOX_SOCKET_REQUEST_BYTES } from './socket/protocol.js';
 
 function flushed(stream: NodeJS.WriteStream): Promise<void> {
   return new Promise((resolve) => stream.write('', () => resolve()));
+}
+
+/** This process's stdin as text, read no further than a request could carry. */
+function readStdin(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (): void => resolve(Buffer.concat(chunks).toString('utf8'));
+    process.stdin.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      size += chunk.length;
+      // One byte over the bound is enough for the client to refuse it with a clear message.
+      if (size > MAX_SANDBOX_SOCKET_REQUEST_BYTES) {
+        process.stdin.destroy();
+        done();
+      }
+    });
+    process.stdin.once('end', done);
+    process.stdin.once('error', reject);
+  });
 }
 
 // A reader that went away (`berth ls | head -1`) is not an error of the command's.
@@ -13,8 +35,14 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
+const argv = process.argv.slice(2);
 // The process's environment stands for the gateway's: HERMES_USER_* variables, TERMINAL_SANDBOX_DIR, HERMES_HOME.
-const status = await runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, environment: process.env, cwd: process.cwd() });
+const io: CliIo = { stdout: process.stdout, stderr: process.stderr, environment: process.env, cwd: process.cwd() };
+// A host spawns `berth exec --socket` for every command: that path loads only the socket client,
+// never @berth/core, the backends or dockerode, so it answers in tens of milliseconds.
+const status = isSocketExec(argv)
+  ? await (await import('./cli/socket-exec-command.js')).runSocketExecCommand(argv, io, readStdin)
+  : await (await import('./cli/run-cli.js')).runCli(argv, io, readStdin);
 process.exitCode = status;
 // The command is over and every sandbox released; a socket or timer an engine client keeps open
 // must not hold the terminal, so leave as soon as the output is written.

@@ -15,7 +15,9 @@ export async function runExecCommand(io: CliIo, options: CliOptions, commandWord
     const request =
       options.platform !== undefined && options.user !== undefined
         ? berth.resolver.forScope(berth.resolver.scopeOf({ identity: berth.resolver.registry.resolve(options.platform, options.user) }))
-        : berth.request({ taskId: options.task ?? 'default' });
+        : options.sessionKey !== undefined
+          ? berth.request({ session: { sessionKey: options.sessionKey }, taskId: options.task ?? 'default' })
+          : berth.request({ taskId: options.task ?? 'default' });
     const result = await berth.executeRequest(request, commandWords.join(' '), {
       ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
       ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),

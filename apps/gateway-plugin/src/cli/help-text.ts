@@ -15,6 +15,7 @@ Commands:
   env     show the variables a user's sandbox gets, and the prefix to set them
   doctor  check the engine, the config, the image and the sandbox root
   demo    play two Telegram users and one WhatsApp user and show that they stay apart
+  serve   hold warm sandbox sessions and serve them on a Unix socket to "exec --socket"
 
 Berth's own environment stands for the gateway's: HERMES_USER_<PLATFORM>_<ID>_<NAME>
 variables, TERMINAL_SANDBOX_DIR and HERMES_HOME are read from it.
@@ -24,22 +25,33 @@ Run "berth COMMAND --help" for a command's options.
 
 /** `berth COMMAND --help`. */
 export const COMMAND_HELP: Record<CommandName, string> = {
-  exec: `Usage: berth exec [--platform P --user ID | --task T] [--timeout S] [--cwd DIR] -- COMMAND...
+  exec: `Usage: berth exec [--platform P --user ID | --session-key KEY | --task T] [--timeout S] [--cwd DIR] -- COMMAND...
+       berth exec --socket PATH [--session-key KEY | --platform P --user ID] [--task T] [--stdin] [--timeout S] [--cwd DIR] -- COMMAND...
 
 Runs COMMAND in that scope's sandbox exactly as the terminal tool does (a persistent shell,
 the user's variables, output masked). The words after -- are joined with spaces into one
 command line for the sandbox's shell, as ssh does. Stdin is empty.
 
+With --socket, it is the thin client of "berth serve": the command runs in the server's warm
+shell sessions (cd and export persist between clients of one user), the server's config and
+environment apply, and nothing but the socket client is loaded.
+
 Options:
       --platform P    the user's platform, e.g. telegram
       --user ID       the user's id on that platform, e.g. 123456789
+      --session-key KEY
+                      a host session key, e.g. agent:main:telegram:direct:123: a direct chat
+                      names its user; other sessions (groups) use the task sandbox
       --task T        a task sandbox (the legacy layout) when no user is given (default: default)
+      --socket PATH   send the command to "berth serve --socket PATH" instead
+      --stdin         with --socket: forward this process's stdin to the command (up to 1 MiB)
       --timeout S     seconds before the command is killed, exit 124 (default: terminal.timeout)
       --cwd DIR       working directory inside the sandbox
 ${COMMON}
 
 Exit status: the command's; 124 after a timeout; 125 when Berth itself fails (bad id,
-bad config, engine unreachable, image missing), with one line on stderr and nothing created.
+bad config, engine unreachable, image missing, no server on the socket), with one line on
+stderr and nothing created.
 `,
   ls: `Usage: berth ls [--json]
 
@@ -102,5 +114,28 @@ Options:
 ${COMMON}
 
 Exit status: 0 when isolation held and everything was removed, 1 otherwise.
+`,
+  serve: `Usage: berth serve --socket PATH [--config FILE]
+
+Holds one Berth (one backend, so every user's shell session stays warm) and serves it on a
+Unix socket, so that a process a host spawns reaches it with
+"berth exec --socket PATH --session-key KEY -- COMMAND". Runs until SIGINT or SIGTERM, then
+removes the socket.
+
+The socket is created with mode 0600 (only this user can connect: whoever can connect can run
+commands in every user's sandbox); its folder is created with mode 0700 when missing, and a
+folder other users can write to is refused. A socket left by a stopped server is replaced;
+anything else at PATH is refused.
+
+Protocol: one JSON line per connection, {"v":1, "sessionKey"?, "platform"?, "userId"?,
+"taskId"?, "command", "cwd"?, "timeout"?, "stdin"?} (at most 1 MiB), answered by one JSON line,
+{"v":1, exitCode, stdout, stderr, timedOut, truncated, durationMs, scope} or
+{"v":1, "error": {code, message}}.
+
+Options:
+      --socket PATH   the Unix socket to listen on
+${COMMON}
+
+Prints one line "berth serve: listening on PATH …" on stdout when ready.
 `,
 };

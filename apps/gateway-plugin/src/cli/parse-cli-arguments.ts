@@ -9,18 +9,19 @@ export class UsageError extends BerthError {
 }
 
 /** The commands of `berth`. */
-export const COMMANDS = ['exec', 'ls', 'rm', 'env', 'doctor', 'demo'] as const;
+export const COMMANDS = ['exec', 'ls', 'rm', 'env', 'doctor', 'demo', 'serve'] as const;
 /** One command of `berth`. */
 export type CommandName = (typeof COMMANDS)[number];
 
 /** Options each command accepts, besides `--config` and `--help`. */
 const COMMAND_OPTIONS = {
-  exec: ['platform', 'user', 'task', 'timeout', 'cwd'],
+  exec: ['platform', 'user', 'task', 'timeout', 'cwd', 'session-key', 'socket', 'stdin'],
   ls: ['json'],
   rm: ['platform', 'user', 'task', 'purge'],
   env: ['platform', 'user', 'json'],
   doctor: ['json'],
   demo: ['json'],
+  serve: ['socket'],
 } as const satisfies Record<CommandName, readonly string[]>;
 
 const OPTION_TYPES = {
@@ -29,6 +30,9 @@ const OPTION_TYPES = {
   task: { type: 'string' },
   timeout: { type: 'string' },
   cwd: { type: 'string' },
+  'session-key': { type: 'string' },
+  socket: { type: 'string' },
+  stdin: { type: 'boolean' },
   json: { type: 'boolean' },
   purge: { type: 'boolean' },
   config: { type: 'string' },
@@ -42,6 +46,12 @@ export interface CliOptions {
   task?: string;
   timeout?: number;
   cwd?: string;
+  /** A host session key, e.g. `agent:main:telegram:direct:123`. */
+  sessionKey?: string;
+  /** The Unix socket of `berth serve`. */
+  socket?: string;
+  /** Forward stdin to the command (`exec --socket` only). */
+  stdin?: boolean;
   json: boolean;
   purge: boolean;
   config?: string;
@@ -100,10 +110,12 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
   if (command === 'exec' && commandWords.length === 0) throw new UsageError('berth exec: no command given; add it after "--", e.g. berth exec -- ls -la');
 
   const result: CliOptions = { json: values.json === true, purge: values.purge === true };
-  for (const name of ['platform', 'user', 'task', 'cwd', 'config'] as const) {
+  if (values.stdin === true) result.stdin = true;
+  for (const name of ['platform', 'user', 'task', 'cwd', 'config', 'socket'] as const) {
     const value = values[name];
     if (typeof value === 'string') result[name] = value;
   }
+  if (typeof values['session-key'] === 'string') result.sessionKey = values['session-key'];
   if (typeof values.timeout === 'string') {
     const timeout = Number(values.timeout);
     if (!/^\d+(?:\.\d+)?$/.test(values.timeout) || !(timeout > 0) || timeout > 86_400) {
@@ -117,11 +129,19 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
 
 function validateTarget(command: CommandName, options: CliOptions): void {
   const hasUser = options.platform !== undefined || options.user !== undefined;
+  if (command === 'serve' && !options.socket) throw new UsageError('berth serve: --socket PATH is required, e.g. berth serve --socket ~/.hermes/berth.sock');
   if (!['exec', 'rm', 'env'].includes(command)) return;
   if (hasUser && (options.platform === undefined || options.user === undefined)) {
     throw new UsageError(`berth ${command}: --platform and --user go together; give both, e.g. --platform telegram --user 123456789`);
   }
-  if (hasUser && options.task !== undefined) {
+  if (command === 'exec' && options.stdin && options.socket === undefined) throw new UsageError('berth exec: --stdin works with --socket only');
+  if (options.sessionKey !== undefined) {
+    if (hasUser) throw new UsageError(`berth ${command}: give either --session-key or --platform/--user, not both`);
+    if (options.sessionKey === '') throw new UsageError(`berth ${command}: --session-key is empty; give the host session key, e.g. agent:main:telegram:direct:123`);
+  }
+  // Through berth serve (and with a session key) the task is the fallback scope of a request
+  // that names no user; a direct --platform/--user names the user's sandbox outright.
+  if (hasUser && options.task !== undefined && options.socket === undefined) {
     throw new UsageError(`berth ${command}: give either --platform/--user or --task, not both`);
   }
   if (command === 'env' && !hasUser) throw new UsageError('berth env: --platform and --user are required, e.g. berth env --platform telegram --user 123456789');

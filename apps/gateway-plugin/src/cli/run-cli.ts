@@ -9,6 +9,9 @@ import { COMMAND_HELP, MAIN_HELP } from './help-text.js';
 import { runLsCommand } from './ls-command.js';
 import { parseCliArguments } from './parse-cli-arguments.js';
 import { runRmCommand } from './rm-command.js';
+import { isSocketExec } from './parse-socket-exec-arguments.js';
+import { runServeCommand } from './serve-command.js';
+import { runSocketExecCommand } from './socket-exec-command.js';
 
 /** The exit status of every error of Berth's own, as `docker run` uses it. */
 export const BERTH_ERROR_EXIT = 125;
@@ -27,8 +30,12 @@ function packageVersion(): string {
   }
 }
 
-/** Runs `berth` with `argv` (without `node` and the script) and returns the exit status. */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+/**
+ * Runs `berth` with `argv` (without `node` and the script) and returns the exit status.
+ * `readStdin` gives `exec --socket --stdin` the process's input.
+ */
+export async function runCli(argv: readonly string[], io: CliIo, readStdin?: () => Promise<string>): Promise<number> {
+  if (isSocketExec(argv)) return runSocketExecCommand(argv, io, readStdin);
   try {
     const parsed = parseCliArguments(argv);
     if (parsed.kind === 'help') {
@@ -52,6 +59,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         return await runDoctorCommand(io, parsed.options);
       case 'demo':
         return await runDemoCommand(io, parsed.options);
+      case 'serve':
+        return await runServeCommand(io, parsed.options);
     }
   } catch (error) {
     io.stderr.write(errorLine(error));

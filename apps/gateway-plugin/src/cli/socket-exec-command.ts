@@ -1,0 +1,30 @@
+import { requestSandboxExec } from '../socket/request-sandbox-exec.js';
+import type { CliIo } from './cli-io.js';
+import { parseSocketExecArguments } from './parse-socket-exec-arguments.js';
+
+/** Exit status of an error of Berth's own (as `runCli` uses it; not imported, to keep @berth/core unloaded). */
+const BERTH_ERROR_EXIT = 125;
+
+/**
+ * `berth exec --socket PATH …`: the thin client of `berth serve`. Sends one request, writes the
+ * command's stdout and stderr to its own and returns its exit status (124 after a timeout);
+ * any error of Berth's own is one line on stderr and 125. Loads neither the backend nor core.
+ */
+export async function runSocketExecCommand(argv: readonly string[], io: CliIo, readStdin?: () => Promise<string>): Promise<number> {
+  try {
+    const { socket, request, forwardStdin } = parseSocketExecArguments(argv);
+    const stdin = forwardStdin && readStdin ? await readStdin() : undefined;
+    const result = await requestSandboxExec(socket, stdin !== undefined ? { ...request, stdin } : request);
+    io.stdout.write(result.stdout);
+    io.stderr.write(result.stderr);
+    if (result.timedOut) {
+      io.stderr.write(`berth: the command was killed at its timeout${request.timeout !== undefined ? ` of ${request.timeout} s` : ''}\n`);
+      return 124;
+    }
+    return Number.isInteger(result.exitCode) && result.exitCode >= 0 && result.exitCode <= 255 ? result.exitCode : 1;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr.write(`berth: ${message.replace(/\s*[\r\n]+\s*/g, ' ').trim()}\n`);
+    return BERTH_ERROR_EXIT;
+  }
+}

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { parseSandboxSocketRequest, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
+import { MAX_SANDBOX_SOCKET_REQUEST_BYTES } from './protocol.js';
+
+function refusal(line: string): SandboxSocketRequestError {
+  try {
+    parseSandboxSocketRequest(line);
+  } catch (error) {
+    expect(error).toBeInstanceOf(SandboxSocketRequestError);
+    const refused = error as SandboxSocketRequestError;
+    expect(refused.message).not.toMatch(/[\r\n]/);
+    return refused;
+  }
+  throw new Error(`${line} was accepted`);
+}
+
+describe('parseSandboxSocketRequest', () => {
+  it('accepts a full request and keeps every field', () => {
+    const request = { v: 1, sessionKey: 'agent:main:telegram:direct:123', taskId: 't1', command: 'ls -la', cwd: '/tmp', timeout: 2.5, stdin: 'input\n' };
+    expect(parseSandboxSocketRequest(JSON.stringify(request))).toEqual(request);
+    expect(parseSandboxSocketRequest('{"v":1,"platform":"telegram","userId":"5","command":"true"}')).toEqual({ v: 1, platform: 'telegram', userId: '5', command: 'true' });
+  });
+
+  it.each([
+    ['not JSON', '{bad', 'REQUEST_MALFORMED', /not valid JSON/],
+    ['an empty line', '', 'REQUEST_MALFORMED', /not valid JSON/],
+    ['an array', '[1]', 'REQUEST_INVALID', /must be a JSON object/],
+    ['an unknown field', '{"v":1,"command":"x","bogus":1}', 'REQUEST_INVALID', /unknown field "bogus"; the fields are v, sessionKey/],
+    ['another version', '{"v":2,"command":"x"}', 'REQUEST_INVALID', /field v must be 1/],
+    ['no version', '{"command":"x"}', 'REQUEST_INVALID', /field v/],
+    ['no command', '{"v":1}', 'REQUEST_INVALID', /field command is required/],
+    ['an empty command', '{"v":1,"command":""}', 'REQUEST_INVALID', /field command must not be empty/],
+    ['a timeout as text', '{"v":1,"command":"x","timeout":"3"}', 'REQUEST_INVALID', /field timeout must be a number/],
+    ['a zero timeout', '{"v":1,"command":"x","timeout":0}', 'REQUEST_INVALID', /field timeout must be more than 0/],
+    ['a huge timeout', '{"v":1,"command":"x","timeout":1e9}', 'REQUEST_INVALID', /field timeout must be at most 86400/],
+    ['a platform without a user', '{"v":1,"command":"x","platform":"telegram"}', 'REQUEST_INVALID', /platform and userId go together/],
+    ['a user without a platform', '{"v":1,"command":"x","userId":"1"}', 'REQUEST_INVALID', /platform and userId go together/],
+    ['a session key and a user', '{"v":1,"command":"x","sessionKey":"k","platform":"telegram","userId":"1"}', 'REQUEST_INVALID', /either sessionKey or platform/],
+    ['a NUL in the cwd', '{"v":1,"command":"x","cwd":"/tmp\\u0000x"}', 'REQUEST_INVALID', /field cwd must not contain NUL/],
+    ['a numeric user id', '{"v":1,"command":"x","platform":"telegram","userId":5}', 'REQUEST_INVALID', /field userId must be a string/],
+  ])('refuses %s with a one-line message', (_label, line, code, message) => {
+    const error = refusal(line);
+    expect(error.code).toBe(code);
+    expect(error.message).toMatch(message);
+  });
+
+  it('refuses a line over the size bound before parsing it', () => {
+    const line = JSON.stringify({ v: 1, command: 'x', stdin: 'a'.repeat(MAX_SANDBOX_SOCKET_REQUEST_BYTES) });
+    expect(refusal(line).code).toBe('REQUEST_TOO_LARGE');
+  });
+
+  it('never echoes a long hostile field name in full', () => {
+    const error = refusal(JSON.stringify({ v: 1, command: 'x', ['k'.repeat(5000) + '\n']: 1 }));
+    expect(error.message.length).toBeLessThan(300);
+  });
+});

@@ -1,0 +1,90 @@
+import { BerthError, truncateForMessage } from '@berth/core';
+import { z } from 'zod';
+import { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketRequest } from './protocol.js';
+
+/** A request on the sandbox socket that is not valid JSON, too large, or not a valid request. */
+export class SandboxSocketRequestError extends BerthError {
+  constructor(code: 'REQUEST_MALFORMED' | 'REQUEST_TOO_LARGE' | 'REQUEST_INVALID' | 'REQUEST_TIMEOUT', message: string) {
+    super(code, message);
+  }
+}
+
+// NUL never belongs in an id, a path or a shell command line; refusing it here keeps it from
+// reaching the engine or an error message.
+const text = (max: number) =>
+  z
+    .string()
+    .min(1, 'must not be empty')
+    .max(max, `must be at most ${max} characters`)
+    .refine((value) => !value.includes('\u0000'), 'must not contain NUL');
+
+const requestSchema = z
+  .strictObject({
+    v: z.literal(SANDBOX_SOCKET_PROTOCOL_VERSION),
+    sessionKey: text(1024).optional(),
+    platform: text(64).optional(),
+    userId: text(1024).optional(),
+    taskId: text(1024).optional(),
+    command: text(MAX_SANDBOX_SOCKET_REQUEST_BYTES),
+    cwd: text(4096).optional(),
+    timeout: z.number().positive('must be more than 0').max(86_400, 'must be at most 86400 seconds').optional(),
+    stdin: z.string().max(MAX_SANDBOX_SOCKET_REQUEST_BYTES).optional(),
+  })
+  .superRefine((request, context) => {
+    if ((request.platform === undefined) !== (request.userId === undefined)) {
+      context.addIssue({ code: 'custom', path: [request.platform === undefined ? 'platform' : 'userId'], message: 'platform and userId go together; give both' });
+    }
+    if (request.sessionKey !== undefined && request.platform !== undefined) {
+      context.addIssue({ code: 'custom', path: ['sessionKey'], message: 'give either sessionKey or platform and userId, not both' });
+    }
+  });
+
+const FIELDS = Object.keys(requestSchema.shape).join(', ');
+
+function valueAt(input: unknown, at: readonly PropertyKey[]): unknown {
+  let value = input;
+  for (const key of at) value = value !== null && typeof value === 'object' ? (value as Record<PropertyKey, unknown>)[key] : undefined;
+  return value;
+}
+
+function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
+  const field = issue.path.length > 0 ? issue.path.map(String).join('.') : 'the request';
+  switch (issue.code) {
+    case 'custom':
+      // Cross-field rules carry a whole sentence; per-field checks a predicate ("must …").
+      return issue.message.startsWith('must') ? `field ${field} ${issue.message}` : issue.message;
+    case 'unrecognized_keys':
+      return `unknown field ${issue.keys.map((key) => JSON.stringify(truncateForMessage(key))).join(', ')}; the fields are ${FIELDS}`;
+    case 'invalid_type':
+      if (issue.path.length === 0) return `the request must be a JSON object, e.g. {"v":1,"command":"ls"}`;
+      return valueAt(input, issue.path) === undefined ? `field ${field} is required` : `field ${field} must be a ${issue.expected}`;
+    case 'invalid_value':
+      return field === 'v' ? `field v must be ${SANDBOX_SOCKET_PROTOCOL_VERSION}, the protocol version this server speaks` : `field ${field} has an unexpected value`;
+    default:
+      return `field ${field} ${issue.message}`;
+  }
+}
+
+/**
+ * Parses one request line of the sandbox socket. Throws {@link SandboxSocketRequestError} with a
+ * one-line message naming the field at fault: malformed JSON, an unknown field, a missing
+ * command, a wrong type, or a target that names no single sandbox.
+ */
+export function parseSandboxSocketRequest(line: string): SandboxSocketRequest {
+  if (Buffer.byteLength(line) > MAX_SANDBOX_SOCKET_REQUEST_BYTES) {
+    throw new SandboxSocketRequestError('REQUEST_TOO_LARGE', `the request is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes; send less input with it`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch (error) {
+    const reason = truncateForMessage((error as Error).message, 120);
+    throw new SandboxSocketRequestError('REQUEST_MALFORMED', `the request is not valid JSON (${reason}); send one JSON object on one line`);
+  }
+  const parsed = requestSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new SandboxSocketRequestError('REQUEST_INVALID', `invalid request: ${issue ? describeIssue(issue, value) : 'not a request'}`);
+  }
+  return parsed.data as SandboxSocketRequest;
+}

@@ -1,0 +1,58 @@
+// Types and limits only: the spawned client imports this file, and it must load nothing but
+// Node's own modules (no zod, no @berth/core) to answer in tens of milliseconds.
+
+/** The version of the socket protocol; a request carries it as `v`. */
+export const SANDBOX_SOCKET_PROTOCOL_VERSION = 1;
+
+/** The largest request line the server reads, in bytes, newline excluded. @default 1 MiB */
+export const MAX_SANDBOX_SOCKET_REQUEST_BYTES = 1024 * 1024;
+
+/**
+ * One command for `berth serve`, sent as one JSON line per connection. The sandbox is chosen as
+ * the plugin's `execute()` chooses it: the user of a direct-chat `sessionKey`, or `platform` and
+ * `userId`; the task scope (`taskId`, default `default`) when the request names no user.
+ */
+export interface SandboxSocketRequest {
+  /** The protocol version, {@link SANDBOX_SOCKET_PROTOCOL_VERSION}. */
+  readonly v: 1;
+  /** A host session key such as `agent:main:telegram:direct:123`. */
+  readonly sessionKey?: string;
+  /** The sender's platform, e.g. `telegram`; goes with `userId`. */
+  readonly platform?: string;
+  /** The sender's raw id on `platform`; the platform's adapter canonicalises it. */
+  readonly userId?: string;
+  /** The task of the legacy layout, used when no user is named. @default 'default' */
+  readonly taskId?: string;
+  /** The command line, run by the sandbox's shell. */
+  readonly command: string;
+  /** Working directory inside the sandbox; the session's current one when absent. */
+  readonly cwd?: string;
+  /** Seconds before the command's process tree is killed (exit 124). @default terminal.timeout */
+  readonly timeout?: number;
+  /** Standard input of the command; empty when absent. */
+  readonly stdin?: string;
+}
+
+/** What a command produced, secrets masked as the plugin masks them. */
+export interface SandboxSocketResult {
+  readonly v: 1;
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** True when the command was killed at its timeout (exit code 124). */
+  readonly timedOut: boolean;
+  /** True when output was cut to `docker_output_limit` (the cut is stated inside the output). */
+  readonly truncated: boolean;
+  readonly durationMs: number;
+  /** The scope the command ran in, e.g. `user:telegram:123` or `task:default`. */
+  readonly scope: string;
+}
+
+/** Why a request was not run: `code` is stable, `message` is one line naming the culprit. */
+export interface SandboxSocketErrorResponse {
+  readonly v: 1;
+  readonly error: { readonly code: string; readonly message: string };
+}
+
+/** The one JSON line `berth serve` answers with. */
+export type SandboxSocketResponse = SandboxSocketResult | SandboxSocketErrorResponse;

@@ -1,0 +1,267 @@
+import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { BerthError, isBerthError, type HostLogger, type SessionContext } from '@berth/core';
+import type { Berth } from '../create-berth.js';
+import { parseSandboxSocketRequest, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
+import { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketErrorResponse, type SandboxSocketRequest, type SandboxSocketResponse } from './protocol.js';
+
+/** The socket path cannot be served: in use, not a socket, too long, or in an unsafe folder. */
+export class SocketPathError extends BerthError {
+  /** The socket path at fault. */
+  readonly socket: string;
+
+  constructor(socket: string, message: string, options?: { cause?: unknown }) {
+    super('SOCKET_PATH', message, options);
+    this.socket = socket;
+  }
+}
+
+/** Options of {@link serveSandboxes}. */
+export interface ServeSandboxesOptions {
+  /** The Berth whose backend (and warm shell sessions) every request uses. */
+  readonly berth: Berth;
+  /** Path of the Unix socket; its folder is created with mode 0700 when missing. */
+  readonly socket: string;
+  readonly logger?: HostLogger;
+  /** Connections served at once; more are closed unanswered. @default 256 */
+  readonly maxConnections?: number;
+  /** Milliseconds a client may take to send its request line. @default 30000 */
+  readonly requestReadTimeoutMs?: number;
+}
+
+/** A listening sandbox socket. */
+export interface SandboxSocketServer {
+  /** The absolute socket path. */
+  readonly socket: string;
+  /**
+   * Stops listening and removes the socket at once, then waits up to `graceMs` for the
+   * answers in flight before closing their connections. The Berth is left open.
+   * @default graceMs 5000
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+// Linux's sun_path holds 108 bytes including the terminating NUL.
+const MAX_SOCKET_PATH_BYTES = 107;
+
+function errorCode(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | null)?.code;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+}
+
+/** True when something answers on the socket; false when it is a stale file nobody listens on. */
+function isListening(socket: string): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const probe = net.connect(socket);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', (error) => (errorCode(error) === 'ECONNREFUSED' ? resolve(false) : reject(error)));
+  });
+}
+
+async function prepareSocketPath(socket: string): Promise<void> {
+  if (Buffer.byteLength(socket) > MAX_SOCKET_PATH_BYTES) {
+    throw new SocketPathError(socket, `socket path ${socket} is ${Buffer.byteLength(socket)} bytes, but Unix sockets allow ${MAX_SOCKET_PATH_BYTES}; choose a shorter path`);
+  }
+  const folder = path.dirname(socket);
+  let folderStats: Stats;
+  try {
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    folderStats = statSync(folder);
+  } catch (error) {
+    throw new SocketPathError(socket, `cannot create the socket folder ${folder} (${errorCode(error) ?? 'error'}); choose a folder you can write to`, { cause: error });
+  }
+  const uid = process.getuid?.();
+  // Whoever can write to the folder (without the sticky bit) or owns it can swap the socket for
+  // their own and receive every command and its input.
+  const othersWrite = (folderStats.mode & 0o022) !== 0 && (folderStats.mode & 0o1000) === 0;
+  const foreignOwner = uid !== undefined && folderStats.uid !== uid && folderStats.uid !== 0;
+  if (othersWrite || foreignOwner) {
+    throw new SocketPathError(
+      socket,
+      `the socket folder ${folder} is ${othersWrite ? 'writable by other users' : `owned by uid ${folderStats.uid}`}, so the socket could be replaced; use a folder only you can write to (berth serve creates a missing one with mode 0700)`,
+    );
+  }
+  let existing: Stats;
+  try {
+    existing = lstatSync(socket);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return;
+    throw new SocketPathError(socket, `cannot inspect ${socket} (${errorCode(error) ?? 'error'}); choose another --socket path`, { cause: error });
+  }
+  if (!existing.isSocket()) {
+    throw new SocketPathError(socket, `${socket} exists and is not a socket; berth serve will not replace it; remove it or choose another --socket path`);
+  }
+  let listening: boolean;
+  try {
+    listening = await isListening(socket);
+  } catch (error) {
+    throw new SocketPathError(socket, `cannot probe the existing socket ${socket} (${errorCode(error) ?? 'error'}); remove it or choose another --socket path`, { cause: error });
+  }
+  if (listening) throw new SocketPathError(socket, `another server already listens on ${socket}; stop it or choose another --socket path`);
+  // A socket nobody listens on is what a killed server leaves behind.
+  unlinkSync(socket);
+}
+
+function listen(server: net.Server, socket: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(new SocketPathError(socket, `cannot listen on ${socket} (${errorCode(error) ?? oneLine(error.message)}); choose another --socket path`, { cause: error }));
+    server.once('error', onError);
+    // The socket is created by bind(), synchronously inside listen(): a umask of 0177 makes it
+    // 0600 from its first moment, not after a chmod that another user could race.
+    const previous = process.umask(0o177);
+    try {
+      server.listen(socket, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    } finally {
+      process.umask(previous);
+    }
+  });
+}
+
+function sessionOf(request: SandboxSocketRequest): SessionContext | undefined {
+  if (request.sessionKey !== undefined) return { sessionKey: request.sessionKey };
+  if (request.platform !== undefined && request.userId !== undefined) return { platform: request.platform, userId: request.userId };
+  return undefined;
+}
+
+function errorResponse(error: unknown): SandboxSocketErrorResponse {
+  const code = isBerthError(error) ? error.code : 'INTERNAL';
+  const message = isBerthError(error) ? error.message : `unexpected error: ${error instanceof Error ? error.message : String(error)}`;
+  return { v: SANDBOX_SOCKET_PROTOCOL_VERSION, error: { code, message: oneLine(message) } };
+}
+
+/**
+ * Serves `berth.execute()` on a Unix socket, one JSON request line per connection answered by
+ * one JSON line (see `protocol.ts`), so that a process the host spawns reaches the gateway's
+ * warm sandbox sessions. The socket is mode 0600 in a folder only its owner can write to; a
+ * stale socket is replaced, anything else at the path is refused.
+ */
+export async function serveSandboxes(options: ServeSandboxesOptions): Promise<SandboxSocketServer> {
+  const { berth, logger } = options;
+  const socket = path.resolve(options.socket);
+  const readTimeout = options.requestReadTimeoutMs ?? 30_000;
+  await prepareSocketPath(socket);
+
+  const connections = new Set<net.Socket>();
+  const inFlight = new Set<Promise<void>>();
+
+  const answer = (connection: net.Socket, response: SandboxSocketResponse): void => {
+    if (connection.destroyed) return;
+    // Closed once written: the request line's bytes after a refusal are not read.
+    connection.end(`${JSON.stringify(response)}\n`, () => connection.destroy());
+  };
+
+  const run = async (connection: net.Socket, line: string): Promise<void> => {
+    let response: SandboxSocketResponse;
+    try {
+      const request = parseSandboxSocketRequest(line);
+      const session = sessionOf(request);
+      const result = await berth.execute(request.command, {
+        ...(session ? { session } : {}),
+        ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
+        ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+        ...(request.timeout !== undefined ? { timeout: request.timeout } : {}),
+        ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
+      });
+      response = {
+        v: SANDBOX_SOCKET_PROTOCOL_VERSION,
+        exitCode: result.exitCode,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        timedOut: result.timedOut,
+        truncated: result.truncated,
+        durationMs: result.durationMs,
+        scope: result.scopeKey,
+      };
+    } catch (error) {
+      const refusal = errorResponse(error);
+      if (!isBerthError(error)) logger?.error(`berth serve: ${refusal.error.message}`);
+      response = refusal;
+    }
+    answer(connection, response);
+  };
+
+  // Half-open: a client may end its side after the request and still read the answer.
+  const server = net.createServer({ allowHalfOpen: true }, (connection) => {
+    connections.add(connection);
+    connection.once('close', () => connections.delete(connection));
+    // A client that vanished is not the server's problem; its command, if any, still finishes.
+    connection.on('error', () => {});
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let received = false;
+    const take = (line: string): void => {
+      received = true;
+      connection.setTimeout(0);
+      connection.pause();
+      const task = run(connection, line).finally(() => inFlight.delete(task));
+      inFlight.add(task);
+    };
+    connection.setTimeout(readTimeout, () => {
+      if (received) return;
+      received = true;
+      answer(connection, errorResponse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no request line within ${readTimeout / 1000} s; send one JSON object ending in a newline`)));
+    });
+    connection.on('data', (chunk: Buffer) => {
+      if (received) return;
+      const newline = chunk.indexOf(0x0a);
+      const part = newline < 0 ? chunk : chunk.subarray(0, newline);
+      size += part.length;
+      if (size > MAX_SANDBOX_SOCKET_REQUEST_BYTES) {
+        received = true;
+        connection.pause();
+        answer(
+          connection,
+          errorResponse(new SandboxSocketRequestError('REQUEST_TOO_LARGE', `the request is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes; send less input with it`)),
+        );
+        return;
+      }
+      chunks.push(part);
+      if (newline >= 0) take(Buffer.concat(chunks).toString('utf8'));
+    });
+    // A client that half-closes without a newline has still sent its request.
+    connection.on('end', () => {
+      if (!received) take(Buffer.concat(chunks).toString('utf8'));
+    });
+  });
+  server.maxConnections = options.maxConnections ?? 256;
+  await listen(server, socket);
+  chmodSync(socket, 0o600);
+  const own = statSync(socket);
+  server.on('error', (error) => logger?.error(`berth serve: ${oneLine(error.message)}`));
+
+  let closing: Promise<void> | undefined;
+  return {
+    socket,
+    close(closeOptions = {}) {
+      closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        try {
+          // Remove only our own socket: another server may have taken the path since.
+          const current = lstatSync(socket);
+          if (current.ino === own.ino && current.dev === own.dev) unlinkSync(socket);
+        } catch {
+          // Already gone.
+        }
+        const grace = closeOptions.graceMs ?? 5_000;
+        if (inFlight.size > 0) {
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([Promise.allSettled([...inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, grace)))]);
+          clearTimeout(timer);
+        }
+        for (const connection of connections) connection.destroy();
+        await stopped;
+      })();
+      return closing;
+    },
+  };
+}
