@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -93,7 +93,33 @@ export async function containersUnder(sandboxDir: string): Promise<Dockerode.Con
 /** Removes every container Berth made for a sandbox root. */
 export async function removeContainersUnder(sandboxDir: string): Promise<void> {
   const containers = await containersUnder(sandboxDir).catch(() => []);
-  await Promise.all(containers.map((container) => docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    containers.map(async (container) => {
+      if (container.State === 'paused') await thaw(container.Id);
+      await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+    }),
+  );
+}
+
+/**
+ * Unfreezes a paused container. Once an exec was started in a frozen container, the engine's
+ * own unpause (and remove) hang behind it (Docker 20.10, runc), so the freezer cgroup is thawed
+ * directly first, then the engine is told.
+ */
+export async function thaw(containerId: string): Promise<void> {
+  const candidates = [
+    `/sys/fs/cgroup/freezer/docker/${containerId}/freezer.state`,
+    `/sys/fs/cgroup/system.slice/docker-${containerId}.scope/cgroup.freeze`,
+    `/sys/fs/cgroup/docker/${containerId}/cgroup.freeze`,
+  ];
+  for (const file of candidates) {
+    try {
+      writeFileSync(file, file.endsWith('freezer.state') ? 'THAWED' : '0');
+    } catch {
+      // Not this cgroup layout.
+    }
+  }
+  await within(10_000, `unpause ${containerId}`, docker.getContainer(containerId).unpause()).catch(() => undefined);
 }
 
 /** Fails with how to start the engine, rather than skipping, when Docker or the image is missing. */
@@ -176,6 +202,19 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
     },
   };
   return gateway;
+}
+
+/** Rejects with a message naming `what` when `work` has not settled within `ms`. */
+export async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Milliseconds a promise took, with its value. */

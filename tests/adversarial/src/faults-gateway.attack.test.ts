@@ -1,0 +1,91 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ATTACK_IMAGE, assertEngineReady, containersUnder, docker, randomTelegramUser, removeContainersUnder, temporarySandboxDir, within } from './support/attack-gateway.js';
+
+// The gateway as a child process, killed with SIGKILL in the middle of a command and started
+// again: it must adopt the existing sandbox (same container), make no duplicate, and its reaper
+// must then stop it, leaving nothing running behind.
+const CHILD = path.join(import.meta.dirname, 'support', 'gateway-child.ts');
+const sandboxDir = temporarySandboxDir('child');
+const config = { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 128, lifetime_seconds: 2, timeout: 120 };
+const user = randomTelegramUser();
+const marker = randomBytes(8).toString('hex');
+const children: ChildProcessWithoutNullStreams[] = [];
+
+interface ChildGateway {
+  readonly process: ChildProcessWithoutNullStreams;
+  send(request: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+async function startChild(): Promise<ChildGateway> {
+  const child = spawn(process.execPath, [CHILD], { env: { ...process.env, BERTH_ATTACK_CONFIG: JSON.stringify(config) }, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const waiting = new Map<number, (value: Record<string, unknown>) => void>();
+  let ready: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (ready = resolve));
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const message = JSON.parse(line) as Record<string, unknown>;
+    if ('ready' in message) ready();
+    waiting.get(message.id as number)?.(message);
+  });
+  await within(30_000, `the gateway child (stderr: ${stderr})`, started);
+  let next = 0;
+  return {
+    process: child,
+    send(request) {
+      const id = ++next;
+      child.stdin.write(`${JSON.stringify({ id, ...request })}\n`);
+      return new Promise((resolve) => waiting.set(id, resolve));
+    },
+  };
+}
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await removeContainersUnder(sandboxDir);
+  rmSync(sandboxDir, { recursive: true, force: true });
+});
+
+describe('faults: the gateway process is killed with SIGKILL mid-command and started again', () => {
+  it('adopts the existing sandbox (same container id), makes no duplicate, and reaps it afterwards with nothing left running', async () => {
+    await assertEngineReady();
+    const first = await startChild();
+    const setup = await first.send({ ...user, command: `echo ${marker} > /workspace/keep; echo ok` });
+    expect(setup).toMatchObject({ output: 'ok\n', returncode: 0 });
+    const [original] = await containersUnder(sandboxDir);
+    expect(original).toBeDefined();
+
+    // Mid-command: the command is running inside the sandbox when the gateway dies.
+    void first.send({ ...user, command: 'sleep 60; echo finished' });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const top = (await docker.getContainer(original!.Id).top({ ps_args: '-o pid,args' })) as { Processes?: string[][] };
+    expect(top.Processes?.some((row) => row.join(' ').includes('sleep 60'))).toBe(true);
+    first.process.kill('SIGKILL');
+    await new Promise((resolve) => first.process.once('exit', resolve));
+
+    const second = await startChild();
+    const again = await within(30_000, 'the first command of the restarted gateway', second.send({ ...user, command: 'cat /workspace/keep' }));
+    expect(again).toMatchObject({ output: `${marker}\n`, returncode: 0 });
+    const after = await containersUnder(sandboxDir);
+    expect(after.map((container) => container.Id)).toEqual([original!.Id]);
+
+    // Idle past lifetime_seconds: the restarted gateway's reaper stops the adopted sandbox,
+    // which ends the killed gateway's orphaned command too.
+    const deadline = Date.now() + 20_000;
+    let state = '';
+    while (Date.now() < deadline) {
+      state = (await docker.getContainer(original!.Id).inspect()).State.Status;
+      if (state === 'exited') break;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    expect(state).toBe('exited');
+    expect((await containersUnder(sandboxDir)).filter((container) => container.State === 'running')).toEqual([]);
+    second.process.kill('SIGKILL');
+  });
+});
