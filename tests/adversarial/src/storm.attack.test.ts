@@ -1,0 +1,73 @@
+import { randomInt } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAttackGateway, type AttackGateway, type Sender } from './support/attack-gateway.js';
+
+// 200 first messages from 50 users within one second, then the idle reaper stopping sandboxes
+// while commands keep arriving: zero errors, exactly 50 containers, each user sees only their
+// own marker.
+const USERS = 50;
+const MESSAGES_PER_USER = 4;
+const base = randomInt(1_000_000_000, 1_900_000_000);
+const users: Sender[] = Array.from({ length: USERS }, (_, index) => (index % 2 === 0 ? { platform: 'telegram', userId: String(base + index) } : { platform: 'whatsapp', userId: `+1666${base + index}` }));
+const markerOf = (sender: Sender): string => `marker-${sender.platform}-${String(sender.userId).replace('+', '')}`;
+let gateway: AttackGateway;
+
+beforeAll(async () => {
+  gateway = await startAttackGateway({ config: { container_memory: 32, lifetime_seconds: 2, docker_pids_limit: 64 } });
+});
+
+afterAll(async () => {
+  await gateway?.cleanup();
+});
+
+/** One message: write the user's marker if absent, then show every marker the sandbox holds. */
+function message(sender: Sender): Promise<{ sender: Sender; output: string; returncode: number } | { sender: Sender; error: string }> {
+  const command = `[ -f /workspace/${markerOf(sender)} ] || touch /workspace/${markerOf(sender)}; ls /workspace`;
+  return gateway.run(sender, command, { timeout: 120 }).then(
+    (result) => ({ sender, ...result }),
+    (error: unknown) => ({ sender, error: (error as Error).message }),
+  );
+}
+
+describe('a storm of first messages, then the reaper under load', () => {
+  it(`${USERS * MESSAGES_PER_USER} first messages from ${USERS} users within one second: zero errors, ${USERS} containers, each user sees only their own marker`, async () => {
+    const started = performance.now();
+    const pending = users.flatMap((sender) =>
+      Array.from({ length: MESSAGES_PER_USER }, () => new Promise<Awaited<ReturnType<typeof message>>>((resolve) => setTimeout(() => resolve(message(sender)), randomInt(0, 1000)))),
+    );
+    const results = await Promise.all(pending);
+    const elapsed = performance.now() - started;
+    const errors = results.filter((result) => 'error' in result || result.returncode !== 0);
+    expect(errors).toEqual([]);
+    for (const result of results) expect('output' in result ? result.output : '').toBe(`${markerOf(result.sender)}\n`);
+    expect(await gateway.containers()).toHaveLength(USERS);
+    console.log(`storm: ${results.length} messages, ${USERS} sandboxes created in ${Math.round(elapsed)} ms`);
+  });
+
+  it('the idle reaper (lifetime_seconds 2) stops sandboxes while commands keep arriving: zero errors, still 50 containers, markers intact', async () => {
+    const results: Array<Awaited<ReturnType<typeof message>>> = [];
+    const until = Date.now() + 8_000;
+    let reaped = 0;
+    const watcher = (async () => {
+      while (Date.now() < until) {
+        reaped = Math.max(reaped, (await gateway.containers()).filter((container) => container.State === 'exited').length);
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    })();
+    const inFlight: Array<Promise<void>> = [];
+    while (Date.now() < until) {
+      const sender = users[randomInt(0, USERS)]!;
+      inFlight.push(message(sender).then((result) => void results.push(result)));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await Promise.all(inFlight);
+    await watcher;
+    const errors = results.filter((result) => 'error' in result || result.returncode !== 0);
+    expect(errors).toEqual([]);
+    for (const result of results) expect('output' in result ? result.output : '').toBe(`${markerOf(result.sender)}\n`);
+    // The reaper did run: some sandboxes were stopped during the window.
+    expect(reaped).toBeGreaterThan(0);
+    expect(await gateway.containers()).toHaveLength(USERS);
+    console.log(`reaper under load: ${results.length} commands, up to ${reaped} sandboxes stopped at once, 0 errors`);
+  });
+});
