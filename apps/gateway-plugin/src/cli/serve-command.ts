@@ -33,10 +33,8 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
     await berth.close();
     throw error;
   }
-  io.stdout.write(
-    `berth serve: listening on ${server.socket} (${berth.backend.name}, config ${file ?? 'defaults'}, sandboxes under ${berth.resolver.sandboxDir}); stop with Ctrl-C or SIGTERM\n`,
-  );
-  await new Promise<void>((resolve) => {
+  // The handlers are in place before the ready line: whoever reads it may signal at once.
+  const stopped = new Promise<void>((resolve) => {
     const stop = (): void => {
       signals.off('SIGINT', stop);
       signals.off('SIGTERM', stop);
@@ -45,6 +43,10 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
     signals.once('SIGINT', stop);
     signals.once('SIGTERM', stop);
   });
+  io.stdout.write(
+    `berth serve: listening on ${server.socket} (${berth.backend.name}, config ${file ?? 'defaults'}, sandboxes under ${berth.resolver.sandboxDir}); stop with Ctrl-C or SIGTERM\n`,
+  );
+  await stopped;
   await server.close();
   await berth.close();
   io.stderr.write(`berth serve: stopped; ${server.socket} removed\n`);
