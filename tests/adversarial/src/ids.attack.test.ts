@@ -111,9 +111,12 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     const after = listing(parent).filter((entry) => !before.includes(entry));
     const root = path.join('gateway', 'sandboxes', 'docker');
     for (const entry of after) expect(entry === root || entry.startsWith(root + path.sep)).toBe(true);
-    // Directly inside the root: one folder per scope, each with exactly workspace and home.
+    // Directly inside the root: one folder per scope, each with exactly the workspace and home
+    // folders, beside which Berth may keep only its own `.berth-*` bookkeeping files.
     for (const folder of readdirSync(path.join(parent, root))) {
-      expect(readdirSync(path.join(parent, root, folder)).sort()).toEqual(['home', 'workspace']);
+      const entries = readdirSync(path.join(parent, root, folder), { withFileTypes: true });
+      expect(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()).toEqual(['home', 'workspace']);
+      for (const entry of entries.filter((candidate) => !candidate.isDirectory())) expect({ name: entry.name, file: entry.isFile() }).toEqual({ name: expect.stringMatching(/^\.berth-/), file: true });
     }
     for (const container of await gateway.containers()) {
       const info = await docker.getContainer(container.Id).inspect();
