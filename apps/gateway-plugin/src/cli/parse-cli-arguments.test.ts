@@ -73,4 +73,16 @@ describe('parseCliArguments', () => {
   it.each([['0'], ['-1'], ['abc'], ['1e3'], ['86401'], ['']])('refuses the timeout %j', (timeout) => {
     expect(usageError(['exec', '--timeout', timeout, '--', 'id'])).toMatch(/--timeout/);
   });
+
+  it('reads serve --socket and exec --session-key, and refuses what names no single sandbox', () => {
+    expect(parseCliArguments(['serve', '--socket', '/run/b.sock', '--config', 'c.yaml'])).toMatchObject({ command: 'serve', options: { socket: '/run/b.sock', config: 'c.yaml' } });
+    expect(parseCliArguments(['exec', '--session-key', 'agent:main:telegram:group:1', '--task', 't', '--', 'ls'])).toMatchObject({
+      options: { sessionKey: 'agent:main:telegram:group:1', task: 't' },
+    });
+    expect(usageError(['serve'])).toMatch(/berth serve: --socket PATH is required/);
+    expect(usageError(['serve', '--socket', 's', '--json'])).toMatch(/Unknown option '--json'/);
+    expect(usageError(['exec', '--stdin', '--', 'cat'])).toMatch(/--stdin works with --socket only/);
+    expect(usageError(['exec', '--session-key', 'k', '--platform', 'telegram', '--user', '1', '--', 'ls'])).toMatch(/either --session-key or --platform/);
+    expect(usageError(['exec', '--session-key', '', '--', 'ls'])).toMatch(/--session-key is empty/);
+  });
 });

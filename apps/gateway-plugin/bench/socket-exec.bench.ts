@@ -1,0 +1,139 @@
+/**
+ * What a host that spawns a process per command pays: a spawned `berth exec --socket` client
+ * against a running `berth serve`, next to a spawned `docker exec CONTAINER true` on the same
+ * container, a spawned `berth exec` without the server, and bare `node -e 0` (the floor of any
+ * Node client). Runs are interleaved so both sides see the same machine load. Prints a table
+ * and writes JSON to bench-results/. Run with `pnpm --filter @berth/gateway-plugin bench`
+ * after a build.
+ *
+ * BENCH_RUNS (200) spawned runs of each fast path; BENCH_DIRECT_RUNS (20) of `berth exec`
+ * without the server.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
+const runs = Number(process.env.BENCH_RUNS ?? 200);
+const directRuns = Number(process.env.BENCH_DIRECT_RUNS ?? 20);
+const cli = path.join(import.meta.dirname, '..', 'dist', 'cli.js');
+if (!existsSync(cli)) throw new Error(`${cli} is missing; run "pnpm --filter @berth/gateway-plugin build" first`);
+
+const root = await mkdtemp(path.join(tmpdir(), 'berth-sock-bench-'));
+const socket = path.join(root, 'run', 'berth.sock');
+const userId = String(randomInt(100_000_000, 2_000_000_000));
+const sessionKey = `agent:main:telegram:direct:${userId}`;
+const environment = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: path.join(root, 'hermes'), TERMINAL_SANDBOX_DIR: path.join(root, 'sandboxes') };
+await mkdir(environment.HERMES_HOME, { recursive: true });
+await writeFile(path.join(environment.HERMES_HOME, 'config.yaml'), `terminal:\n  docker_image: ${image}\n  docker_network: false\n  lifetime_seconds: 0\n`);
+
+const round = (value: number): number => Math.round(value * 100) / 100;
+const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
+const median = (values: number[]): number => {
+  const ordered = sorted(values);
+  const middle = Math.floor(ordered.length / 2);
+  return ordered.length % 2 ? ordered[middle]! : (ordered[middle - 1]! + ordered[middle]!) / 2;
+};
+const percentile = (values: number[], p: number): number => sorted(values)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+const summary = (values: number[]) => ({ runs: values.length, medianMs: round(median(values)), p90Ms: round(percentile(values, 90)), minMs: round(Math.min(...values)) });
+
+/** Spawns `file args` and resolves with its wall time in ms; rejects on a non-zero exit. */
+function timedRun(file: string, args: string[]): Promise<number> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { env: environment }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${file} ${args.join(' ')} failed (exit ${String(error.code)}): ${(stderr + stdout).trim() || error.message}`));
+      else resolve(performance.now() - started);
+    });
+  });
+}
+
+/** Runs of one side: times of the runs that succeeded, and the failures (another test on a shared engine may disturb a container). */
+interface Side {
+  times: number[];
+  failures: string[];
+}
+const side = (): Side => ({ times: [], failures: [] });
+async function measure(into: Side, file: string, args: string[]): Promise<void> {
+  try {
+    into.times.push(await timedRun(file, args));
+  } catch (error) {
+    into.failures.push((error as Error).message);
+  }
+}
+async function warmUp(file: string, args: string[]): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await timedRun(file, args);
+      return;
+    } catch (error) {
+      if (attempt === 3) throw error;
+    }
+  }
+}
+
+const server = spawn(process.execPath, [cli, 'serve', '--socket', socket], { env: environment, stdio: ['ignore', 'pipe', 'inherit'] });
+const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+const results: Record<string, unknown> = { date: new Date().toISOString(), image, node: process.version };
+try {
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    server.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('listening on')) resolve();
+    });
+    void exited.then(() => reject(new Error('berth serve exited before listening')));
+  });
+  const client = [cli, 'exec', '--socket', socket, '--session-key', sessionKey, '--', 'true'];
+  // The first command creates the container and the shell session; not measured.
+  await warmUp(process.execPath, client);
+  const listing = await new Promise<string>((resolve, reject) =>
+    execFile(process.execPath, [cli, 'ls', '--json'], { env: environment }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
+  );
+  const container = (JSON.parse(listing) as Array<{ scope: string; containerId: string }>).find((entry) => entry.scope === `user:telegram:${userId}`)?.containerId;
+  if (!container) throw new Error(`berth ls did not list user:telegram:${userId}`);
+  await warmUp('docker', ['exec', container, 'true']);
+
+  const sides = { berthSocketClient: side(), dockerExecCli: side(), nodeStartup: side(), berthExecWithoutServer: side() };
+  for (let run = 0; run < runs; run++) {
+    await measure(sides.berthSocketClient, process.execPath, client);
+    await measure(sides.dockerExecCli, 'docker', ['exec', container, 'true']);
+    await measure(sides.nodeStartup, process.execPath, ['-e', '0']);
+  }
+  for (let run = 0; run < directRuns; run++) await measure(sides.berthExecWithoutServer, process.execPath, [cli, 'exec', '--platform', 'telegram', '--user', userId, '--', 'true']);
+
+  results.engine = 'docker';
+  for (const [name, measured] of Object.entries(sides)) {
+    results[name] = { ...summary(measured.times), failures: measured.failures.length, ...(measured.failures.length > 0 ? { firstFailure: measured.failures[0] } : {}) };
+  }
+  results.socketClientToDockerExec = round(median(sides.berthSocketClient.times) / median(sides.dockerExecCli.times));
+} finally {
+  await timedRun(process.execPath, [cli, 'rm', '--platform', 'telegram', '--user', userId, '--purge']).catch((error: Error) => console.error(error.message));
+  server.kill('SIGTERM');
+  await exited;
+  await rm(root, { recursive: true, force: true });
+}
+
+const rows: Array<[string, { medianMs: number; p90Ms: number; minMs: number; runs: number; failures: number }]> = [
+  ['spawned berth exec --socket … -- true', results.berthSocketClient as never],
+  ['spawned docker exec CONTAINER true', results.dockerExecCli as never],
+  ['spawned node -e 0 (floor of a Node client)', results.nodeStartup as never],
+  ['spawned berth exec (no server) -- true', results.berthExecWithoutServer as never],
+];
+const width = Math.max(...rows.map(([label]) => label.length));
+console.log(`\nberth exec --socket vs docker exec (docker, ${image}, same container)\n`);
+console.log(`${'what'.padEnd(width)}  ${'runs'.padStart(5)}  ${'median'.padStart(9)}  ${'p90'.padStart(9)}  ${'min'.padStart(9)}  failed`);
+for (const [label, row] of rows) {
+  console.log(
+    `${label.padEnd(width)}  ${String(row.runs).padStart(5)}  ${`${row.medianMs} ms`.padStart(9)}  ${`${row.p90Ms} ms`.padStart(9)}  ${`${row.minMs} ms`.padStart(9)}  ${row.failures}`,
+  );
+}
+console.log(`\nsocket client / docker exec (medians): ${results.socketClientToDockerExec as number}`);
+const outputDir = path.join(import.meta.dirname, '..', 'bench-results');
+await mkdir(outputDir, { recursive: true });
+const file = path.join(outputDir, `socket-exec-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
+console.log(`written to ${path.relative(process.cwd(), file)}`);
