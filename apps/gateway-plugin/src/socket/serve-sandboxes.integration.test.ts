@@ -144,6 +144,15 @@ describe('berth serve and berth exec --socket', () => {
     expect(existsSync(path.join(sandboxes, 'docker', `telegram@${bob}`, 'workspace', 'note.txt'))).toBe(false);
   });
 
+  it('maps a session key to the same sandbox without the server (berth exec --session-key)', async () => {
+    const run = await new Promise<Run>((resolve) => {
+      execFile(process.execPath, [CLI, 'exec', '--session-key', keyOf(alice), '--', 'cat /workspace/note.txt'], { env: environment }, (error, stdout, stderr) =>
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+      );
+    });
+    expect(run).toMatchObject({ status: 0, stdout: 'alice-note\n' });
+  });
+
   it('runs a group session key in the task sandbox, not a user sandbox', async () => {
     const task = `sock-it-${randomInt(1e9)}`;
     const run = await exec(`agent:main:telegram:group:${alice}`, 'echo group > /workspace/group.txt; echo "[$GITHUB_TOKEN]"', ['--task', task]);
