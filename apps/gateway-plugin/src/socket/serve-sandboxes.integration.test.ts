@@ -242,6 +242,28 @@ describe('berth serve and berth exec --socket', () => {
   });
 });
 
+// Switching to another local user needs root and runuser; elsewhere (an ordinary user's machine)
+// this attack cannot be tried from inside the test, so it is skipped there, not faked.
+const canSwitchUser = process.getuid?.() === 0 && existsSync('/usr/sbin/runuser');
+
+describe('another local user', () => {
+  it.skipIf(!canSwitchUser)('cannot connect, even when every folder on the way is opened', async () => {
+    const run = path.dirname(socket);
+    chmodSync(root, 0o755);
+    chmodSync(run, 0o755);
+    try {
+      const script = `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })`;
+      const attempt = await new Promise<string>((resolve) =>
+        execFile('/usr/sbin/runuser', ['-u', 'nobody', '--', process.execPath, '-e', script], { timeout: 30_000 }, (_error, stdout) => resolve(stdout.trim())),
+      );
+      expect(attempt).toBe('EACCES');
+    } finally {
+      chmodSync(run, 0o700);
+      chmodSync(root, 0o700);
+    }
+  });
+});
+
 describe('the socket path', () => {
   it('refuses a path that is not a socket, and leaves the file alone', async () => {
     const file = path.join(root, 'run', 'not-a-socket');
