@@ -106,6 +106,9 @@ interface SandboxEntry {
   info: Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId'>;
 }
 
+/** How long a command may run before Berth checks whether its sandbox was paused from outside. */
+const PAUSE_CHECK_AFTER_MS = 1_500;
+
 /** Commands the keep-alive main process and init leave in a container's process list. */
 const IDLE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b|trap "exit 0"|^sleep 3600$|^\/bin\/sh$/;
 
@@ -437,6 +440,10 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
     dropSession(entry);
     await acquireContainer(entry, request);
     if (entry.mode === 'exec') return;
+    // The killer starts beside the session and is up before the first command runs: it must exist
+    // before anything needs killing, and an exec still starting when someone pauses the container
+    // would hold the engine's lock on it (inspect, unpause and rm all wait) until it is thawed.
+    const killerReady = openKiller(entry);
     const channel = await channelOpener(entry)(['/bin/sh'], { workingDir: '/workspace' });
     try {
       const session = await ShellSession.open({ channel, variables: request.environment.variables });
@@ -445,16 +452,35 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       session.onClose(() => {
         if (entry.session === session) entry.session = undefined;
       });
-      // The killer starts now, off the command's path, so it exists before anything needs killing.
-      void openKiller(entry);
+      await killerReady;
     } catch (error) {
+      void killerReady.then((killer) => killer?.close());
       if (error instanceof SessionClosedError || config.docker_exec_mode === 'session') throw error;
       entry.mode = 'exec';
       logger?.warn(`berth: the shell of ${entry.name} cannot hold a session (${(error as Error).message}); running one exec per command`);
     }
   };
 
+  /**
+   * Unpauses a sandbox someone paused from outside. A command written to a frozen shell never
+   * answers, and neither the kill nor a stop can end frozen processes, so a command that is slow
+   * to answer, and every timeout, first makes sure the container is not paused.
+   */
+  const thawIfPaused = async (entry: SandboxEntry): Promise<void> => {
+    if (!entry.containerId) return;
+    const container = docker.getContainer(entry.containerId);
+    try {
+      const info = await container.inspect();
+      if (!info.State?.Paused) return;
+      logger?.warn(`berth: sandbox ${entry.name} was paused from outside; unpausing it so its command can answer`);
+      await container.unpause();
+    } catch {
+      // Gone or unreachable: the command's own path reports that.
+    }
+  };
+
   const killCommand = async (entry: SandboxEntry): Promise<void> => {
+    await thawIfPaused(entry);
     if (entry.mode === 'session' && entry.session) {
       const stateDir = entry.session.stateDir;
       const killer = await openKiller(entry);
@@ -491,7 +517,14 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
     }
     const session = entry.session;
     if (!session) throw new SessionClosedError(false, `the shell of ${entry.name} is gone`);
-    const result = await session.run(common);
+    // Most commands answer well within this; a slower one costs one inspect, to catch a pause.
+    const watchdog = setTimeout(() => void thawIfPaused(entry), PAUSE_CHECK_AFTER_MS);
+    let result: SessionRunResult;
+    try {
+      result = await session.run(common);
+    } finally {
+      clearTimeout(watchdog);
+    }
     if (result.timedOut && !session.alive) {
       // The kill did not bring the shell back (a fork bomb that outran it, say): stopping the
       // container ends every process in it; the next command starts it again, files intact.
@@ -541,6 +574,8 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
   };
 
   async function stopEntry(entry: SandboxEntry): Promise<void> {
+    // A paused container's processes cannot receive the stop's signals.
+    await thawIfPaused(entry);
     dropSession(entry);
     entry.running = false;
     const ids = entry.containerId ? [entry.containerId] : (await findContainers(entry.scopeKey)).map((container) => container.Id);
