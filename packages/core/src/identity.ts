@@ -48,3 +48,13 @@ export function truncateForMessage(value: string, max = 60): string {
   const printable = value.replace(/[\u0000-\u001f\u007f]/g, '?');
   return printable.length > max ? `${printable.slice(0, max)}… (${value.length} characters)` : printable;
 }
+
+/** Describes a user-supplied value in a one-line message: strings quoted and cut, others by kind. */
+export function describeForMessage(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'nothing (undefined)';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return JSON.stringify(truncateForMessage(value));
+  if (typeof value === 'number' || typeof value === 'bigint') return truncateForMessage(String(value));
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}

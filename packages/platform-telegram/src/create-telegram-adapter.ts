@@ -1,4 +1,4 @@
-import { ConfigError, IdentityError, truncateForMessage, type PlatformAdapterV1 } from '@berth/core';
+import { ConfigError, describeForMessage, IdentityError, type PlatformAdapterV1 } from '@berth/core';
 import { z } from 'zod';
 
 /**
@@ -60,15 +60,6 @@ function isCanonicalId(id: string): boolean {
   return CANONICAL_ID.test(id) && Number(id) <= TELEGRAM_MAX_USER_ID && !(id in TELEGRAM_SHARED_SENDER_IDS);
 }
 
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (value === undefined) return 'nothing (undefined)';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return JSON.stringify(truncateForMessage(value));
-  if (typeof value === 'number' || typeof value === 'bigint') return truncateForMessage(String(value));
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
-
 /**
  * Creates the Telegram platform adapter (`telegram`, alias `tg`). Canonical ids are the user's
  * numeric id in decimal without leading zeros (`123456789`); the folder form and the env form
@@ -110,7 +101,7 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
     );
 
   const fromNumber = (value: number): string => {
-    const shown = describe(value);
+    const shown = describeForMessage(value);
     if (!Number.isInteger(value)) throw refuse(`telegram sender ${shown} is not an integer; Telegram user ids are whole numbers like 123456789`);
     if (!Number.isSafeInteger(value)) {
       throw refuse(`telegram sender ${shown} is beyond the safe-integer range, so it was already rounded when it became a number; pass the id as a string or a bigint`);
@@ -120,13 +111,13 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
   };
 
   const fromBigInt = (value: bigint): string => {
-    const shown = describe(value);
+    const shown = describeForMessage(value);
     if (value < 0n) throw chatRefusal(shown, String(-value));
     return checkRange(String(value), shown);
   };
 
   const fromString = (value: string): string => {
-    const shown = describe(value);
+    const shown = describeForMessage(value);
     if (value.length > 100) throw refuse(`telegram sender ${shown} is too long to be a user id; pass the sender's numeric id`);
     let rest = value.trim();
     const prefix = /^(?:telegram|tg):/i.exec(rest);
@@ -144,7 +135,7 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
     if (typeof value === 'number') return fromNumber(value);
     if (typeof value === 'bigint') return fromBigInt(value);
     if (typeof value === 'string') return fromString(value);
-    throw refuse(`telegram ${where} is ${describe(value)}, not a user id; expected a number or a string of digits`);
+    throw refuse(`telegram ${where} is ${describeForMessage(value)}, not a user id; expected a number or a string of digits`);
   };
 
   const own = (object: object, key: string): unknown =>
@@ -152,7 +143,7 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
   const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value);
 
   const fromUser = (user: unknown, where: string): string => {
-    if (!isObject(user)) throw refuse(`telegram ${where} is ${describe(user)}, not a user object`);
+    if (!isObject(user)) throw refuse(`telegram ${where} is ${describeForMessage(user)}, not a user object`);
     if (own(user, 'is_bot') === true && !allowBots) {
       throw refuse(`telegram ${where} is a bot (is_bot: true); bots get no sandbox unless the adapter is created with allowBots: true`);
     }
@@ -179,7 +170,7 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
     for (const field of MESSAGE_FIELDS) {
       const message = own(object, field);
       if (message === undefined) continue;
-      if (!isObject(message)) throw refuse(`telegram update field ${field} is ${describe(message)}, not a message`);
+      if (!isObject(message)) throw refuse(`telegram update field ${field} is ${describeForMessage(message)}, not a message`);
       return fromSenderHolder(message, field);
     }
     for (const field of CHANNEL_FIELDS) {
@@ -188,7 +179,7 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
     for (const field of SENDER_FIELDS) {
       const inner = own(object, field);
       if (inner === undefined) continue;
-      if (!isObject(inner)) throw refuse(`telegram update field ${field} is ${describe(inner)}, not an object`);
+      if (!isObject(inner)) throw refuse(`telegram update field ${field} is ${describeForMessage(inner)}, not an object`);
       return fromSenderHolder(inner, field);
     }
     if (own(object, 'from') !== undefined || own(object, 'user') !== undefined || own(object, 'sender_chat') !== undefined) {
@@ -196,7 +187,7 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
     }
     if (own(object, 'id') !== undefined) {
       if (own(object, 'type') !== undefined) {
-        throw refuse(`telegram object with id ${describe(own(object, 'id'))} is a chat (it has a type), not a user; pass the sender (message.from)`);
+        throw refuse(`telegram object with id ${describeForMessage(own(object, 'id'))} is a chat (it has a type), not a user; pass the sender (message.from)`);
       }
       return fromUser(object, 'user');
     }
@@ -218,7 +209,7 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
 
   const assertCanonical = (id: string): string => {
     if (typeof id !== 'string' || !isCanonicalId(id)) {
-      throw refuse(`telegram id ${describe(id)} is not canonical; normalize() the sender first`);
+      throw refuse(`telegram id ${describeForMessage(id)} is not canonical; normalize() the sender first`);
     }
     return id;
   };

@@ -1,4 +1,4 @@
-import { ConfigError, IdentityError, truncateForMessage, type PlatformAdapterV1 } from '@berth/core';
+import { ConfigError, describeForMessage, IdentityError, truncateForMessage, type PlatformAdapterV1 } from '@berth/core';
 import { z } from 'zod';
 
 /** Looks up the phone number behind a WhatsApp linked id; see {@link WhatsAppAdapterOptions.resolveLinkedId}. */
@@ -39,15 +39,6 @@ const E164_DIGITS = /^[1-9][0-9]{6,14}$/;
 const JID_USER = /^([0-9]+)(?:\.[0-9]+)?(?::[0-9]+)?$/;
 /** Separators people write inside phone numbers (space, no-break space, `-`, `.`, `(`, `)`). */
 const SEPARATORS = /[ \u00a0().-]/g;
-
-function describe(value: unknown): string {
-  if (value === null) return 'null';
-  if (value === undefined) return 'nothing (undefined)';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return JSON.stringify(truncateForMessage(value));
-  if (typeof value === 'number' || typeof value === 'bigint') return truncateForMessage(String(value));
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}
 
 /**
  * Creates the WhatsApp platform adapter (`whatsapp`, alias `wa`). Canonical ids are E.164 phone
@@ -123,11 +114,11 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
     if (answer === undefined || answer === null || answer === '') {
       throw refuse(`whatsapp sender ${shown} is a linked id (LID) that the host's lookup cannot map to a phone number; it is refused rather than guessed — record its number in the host's contact store`);
     }
-    if (typeof answer !== 'string') throw refuse(`whatsapp resolveLinkedId returned ${describe(answer)} for ${shown}; it must return a phone number string or undefined`);
+    if (typeof answer !== 'string') throw refuse(`whatsapp resolveLinkedId returned ${describeForMessage(answer)} for ${shown}; it must return a phone number string or undefined`);
     try {
       return fromString(answer, false);
     } catch (error) {
-      throw refuse(`whatsapp resolveLinkedId mapped ${shown} to ${describe(answer)}, which is not a phone number: ${(error as Error).message}`, error);
+      throw refuse(`whatsapp resolveLinkedId mapped ${shown} to ${describeForMessage(answer)}, which is not a phone number: ${(error as Error).message}`, error);
     }
   };
 
@@ -166,7 +157,7 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
   };
 
   function fromString(value: string, allowLinked: boolean): string {
-    const shown = describe(value);
+    const shown = describeForMessage(value);
     if (value.length > 200) throw refuse(`whatsapp sender ${shown} is too long to be a phone number or JID`);
     let rest = value.trim();
     const prefix = /^(?:whatsapp|wa):/i.exec(rest);
@@ -179,14 +170,14 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
   const fromScalar = (value: unknown, where: string): string => {
     if (typeof value === 'string') return fromString(value, true);
     if (typeof value === 'number' || typeof value === 'bigint') {
-      const shown = describe(value);
+      const shown = describeForMessage(value);
       if (typeof value === 'number' && !Number.isSafeInteger(value)) {
         throw refuse(`whatsapp sender ${shown} is not a safe integer (a rounded or fractional number); pass the phone number as a string`);
       }
       if (value <= 0) throw refuse(`whatsapp sender ${shown} is not a phone number; pass it as a string like +447700900123`);
       return fromDigits(String(value), shown);
     }
-    throw refuse(`whatsapp ${where} is ${describe(value)}, not a phone number or JID`);
+    throw refuse(`whatsapp ${where} is ${describeForMessage(value)}, not a phone number or JID`);
   };
 
   const own = (object: object, key: string): unknown =>
@@ -227,7 +218,7 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
 
   const digitsOf = (id: string): string => {
     if (typeof id !== 'string' || !id.startsWith('+') || !E164_DIGITS.test(id.slice(1))) {
-      throw refuse(`whatsapp id ${describe(id)} is not canonical; normalize() the sender first`);
+      throw refuse(`whatsapp id ${describeForMessage(id)} is not canonical; normalize() the sender first`);
     }
     return id.slice(1);
   };
