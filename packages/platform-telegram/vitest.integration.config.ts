@@ -1,3 +1,0 @@
-import { berthVitestConfig } from '../../vitest.shared.js';
-
-export default berthVitestConfig({ name: 'platform-telegram', kind: 'integration' });
