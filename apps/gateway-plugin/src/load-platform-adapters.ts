@@ -41,15 +41,18 @@ function exportsEntry(exportsField: unknown): string | undefined {
  * packages).
  */
 function resolvePackageEntry(name: string, resolveFrom: string): string | undefined {
+  type Manifest = { name?: string; exports?: unknown; module?: string; main?: string };
+  const entryOf = (packageFolder: string, manifest: Manifest): string =>
+    path.resolve(packageFolder, (manifest.exports !== undefined ? exportsEntry(manifest.exports) : undefined) ?? manifest.module ?? manifest.main ?? 'index.js');
+  const read = (file: string): Manifest | undefined => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Manifest) : undefined);
   let folder = path.resolve(resolveFrom);
   for (;;) {
     const packageFolder = path.join(folder, 'node_modules', name);
-    const manifestFile = path.join(packageFolder, 'package.json');
-    if (existsSync(manifestFile)) {
-      const manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as { exports?: unknown; module?: string; main?: string };
-      const entry = (manifest.exports !== undefined ? exportsEntry(manifest.exports) : undefined) ?? manifest.module ?? manifest.main ?? 'index.js';
-      return path.resolve(packageFolder, entry);
-    }
+    const installed = read(path.join(packageFolder, 'package.json'));
+    if (installed) return entryOf(packageFolder, installed);
+    // A package naming itself (Node's self-reference), e.g. an adapter's own tests.
+    const own = read(path.join(folder, 'package.json'));
+    if (own?.name === name && own.exports !== undefined) return entryOf(folder, own);
     const parent = path.dirname(folder);
     if (parent === folder) return undefined;
     folder = parent;
