@@ -425,9 +425,13 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
   const openKiller = (entry: SandboxEntry): Promise<KillerShell | undefined> => {
     if (entry.killer?.alive) return Promise.resolve(entry.killer);
     entry.killerOpening ??= channelOpener(entry)(['/bin/sh'])
-      .then((channel) => {
-        entry.killer = new KillerShell(channel);
-        return entry.killer;
+      .then(async (channel) => {
+        const killer = new KillerShell(channel);
+        entry.killer = killer;
+        // An exec that is still starting when the container is paused holds the engine's lock
+        // on it; waiting for the answer makes sure this one has started.
+        await Promise.race([killer.ready, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+        return killer;
       })
       .catch(() => undefined)
       .finally(() => (entry.killerOpening = undefined));
@@ -455,6 +459,14 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       await killerReady;
     } catch (error) {
       void killerReady.then((killer) => killer?.close());
+      if (error instanceof SessionClosedError && !error.started) {
+        // The shell could not even start: the sandbox is full (a fork bomb's leftovers holding
+        // every pid, say). Stopping it ends every process in it; the retry starts it again with
+        // the files intact.
+        logger?.warn(`berth: no shell could start in ${entry.name}; restarting the sandbox`);
+        await stopEntry(entry).catch(() => undefined);
+        throw error;
+      }
       if (error instanceof SessionClosedError || config.docker_exec_mode === 'session') throw error;
       entry.mode = 'exec';
       logger?.warn(`berth: the shell of ${entry.name} cannot hold a session (${(error as Error).message}); running one exec per command`);
@@ -480,7 +492,9 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
   };
 
   const killCommand = async (entry: SandboxEntry): Promise<void> => {
-    await thawIfPaused(entry);
+    // Not awaited: the kill request waits in the killer's stdin and runs once thawed, and an
+    // inspect can be slow while a fork bomb fills the sandbox.
+    void thawIfPaused(entry);
     if (entry.mode === 'session' && entry.session) {
       const stateDir = entry.session.stateDir;
       const killer = await openKiller(entry);
@@ -574,8 +588,9 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
   };
 
   async function stopEntry(entry: SandboxEntry): Promise<void> {
-    // A paused container's processes cannot receive the stop's signals.
-    await thawIfPaused(entry);
+    // A paused container's processes cannot receive the stop's signals; bounded, because an
+    // inspect can be slow while a fork bomb fills the sandbox.
+    await Promise.race([thawIfPaused(entry), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
     dropSession(entry);
     entry.running = false;
     const ids = entry.containerId ? [entry.containerId] : (await findContainers(entry.scopeKey)).map((container) => container.Id);
