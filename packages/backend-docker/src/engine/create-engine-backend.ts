@@ -212,7 +212,7 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       entry.lastUsed = Date.now();
       if (entry.paths && entry.lastUsed - (entry.lastRecorded ?? 0) > 5_000) {
         entry.lastRecorded = entry.lastUsed;
-        void touchLastUsed(entry.paths.workspace);
+        touchLastUsed(entry.paths.workspace);
       }
     });
   };

@@ -1,5 +1,4 @@
-import { statSync } from 'node:fs';
-import { utimes, writeFile } from 'node:fs/promises';
+import { statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -9,15 +8,22 @@ import path from 'node:path';
  */
 export const LAST_USED_FILE = '.berth-last-used';
 
-/** Touches the marker of the scope folder that holds `workspace`; never throws. */
-export async function touchLastUsed(workspace: string, when: Date = new Date()): Promise<void> {
+/**
+ * Touches the marker of the scope folder that holds `workspace`; never throws. Synchronous (a
+ * few microseconds, at most every few seconds per sandbox) so that a short-lived process such
+ * as `berth exec` records its use before it exits.
+ */
+export function touchLastUsed(workspace: string, when: Date = new Date()): void {
   const file = path.join(path.dirname(workspace), LAST_USED_FILE);
   try {
-    await utimes(file, when, when);
+    utimesSync(file, when, when);
   } catch {
-    await writeFile(file, '', { mode: 0o600 })
-      .then(() => utimes(file, when, when))
-      .catch(() => undefined);
+    try {
+      writeFileSync(file, '', { mode: 0o600 });
+      utimesSync(file, when, when);
+    } catch {
+      // The folder is gone (purged) or read-only: the last use is simply not recorded.
+    }
   }
 }
 
