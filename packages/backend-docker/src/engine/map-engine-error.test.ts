@@ -28,6 +28,9 @@ describe('engine status mapping', () => {
   it('maps statuses to codes with the engine words, in one line', () => {
     expect(mapEngineError(status(404, 'No such container: berth-x'), context)).toMatchObject({ code: 'SANDBOX_GONE' });
     expect(mapEngineError(status(409, 'name in use'), context)).toMatchObject({ code: 'SANDBOX_CONFLICT' });
+    // A container that stopped between a look and an exec: 500 on Docker 20.10, 409 on newer engines.
+    expect(mapEngineError(status(500, 'Container abc is not running: Exited (137) Less than a second ago'), context)).toMatchObject({ code: 'SANDBOX_GONE' });
+    expect(mapEngineError(status(409, 'container abc is not running'), context)).toMatchObject({ code: 'SANDBOX_GONE' });
     const other = mapEngineError(status(500, 'boom\nsecond line'), context);
     expect(other).toBeInstanceOf(SandboxError);
     expect(other.message).toBe('could not start container berth-x: the docker engine answered 500 (boom)');

@@ -55,8 +55,8 @@ export interface EngineErrorContext {
 
 /**
  * Turns whatever an engine call threw into a one-line `BerthError`: `EngineUnavailableError`
- * naming the socket, or a `SandboxError` with code `SANDBOX_GONE` (404), `SANDBOX_CONFLICT`
- * (409) or `ENGINE_ERROR`. BerthErrors pass through unchanged.
+ * naming the socket, or a `SandboxError` with code `SANDBOX_GONE` (404, or a container that is
+ * not running), `SANDBOX_CONFLICT` (409) or `ENGINE_ERROR`. BerthErrors pass through unchanged.
  */
 export function mapEngineError(error: unknown, context: EngineErrorContext): BerthError {
   if (error instanceof BerthError) return error;
@@ -67,6 +67,11 @@ export function mapEngineError(error: unknown, context: EngineErrorContext): Ber
   }
   const status = engineStatus(error);
   if (status === 404) return new SandboxError('SANDBOX_GONE', `could not ${context.action}: it does not exist on the ${context.engine} engine (${engineMessage(error)}); the next command recreates it`, { cause: error });
+  // A container that stopped between Berth's look and its exec: Docker 20.10 answers 500, newer
+  // engines 409. Either way the next attempt starts it again, so it counts as gone.
+  if ((status === 500 || status === 409) && /is not running|container not running/i.test(engineMessage(error))) {
+    return new SandboxError('SANDBOX_GONE', `could not ${context.action}: the container is not running (${engineMessage(error)}); the next command starts it again`, { cause: error });
+  }
   if (status === 409) return new SandboxError('SANDBOX_CONFLICT', `could not ${context.action}: the ${context.engine} engine reports a conflict (${engineMessage(error)}); retry, or remove the conflicting container`, { cause: error });
   return new SandboxError('ENGINE_ERROR', `could not ${context.action}: the ${context.engine} engine answered ${status ?? 'with an error'} (${engineMessage(error)})`, { cause: error });
 }
