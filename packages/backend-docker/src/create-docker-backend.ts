@@ -1,8 +1,9 @@
-import { parseTerminalConfig, SandboxError, type HostLogger, type TerminalConfig } from '@berth/core';
+import { SandboxError } from '@berth/core';
 import Dockerode from 'dockerode';
 import { z } from 'zod';
 import { LABELS, MANAGED_BY } from './engine/container-spec.js';
-import { createEngineBackend, type EngineBackend, type ProgressEvent } from './engine/create-engine-backend.js';
+import { createEngineBackend, type EngineBackend } from './engine/create-engine-backend.js';
+import { engineBackendOptionsSchema, validateEngineBackendOptions, type EngineBackendFactoryOptions } from './engine/engine-backend-options.js';
 import { isConflict, isGone, mapEngineError } from './engine/map-engine-error.js';
 
 /** The Docker socket used when neither `socketPath` nor `DOCKER_HOST` says otherwise. */
@@ -12,23 +13,11 @@ export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
 export const SANDBOX_NETWORK = 'berth-sandboxes';
 
 /** Options of {@link createDockerBackend}. */
-export interface DockerBackendOptions {
-  /** The validated `terminal:` section (core's `parseTerminalConfig`). */
-  config: TerminalConfig;
+export interface DockerBackendOptions extends EngineBackendFactoryOptions {
   /** An existing client; else one is made from `socketPath`, `DOCKER_HOST` or the default socket. */
   docker?: Dockerode;
   /** The engine's Unix socket. @default `$DOCKER_HOST` or /var/run/docker.sock */
   socketPath?: string;
-  /** Overrides `config.docker_image`. */
-  image?: string;
-  /** Where Berth logs what it does; never a secret value. */
-  logger?: HostLogger;
-  /** Progress of pulls, creates and starts, for a user waiting on a first command. */
-  onProgress?: (event: ProgressEvent) => void;
-  /** Prefix of container names. @default 'berth-' */
-  namePrefix?: string;
-  /** Labels added to every sandbox and required of every sandbox this backend lists, adopts or reaps. */
-  labels?: Record<string, string>;
   /** The bridge network sandboxes join when `docker_network` is true. @default 'berth-sandboxes' */
   networkName?: string;
 }
@@ -36,15 +25,7 @@ export interface DockerBackendOptions {
 /** The Docker backend: the contract, plus `ping()`, `engineInfo()` and `containerName()`. */
 export type DockerBackend = EngineBackend;
 
-const optionsSchema = z.object({
-  config: z.custom<TerminalConfig>((value) => value !== null && typeof value === 'object', { message: 'expected the validated terminal config' }),
-  docker: z.custom<Dockerode>((value) => value === undefined || (value !== null && typeof value === 'object')).optional(),
-  socketPath: z.string().min(1).optional(),
-  image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
-  logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
-  onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
-  namePrefix: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' }).optional(),
-  labels: z.record(z.string(), z.string()).optional(),
+const optionsSchema = engineBackendOptionsSchema.extend({
   networkName: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$/).optional(),
 });
 
@@ -108,13 +89,7 @@ export function createIsolatedNetworkPreparer(docker: Dockerode, name: string, e
  * through a persistent shell. See docs/backend-docker.md.
  */
 export function createDockerBackend(options: DockerBackendOptions): DockerBackend {
-  const parsed = optionsSchema.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new SandboxError('OPTIONS_INVALID', `createDockerBackend: option ${issue.path.join('.') || '(root)'} is invalid: ${issue.message}`);
-  }
-  // Accepts a raw section too, so a caller that skipped validation still gets named errors.
-  const config = options.config.docker_exec_mode === undefined ? parseTerminalConfig(options.config) : options.config;
+  const config = validateEngineBackendOptions('createDockerBackend', options, optionsSchema);
   const target = resolveDockerEndpoint(options.socketPath);
   const endpoint = 'socketPath' in target ? target.socketPath : `${target.protocol}://${target.host}:${target.port}`;
   const docker = options.docker ?? new Dockerode(target);

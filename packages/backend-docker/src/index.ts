@@ -1,5 +1,6 @@
 export * from './create-docker-backend.js';
 export * from './engine/create-engine-backend.js';
+export * from './engine/engine-backend-options.js';
 export * from './engine/map-engine-error.js';
 export * from './engine/container-spec.js';
 export * from './engine/host-folders.js';

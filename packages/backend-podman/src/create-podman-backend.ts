@@ -1,7 +1,14 @@
-import { createEngineBackend, engineStatus, mapEngineError, type EngineBackend, type EngineInfo, type ProgressEvent } from '@berth/backend-docker';
-import { EngineUnavailableError, parseTerminalConfig, SandboxError, type BackendCapabilities, type HostLogger, type SandboxRequest, type TerminalConfig } from '@berth/core';
+import {
+  createEngineBackend,
+  engineStatus,
+  mapEngineError,
+  validateEngineBackendOptions,
+  type EngineBackend,
+  type EngineBackendFactoryOptions,
+  type EngineInfo,
+} from '@berth/backend-docker';
+import { EngineUnavailableError, SandboxError, type BackendCapabilities, type SandboxRequest } from '@berth/core';
 import Dockerode from 'dockerode';
-import { z } from 'zod';
 import { adjustPodmanHostConfig, PODMAN_SANDBOX_NETWORK, transformPodmanCreate } from './adjust-podman-spec.js';
 import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js';
 import { readPodmanHost, type PodmanHost } from './read-podman-host.js';
@@ -10,9 +17,7 @@ import { unlockForPurge } from './unlock-for-purge.js';
 import { wrapPodmanClient } from './wrap-podman-client.js';
 
 /** Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s. */
-export interface PodmanBackendOptions {
-  /** The validated `terminal:` section (core's `parseTerminalConfig`). */
-  config: TerminalConfig;
+export interface PodmanBackendOptions extends EngineBackendFactoryOptions {
   /** An existing client for Podman's Docker-compatible API; else one is made from `socketPath` or discovery. */
   docker?: Dockerode;
   /**
@@ -20,16 +25,6 @@ export interface PodmanBackendOptions {
    * then `$XDG_RUNTIME_DIR/podman/podman.sock`, then `/run/podman/podman.sock`.
    */
   socketPath?: string;
-  /** Overrides `config.docker_image`. */
-  image?: string;
-  /** Where Berth logs what it does; never a secret value. */
-  logger?: HostLogger;
-  /** Progress of pulls, creates and starts, for a user waiting on a first command. */
-  onProgress?: (event: ProgressEvent) => void;
-  /** Prefix of container names. @default 'berth-' */
-  namePrefix?: string;
-  /** Labels added to every sandbox and required of every sandbox this backend lists, adopts or reaps. */
-  labels?: Record<string, string>;
 }
 
 /** The Podman backend: the contract, the engine extras, and what it found out about the engine. */
@@ -38,16 +33,6 @@ export interface PodmanBackend extends EngineBackend {
   podmanHost(): Promise<PodmanHost & { readonly endpoint: string }>;
 }
 
-const optionsSchema = z.object({
-  config: z.custom<TerminalConfig>((value) => value !== null && typeof value === 'object', { message: 'expected the validated terminal config' }),
-  docker: z.custom<Dockerode>((value) => value === undefined || (value !== null && typeof value === 'object')).optional(),
-  socketPath: z.string().min(1).optional(),
-  image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
-  logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
-  onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
-  namePrefix: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' }).optional(),
-  labels: z.record(z.string(), z.string()).optional(),
-});
 
 interface Connected {
   readonly backend: EngineBackend;
@@ -94,13 +79,7 @@ async function connect(options: PodmanBackendOptions): Promise<{ docker: Dockero
  * Podman's status codes. The engine is found and probed on first use. See docs/backend-podman.md.
  */
 export function createPodmanBackend(options: PodmanBackendOptions): PodmanBackend {
-  const parsed = optionsSchema.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new SandboxError('OPTIONS_INVALID', `createPodmanBackend: option ${issue.path.join('.') || '(root)'} is invalid: ${issue.message}`);
-  }
-  // Accepts a raw section too, so a caller that skipped validation still gets named errors.
-  const config = options.config.docker_exec_mode === undefined ? parseTerminalConfig(options.config) : options.config;
+  const config = validateEngineBackendOptions('createPodmanBackend', options);
   const namePrefix = options.namePrefix ?? 'berth-';
   const logger = options.logger;
   const capabilities: BackendCapabilities = {

@@ -1,23 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import { BerthError } from '@berth/core';
+import type { SandboxSocketRequest } from './protocol.js';
 
-/** Options of {@link sandboxCommandArgv}. */
-export interface SandboxCommandArgvOptions {
+/**
+ * Options of {@link sandboxCommandArgv}: the request's fields (whose sandbox, the command, its
+ * directory and timeout) and how to reach the server.
+ */
+export interface SandboxCommandArgvOptions extends Omit<SandboxSocketRequest, 'v' | 'stdin'> {
   /** The socket `berth serve --socket` listens on. */
   readonly socket: string;
-  /** The host's session key, e.g. `agent:main:telegram:direct:123`; a group key falls to the task scope. */
-  readonly sessionKey?: string;
-  /** The sender's platform, with `userId`, when the host knows the sender rather than a session key. */
-  readonly platform?: string;
-  readonly userId?: string;
-  /** The task scope used when no user is named. @default 'default' */
-  readonly taskId?: string;
-  /** The command line for the sandbox's shell, passed as one word. */
-  readonly command: string;
-  /** Working directory inside the sandbox. */
-  readonly cwd?: string;
-  /** Seconds before the command is killed (exit 124). @default terminal.timeout of the server */
-  readonly timeout?: number;
   /** Forward the spawned process's stdin to the command (otherwise its stdin is empty). @default false */
   readonly forwardStdin?: boolean;
   /** The Node.js binary. @default process.execPath */

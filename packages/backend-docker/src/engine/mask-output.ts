@@ -1,4 +1,4 @@
-import { createRedactor, REDACTED } from '@berth/core';
+import { createRedactor, MIN_SECRET_LENGTH, REDACTED } from '@berth/core';
 import { cutNotice, type HeadTailBuffer } from './head-tail-buffer.js';
 
 /** Fragments shorter than this at a cut are left alone: two characters identify no secret. */
@@ -33,7 +33,6 @@ export function maskOutput(buffer: HeadTailBuffer, secrets: readonly string[] | 
   if (!redactor.active) return buffer.text();
   const { head, cut, tail } = buffer.parts();
   if (cut === 0) return redactor.redact(head);
-  const active = secrets.filter((secret) => redactor.redact(secret) !== secret);
-  const edges = maskEdges(redactor.redact(head), redactor.redact(tail), active);
+  const edges = maskEdges(redactor.redact(head), redactor.redact(tail), secrets.filter((secret) => secret.length >= MIN_SECRET_LENGTH));
   return `${edges.head}${cutNotice(cut, limit)}${edges.tail}`;
 }
