@@ -127,8 +127,8 @@ commands in every user's sandbox); its folder is created with mode 0700 when mis
 folder other users can write to is refused. A socket left by a stopped server is replaced;
 anything else at PATH is refused.
 
-Protocol: one JSON line per connection, {"v":1, "sessionKey"?, "platform"?, "userId"?,
-"taskId"?, "command", "cwd"?, "timeout"?, "stdin"?} (at most 1 MiB), answered by one JSON line,
+Protocol: one JSON line per connection, {"v":1, "platform"?, "userId"?, "chatId"?,
+"sessionKey"?, "taskId"?, "command", "cwd"?, "timeout"?, "stdin"?} (at most 1 MiB), answered by one JSON line,
 {"v":1, exitCode, stdout, stderr, timedOut, truncated, durationMs, scope} or
 {"v":1, "error": {code, message}}.
 

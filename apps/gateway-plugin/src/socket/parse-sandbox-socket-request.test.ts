@@ -21,6 +21,11 @@ describe('parseSandboxSocketRequest', () => {
     expect(parseSandboxSocketRequest('{"v":1,"platform":"telegram","userId":"5","command":"true"}')).toEqual({ v: 1, platform: 'telegram', userId: '5', command: 'true' });
   });
 
+  it('accepts a whole host session: platform, user, chat and session key together, as the Python gateway has them', () => {
+    const request = { v: 1, platform: 'telegram', userId: '111111', chatId: '111111', sessionKey: 'agent:main:telegram:dm:111111', taskId: 'default', command: 'id' };
+    expect(parseSandboxSocketRequest(JSON.stringify(request))).toEqual(request);
+  });
+
   it.each([
     ['not JSON', '{bad', 'REQUEST_MALFORMED', /not valid JSON/],
     ['an empty line', '', 'REQUEST_MALFORMED', /not valid JSON/],
@@ -35,7 +40,6 @@ describe('parseSandboxSocketRequest', () => {
     ['a huge timeout', '{"v":1,"command":"x","timeout":1e9}', 'REQUEST_INVALID', /field timeout must be at most 86400/],
     ['a platform without a user', '{"v":1,"command":"x","platform":"telegram"}', 'REQUEST_INVALID', /platform and userId go together/],
     ['a user without a platform', '{"v":1,"command":"x","userId":"1"}', 'REQUEST_INVALID', /platform and userId go together/],
-    ['a session key and a user', '{"v":1,"command":"x","sessionKey":"k","platform":"telegram","userId":"1"}', 'REQUEST_INVALID', /either sessionKey or platform/],
     ['a NUL in the cwd', '{"v":1,"command":"x","cwd":"/tmp\\u0000x"}', 'REQUEST_INVALID', /field cwd must not contain NUL/],
     ['a numeric user id', '{"v":1,"command":"x","platform":"telegram","userId":5}', 'REQUEST_INVALID', /field userId must be a string/],
   ])('refuses %s with a one-line message', (_label, line, code, message) => {

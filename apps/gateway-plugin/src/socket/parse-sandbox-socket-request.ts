@@ -24,6 +24,7 @@ const requestSchema = z
     sessionKey: text(1024).optional(),
     platform: text(64).optional(),
     userId: text(1024).optional(),
+    chatId: text(1024).optional(),
     taskId: text(1024).optional(),
     command: text(MAX_SANDBOX_SOCKET_REQUEST_BYTES),
     cwd: text(4096).optional(),
@@ -33,9 +34,6 @@ const requestSchema = z
   .superRefine((request, context) => {
     if ((request.platform === undefined) !== (request.userId === undefined)) {
       context.addIssue({ code: 'custom', path: [request.platform === undefined ? 'platform' : 'userId'], message: 'platform and userId go together; give both' });
-    }
-    if (request.sessionKey !== undefined && request.platform !== undefined) {
-      context.addIssue({ code: 'custom', path: ['sessionKey'], message: 'give either sessionKey or platform and userId, not both' });
     }
   });
 

@@ -8,9 +8,12 @@ export const SANDBOX_SOCKET_PROTOCOL_VERSION = 1;
 export const MAX_SANDBOX_SOCKET_REQUEST_BYTES = 1024 * 1024;
 
 /**
- * One command for `berth serve`, sent as one JSON line per connection. The sandbox is chosen as
- * the plugin's `execute()` chooses it: the user of a direct-chat `sessionKey`, or `platform` and
- * `userId`; the task scope (`taskId`, default `default`) when the request names no user.
+ * One command for `berth serve`, sent as one JSON line per connection. The fields that say whose
+ * sandbox it is (`platform`, `userId`, `chatId`, `sessionKey`, `taskId`) are the host's session,
+ * as it would pass it to `runWithSession`; the server decides the sandbox exactly as the plugin's
+ * `execute()` does (core's `resolveScope`): the user named by `platform` and `userId`, else by a
+ * direct-chat `sessionKey`; a conversation's own sandbox for a group or cron key; the task scope
+ * when nothing names a user.
  */
 export interface SandboxSocketRequest {
   /** The protocol version, {@link SANDBOX_SOCKET_PROTOCOL_VERSION}. */
@@ -21,6 +24,8 @@ export interface SandboxSocketRequest {
   readonly platform?: string;
   /** The sender's raw id on `platform`; the platform's adapter canonicalises it. */
   readonly userId?: string;
+  /** The chat the message came from; names the sandbox of a conversation without a user. */
+  readonly chatId?: string;
   /** The task of the legacy layout, used when no user is named. @default 'default' */
   readonly taskId?: string;
   /** The command line, run by the sandbox's shell. */

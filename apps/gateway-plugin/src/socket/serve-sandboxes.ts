@@ -128,9 +128,13 @@ function listen(server: net.Server, socket: string): Promise<void> {
 }
 
 function sessionOf(request: SandboxSocketRequest): SessionContext | undefined {
-  if (request.sessionKey !== undefined) return { sessionKey: request.sessionKey };
-  if (request.platform !== undefined && request.userId !== undefined) return { platform: request.platform, userId: request.userId };
-  return undefined;
+  const session: SessionContext = {
+    ...(request.platform !== undefined ? { platform: request.platform } : {}),
+    ...(request.userId !== undefined ? { userId: request.userId } : {}),
+    ...(request.chatId !== undefined ? { chatId: request.chatId } : {}),
+    ...(request.sessionKey !== undefined ? { sessionKey: request.sessionKey } : {}),
+  };
+  return Object.keys(session).length > 0 ? session : undefined;
 }
 
 function errorResponse(error: unknown): SandboxSocketErrorResponse {
