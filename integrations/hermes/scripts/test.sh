@@ -7,6 +7,8 @@ PYTHON=/usr/bin/python3
 missing=()
 [ -x "$PYTHON" ] || missing+=(python3)
 "$PYTHON" -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
+# pip installs the package the way an operator does (no index: its build backend is in-tree).
+"$PYTHON" -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 # PyYAML stands in for the copy Hermes itself ships (the stand-in reads config.yaml with it).
 "$PYTHON" -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -15,5 +17,4 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >&2
 fi
 cd "$BERTH_ROOT/integrations/hermes"
-mkdir -p "$BERTH_ROOT/.test-results"
-exec "$PYTHON" -m pytest -q -p no:cacheprovider --junitxml="$BERTH_ROOT/.test-results/hermes-bridge.xml" "$@" tests
+BERTH_TEST_RESULTS="$BERTH_ROOT/.test-results" exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@" tests
