@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import copy
-import logging
 import os
 import posixpath
 from typing import Any, Mapping
 
-from .server import BerthServer, CommandInterrupted
-
-logger = logging.getLogger("berth_hermes")
+from .server import BerthServer, CommandInterrupted, locate_berth
 
 # Seconds to wait for Berth's answer beyond the command's own timeout (a first command may
 # create the container, or pull its image).
@@ -182,8 +179,6 @@ def environment_class() -> type:
 
 def create_environment(server: BerthServer, *, cwd: str, timeout: int, task_id: str = "default") -> Any:
     """A new handle; checks that Node and Berth are installed (one line saying how to install them) but starts nothing yet."""
-    from .server import locate_berth
-
     locate_berth(os.environ)
     return environment_class()(server=server, cwd=cwd, timeout=timeout, task_id=task_id)
 
