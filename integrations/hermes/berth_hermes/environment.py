@@ -163,6 +163,9 @@ def environment_class() -> type:
                 returncode = 124
             return {"output": output, "returncode": returncode}
 
+        def init_session(self) -> None:
+            """Nothing to prepare: Berth keeps one persistent shell per sandbox (Hermes' snapshot is for its own backends)."""
+
         def bound_to(self, session: Mapping[str, str]) -> "BerthDockerEnvironment":
             """The same handle, pinned to ``session``: for work that outlives the message (a background job's poller)."""
             bound = copy.copy(self)
