@@ -72,6 +72,8 @@ class BridgeSettings:
     """The socket `berth serve` listens on: ``$BERTH_SOCKET``, else ``$HERMES_HOME/run/berth.sock``."""
     user_sandbox: bool
     """``terminal.docker_user_sandbox`` (default true): false leaves Hermes' own docker backend in place."""
+    backend: str = "local"
+    """``terminal.backend`` as the file says it (Hermes' default is ``local``)."""
 
     @classmethod
     def load(cls, environment: Mapping[str, str] = os.environ) -> "BridgeSettings":
@@ -84,4 +86,5 @@ class BridgeSettings:
             config_file=config_file if config_file.is_file() else None,
             socket=socket.absolute(),
             user_sandbox=terminal.get("docker_user_sandbox", True) is not False,
+            backend=str(terminal.get("backend") or "local"),
         )

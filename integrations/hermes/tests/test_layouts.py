@@ -68,3 +68,10 @@ def test_a_plugin_that_is_not_enabled_changes_nothing(make_gateway):
     gateway = make_gateway(enabled=[])
     assert gateway.ready["loaded"] == []
     assert gateway.state()["create_environment_replaced"] is False
+
+
+def test_each_hermes_says_in_one_line_which_backend_name_it_needs(make_gateway):
+    newer = make_gateway({"backend": "docker"}, hermes="0.21")
+    assert "set terminal.backend: berth_docker for one sandbox per messaging user" in newer.log_text()
+    older = make_gateway({"backend": "berth_docker"})
+    assert "does not know terminal.backend: berth_docker; set terminal.backend: docker" in older.log_text()
