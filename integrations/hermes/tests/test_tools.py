@@ -26,8 +26,8 @@ def test_file_tools_write_and_read_in_the_users_own_sandbox(make_gateway):
 def test_a_background_process_runs_and_is_polled_in_the_sandbox_of_the_user_who_started_it(make_gateway, engine):
     gateway = make_gateway()
     a = unique_user()
-    started = gateway.terminal("sleep 1; echo bg-done; cat /workspace/owner", background=True, session=session_of(a))
     gateway.terminal("echo A-owns-this > /workspace/owner", session=session_of(a))
+    started = gateway.terminal("sleep 1; echo bg-done; cat /workspace/owner", background=True, session=session_of(a))
     assert started["exit_code"] == 0, started
     # Hermes polls from a thread without the message's session; the bridge pinned the job to it.
     finished = gateway.send({"op": "call", "tool": "background_wait", "session_id": started["session_id"], "timeout": 30})
