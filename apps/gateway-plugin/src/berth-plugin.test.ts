@@ -53,6 +53,16 @@ describe('the plugin', () => {
     await expect(plugin.register(host)).rejects.toBeInstanceOf(UnsupportedSpecificationError);
   });
 
+  it("accepts Hermes' own terminal keys and names the ignored ones in one warning", async () => {
+    const warnings: string[] = [];
+    const plugin = createBerthPlugin({ backend: createRecordingBackend() });
+    const terminal = createInProcessTerminalRegistry();
+    const config = { sandbox_dir: tempDir(), docker_orphan_reaper: true, home_mode: 'auto', env_passthrough: ['TEAM'] };
+    await plugin.register({ specificationVersion: 'v1', terminal, config, environment: {}, logger: { info: () => {}, warn: (line) => warnings.push(line), error: () => {} } });
+    expect(warnings).toEqual(['berth: ignoring terminal.docker_orphan_reaper, terminal.home_mode: Hermes settings with no meaning for a Berth sandbox (see docs/configuration.md)']);
+    await plugin.close();
+  });
+
   it('validates the config section the host passes, naming the key', async () => {
     await expect(setUp({ config: { docker_image: 'x', container_memroy: 1 } })).rejects.toThrow(/terminal\.container_memroy/);
     await expect(setUp({ config: { timeout: 'soon' } })).rejects.toBeInstanceOf(ConfigError);

@@ -1,4 +1,4 @@
-import { assertHost, assertOneSessionStore, BerthError, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1 } from '@berth/core';
+import { assertHost, assertOneSessionStore, BerthError, describeIgnoredKeys, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1 } from '@berth/core';
 import type { BackendProgressListener } from './create-backend.js';
 import { createBerth, type Berth } from './create-berth.js';
 import { createTerminalProvider } from './create-terminal-provider.js';
@@ -76,6 +76,8 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
       }
       instances.push(berth);
       host.logger?.info(`berth: registered terminal environment ${name} (sandboxes under ${berth.resolver.sandboxDir})`);
+      const ignored = describeIgnoredKeys(config);
+      if (ignored) host.logger?.warn(ignored);
     },
     async close(): Promise<void> {
       const closing = instances.splice(0);

@@ -32,6 +32,7 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   lifetime_seconds: { wrongType: '5m', outOfRange: -1, valid: 300 },
   sandbox_dir: { wrongType: 42, outOfRange: '', valid: sandboxDir },
   docker_volumes: { wrongType: '/a:/b', outOfRange: ['relative:/x'], valid: [] },
+  env_passthrough: { wrongType: 'OPENAI_API_KEY', outOfRange: ['HERMES_USER_TELEGRAM_1_TOKEN'], valid: ['TEAM'] },
   docker_exec_mode: { wrongType: 1, outOfRange: 'ssh', valid: 'auto' },
   docker_mask_secrets: { wrongType: 'true', outOfRange: 1, valid: true },
   docker_max_running: { wrongType: 'ten', outOfRange: -1, valid: 0 },
