@@ -26,6 +26,10 @@ install_packages() {
   command -v curl >/dev/null 2>&1 || missing+=(curl)
   command -v newuidmap >/dev/null 2>&1 || missing+=(uidmap)
   command -v slirp4netns >/dev/null 2>&1 || missing+=(slirp4netns)
+  # The egress policy (nftables) and the per-user disks (ext4 images on loop devices).
+  command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
+  command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || missing+=(e2fsprogs)
+  command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || missing+=(mount)
   if [ "${#missing[@]}" -gt 0 ]; then
     say "installing ${missing[*]} from Debian's packages"
     as_root apt-get update -qq >&2

@@ -15,6 +15,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { releaseDisksUnder } from '@berth/sandbox-runtime';
 
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const runs = Number(process.env.BENCH_RUNS ?? 200);
@@ -114,6 +115,7 @@ try {
   await timedRun(process.execPath, [cli, 'rm', '--platform', 'telegram', '--user', userId, '--purge']).catch((error: Error) => console.error(error.message));
   server.kill('SIGTERM');
   await exited;
+  await releaseDisksUnder(root);
   await rm(root, { recursive: true, force: true });
 }
 

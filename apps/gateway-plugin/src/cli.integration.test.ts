@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestEngine } from './testing/engine-client.js';
 import { findEngine } from './testing/find-engine.js';
+import { releaseDisksUnder } from '@berth/sandbox-runtime';
 
 // The CLI as a user runs it: the built dist/cli.js in a subprocess, against the real engine.
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -76,6 +77,7 @@ afterAll(async () => {
     // Each sandbox has a network of its own, named as the container.
     await requestEngine(engine, 'DELETE', `/networks/${container.Names[0]!.replace(/^\//, '')}`).catch(() => {});
   }
+  await releaseDisksUnder(root);
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -241,10 +243,13 @@ describe('berth ls, env, doctor', () => {
       home: path.join(sandboxes, 'docker', `telegram@${alice}`, 'home'),
       // Recorded by the exec in another process, read back by this one.
       lastUsed: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      // The user's own disk: container_disk (the default, 51200 MB) and what is on it.
+      disk: { usedMb: expect.any(Number), limitMb: 51_200 },
     });
     expect(Date.parse(String(mine?.lastUsed))).toBeGreaterThanOrEqual(before - 1000);
     const human = await berth(['ls']);
-    expect(human.stdout.split('\n')[0]).toMatch(/^OWNER\s+CONTAINER\s+STATE\s+LAST USED\s+WORKSPACE\s+HOME$/);
+    expect(human.stdout.split('\n')[0]).toMatch(/^OWNER\s+CONTAINER\s+STATE\s+LAST USED\s+DISK\s+WORKSPACE\s+HOME$/);
+    expect(human.stdout).toMatch(new RegExp(`telegram:${alice}.*\\d+/51200 MB`));
     expect(human.stdout).toContain(`telegram:${alice}`);
     expect(human.stdout).not.toMatch(/\u001b\[/);
   });

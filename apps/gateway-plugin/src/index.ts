@@ -7,6 +7,7 @@ export { createBerthPlatformRegistry } from './create-berth-platform-registry.js
 export { loadPlatformAdapters, type LoadPlatformAdaptersOptions } from './load-platform-adapters.js';
 export { createTerminalProvider, combineOutput, type CreateTerminalProviderOptions } from './create-terminal-provider.js';
 export { createInProcessTerminalRegistry, type InProcessTerminalRegistry } from './create-in-process-terminal-registry.js';
+export { releaseDisksUnder } from '@berth/sandbox-runtime';
 // The socket server and its client are `@berth/gateway-plugin/socket`; the CLI (with the demo) is
 // the `berth` binary. A host that imports the plugin loads neither.
 

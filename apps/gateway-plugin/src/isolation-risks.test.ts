@@ -39,4 +39,11 @@ describe('findIsolationRisks', () => {
     expect(risks.at(-1)!.risk).toMatch(/runsc is not installed on the engine \(it has runc\)/);
     for (const risk of risks) expect(risk.risk).not.toMatch(/[\r\n]/);
   });
+
+  it('names a writable root layer and a disabled disk limit: both let a user fill a disk', () => {
+    const risks = risksOf({ docker_read_only: false, container_disk: 0 });
+    expect(risks.map((risk) => risk.key)).toEqual(['terminal.docker_read_only', 'terminal.container_disk']);
+    expect(risks[0]!.risk).toMatch(/writable layer unbounded/);
+    expect(risks[1]!.risk).toMatch(/no limit on \/workspace and \/root/);
+  });
 });

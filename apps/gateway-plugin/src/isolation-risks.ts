@@ -63,6 +63,12 @@ export function findIsolationRisks(config: TerminalConfig, context: { sandboxDir
   if (!config.docker_no_new_privileges) {
     risks.push({ key: 'terminal.docker_no_new_privileges', risk: 'false lets a setuid program in a sandbox gain privileges it was not started with' });
   }
+  if (!config.docker_read_only) {
+    risks.push({ key: 'terminal.docker_read_only', risk: "false leaves each container's own writable layer unbounded: a user can fill the engine's disk outside /workspace and /root" });
+  }
+  if (config.container_disk === 0) {
+    risks.push({ key: 'terminal.container_disk', risk: "0 puts no limit on /workspace and /root: a user can fill the host's disk" });
+  }
   if (config.docker_runtime && context.runtimes && !context.runtimes.includes(config.docker_runtime)) {
     risks.push({ key: 'terminal.docker_runtime', risk: `${config.docker_runtime} is not installed on the engine (it has ${context.runtimes.join(', ') || 'none'}): every sandbox fails to start` });
   }

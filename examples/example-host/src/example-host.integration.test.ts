@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTerminalConfig } from '@berth/core';
-import { createBerthResolver } from '@berth/gateway-plugin';
+import { createBerthResolver, releaseDisksUnder } from '@berth/gateway-plugin';
 import { createExampleHost, type ExampleHost } from './example-host.js';
 
 // The plugin end to end through a host, on the real Docker engine with the local base image.
@@ -39,6 +39,7 @@ afterAll(async () => {
     }
     await host.stop();
   } finally {
+    await releaseDisksUnder(sandboxDir);
     rmSync(sandboxDir, { recursive: true, force: true });
   }
 });

@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -247,7 +248,21 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         for pid in berth_serve_processes(gateway.socket):
             os.kill(pid, signal.SIGKILL)
         engine.remove_under(root)
+        unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def unmount_under(root: Path) -> None:
+    """Unmounts what Berth mounted under a test's root (each user's disk), innermost first, so it can be deleted."""
+    prefix = os.fspath(root) + os.sep
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
+            points = [line.split(" ")[4] for line in mountinfo if len(line.split(" ")) > 4]
+    except OSError:
+        return
+    points = [re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), point) for point in points]
+    for point in sorted((point for point in points if point.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
 
 
 def install_with_pip(site: Path) -> None:

@@ -4,7 +4,7 @@
  * to bench-results/. Run with `pnpm --filter @berth/backend-docker bench`.
  *
  * BENCH_WARM_RUNS (200), BENCH_COLD_RUNS (200), BENCH_USERS (100), BENCH_COMMANDS (10) and
- * BENCH_TRACKED (200) change the sizes.
+ * BENCH_TRACKED (200) and BENCH_FLOOD_RUNS (200) change the sizes.
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig, type SandboxRequest } from '@berth/core';
 import Dockerode from 'dockerode';
 import { createDockerBackend } from '../src/index.js';
+import { releaseDisksUnder } from '@berth/sandbox-runtime';
 
 const run = promisify(execFile);
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
@@ -25,6 +26,7 @@ const sizes = {
   users: Number(process.env.BENCH_USERS ?? 100),
   commands: Number(process.env.BENCH_COMMANDS ?? 10),
   tracked: Number(process.env.BENCH_TRACKED ?? 200),
+  flood: Number(process.env.BENCH_FLOOD_RUNS ?? 200),
 };
 const benchId = randomBytes(4).toString('hex');
 const label = 'dev.berth.bench';
@@ -69,6 +71,7 @@ async function cleanup(): Promise<void> {
   for (let index = 0; index < containers.length; index += 8) {
     await Promise.all(containers.slice(index, index + 8).map((container) => docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined)));
   }
+  await releaseDisksUnder(sandboxDir);
   await rm(sandboxDir, { recursive: true, force: true });
 }
 
@@ -164,6 +167,26 @@ try {
   const wallMs = performance.now() - started;
   results.crowd = { users: sizes.users, commandsPerUser: sizes.commands, wallMs: round(wallMs), errors, crossUserLeaks: leaks, wrongOutputs: wrong };
   await removeScopes(crowd.map(({ request }) => request));
+
+  // 5. Background floods: another user's warm command with an idle gateway, then while three
+  // sandboxes each have `yes > /dev/stdout &` left behind by a command that ended, then idle again.
+  const quiet = requestOf('quiet');
+  const flooders = ['flood1', 'flood2', 'flood3'].map((userId) => requestOf(userId));
+  await backend.doExec(quiet, { command: 'true' });
+  await Promise.all(flooders.map((request) => backend.doExec(request, { command: 'true' })));
+  const measure = async (runs: number): Promise<number[]> => {
+    const times: number[] = [];
+    for (let index = 0; index < runs; index++) times.push(await timed(() => backend.doExec(quiet, { command: 'true' })));
+    return times;
+  };
+  const idleBefore = await measure(sizes.flood / 2);
+  for (const request of flooders) await backend.doExec(request, { command: 'yes > /dev/stdout & echo left' });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const flooded = await measure(sizes.flood);
+  for (const request of flooders) await backend.doExec(request, { command: 'pkill yes; true' });
+  const idle = [...idleBefore, ...(await measure(sizes.flood / 2))];
+  results.floods = { idle: summary(idle), flooded: summary(flooded), floodedToIdle: round(median(flooded) / median(idle)) };
+  await removeScopes([quiet, ...flooders]);
 } finally {
   await cleanup();
 }
@@ -186,6 +209,12 @@ if (coldResult) {
 }
 if (crowdResult) {
   rows.push([`${crowdResult.users} users x ${crowdResult.commandsPerUser} commands at once`, `${crowdResult.wallMs} ms`, `errors ${crowdResult.errors}, leaks ${crowdResult.crossUserLeaks}, wrong ${crowdResult.wrongOutputs}`]);
+}
+const floods = results.floods as { idle: { medianMs: number }; flooded: { medianMs: number }; floodedToIdle: number } | undefined;
+if (floods) {
+  rows.push(['warm `true`, idle gateway (median)', `${floods.idle.medianMs} ms`, '']);
+  rows.push(['warm `true`, 3 sandboxes with `yes &` left (median)', `${floods.flooded.medianMs} ms`, '']);
+  rows.push(['flooded / idle', `${floods.floodedToIdle}`, floods.floodedToIdle <= 2 ? 'meets <= 2' : 'MISSES <= 2']);
 }
 if (memory) {
   rows.push([`gateway RSS growth per sandbox (${memory.sandboxes} live)`, `${memory.rssGrowthPerSandboxKb} KB`, memory.rssGrowthPerSandboxKb < 100 ? 'meets < 100 KB' : 'MISSES < 100 KB']);

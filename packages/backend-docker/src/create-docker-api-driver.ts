@@ -24,6 +24,8 @@ export interface DockerApiConnection {
   readonly createContainer?: (options: Dockerode.ContainerCreateOptions) => Promise<string>;
   /** What the operator should know about this engine. */
   readonly warnings?: readonly string[];
+  /** See `DriverDescription.networkPool`: set when the sandbox networks are pool bridges on this host. */
+  readonly networkPool?: string;
 }
 
 /** Options of {@link createDockerApiDriver}. */
@@ -111,14 +113,14 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     ping: () => call('reach the engine', async ({ docker }) => void (await docker.ping())),
 
     describe: () =>
-      call('read the engine version', async ({ docker, endpoint, discovery, warnings }) => {
+      call('read the engine version', async ({ docker, endpoint, discovery, warnings, networkPool }) => {
         const [version, info] = await Promise.all([docker.version(), docker.info() as Promise<{ Runtimes?: Record<string, { path?: string }>; MemTotal?: number; NCPU?: number }>]);
         // An engine lists the runtimes it is configured with; one whose binary is missing cannot run.
         const runtimes = Object.entries(info.Runtimes ?? {})
           .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
           .map(([name]) => name);
         const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
-        return { engine, endpoint, discovery, version: version.Version, apiVersion: version.ApiVersion, warnings: [...(warnings ?? [])], runtimes, ...host };
+        return { engine, endpoint, discovery, version: version.Version, apiVersion: version.ApiVersion, warnings: [...(warnings ?? [])], runtimes, ...host, ...(networkPool ? { networkPool } : {}) };
       }),
 
     hasImage: (image) =>

@@ -27,16 +27,20 @@ export function createDockerDriver(options: DockerDriverOptions = {}) {
   return createDockerApiDriver({
     engine: 'docker',
     capabilities: { networkIsolation: true, hostFolders: true, processList: true },
-    specRevision: 'docker-1',
+    specRevision: 'docker-2',
     mapError: mapDockerError,
     connect: async () => {
       const docker = options.docker ?? new Dockerode(found.connection);
       const endpoint = options.docker ? 'the given client' : found.endpoint;
+      const pool = options.networkPool ?? '10.217.0.0/16';
+      // A Unix socket is an engine on this host: its bridges are this host's, and so is the firewall.
+      const socketPath = (docker.modem as { socketPath?: unknown }).socketPath;
       return {
         docker,
         endpoint,
         discovery: options.docker ? 'the docker option' : found.discovery,
-        networks: createSandboxNetworks({ docker, endpoint, pool: options.networkPool ?? '10.217.0.0/16', ...(options.labels ? { labels: options.labels } : {}) }),
+        networks: createSandboxNetworks({ docker, endpoint, pool, ...(options.labels ? { labels: options.labels } : {}) }),
+        ...(typeof socketPath === 'string' ? { networkPool: pool } : {}),
       };
     },
   });

@@ -26,9 +26,10 @@ describe('toContainerCreateOptions', () => {
       { Name: 'nofile', Soft: 4096, Hard: 4096 },
       { Name: 'nproc', Soft: 4096, Hard: 4096 },
     ]);
-    expect(host.Tmpfs).toEqual({ '/tmp': 'rw,nosuid,nodev,size=512m,mode=1777' });
+    // A read-only root: the writable places are bounded tmpfs besides the scope's two folders.
+    expect(host.Tmpfs).toEqual({ '/tmp': 'rw,nosuid,nodev,size=512m,mode=1777', '/var/tmp': 'rw,nosuid,nodev,size=512m,mode=1777', '/run': 'rw,nosuid,nodev,size=16m,mode=755' });
     expect(host.Init).toBe(true);
-    expect(host.ReadonlyRootfs).toBe(false);
+    expect(host.ReadonlyRootfs).toBe(true);
     expect(host.NetworkMode).toBe('berth-x');
     expect(host.Privileged).toBeUndefined();
   });
@@ -45,8 +46,8 @@ describe('toContainerCreateOptions', () => {
   });
 
   it('follows setting changes: memory, cpu, runtime, read-only, no network', () => {
-    const { options } = build({ container_memory: '2g', container_cpu: 0.5, docker_runtime: 'runsc', docker_read_only: true, docker_cap_add: [], docker_no_new_privileges: false, docker_network: false });
-    expect(options.HostConfig).toMatchObject({ Memory: 2048 * 1024 * 1024, NanoCpus: 5e8, Runtime: 'runsc', ReadonlyRootfs: true, CapAdd: [], SecurityOpt: [], NetworkMode: 'none' });
+    const { options } = build({ container_memory: '2g', container_cpu: 0.5, docker_runtime: 'runsc', docker_read_only: false, docker_cap_add: [], docker_no_new_privileges: false, docker_network: false });
+    expect(options.HostConfig).toMatchObject({ Memory: 2048 * 1024 * 1024, NanoCpus: 5e8, Runtime: 'runsc', ReadonlyRootfs: false, CapAdd: [], SecurityOpt: [], NetworkMode: 'none' });
   });
 
   it('stores no variable, only ownership labels, and the same hostname for everyone', () => {

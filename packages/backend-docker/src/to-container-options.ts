@@ -3,6 +3,8 @@ import { HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
 import type Dockerode from 'dockerode';
 
 const MEGABYTE = 1024 * 1024;
+/** Size of `/run` with a read-only root: pid and lock files. */
+const RUN_MB = 16;
 
 /**
  * A sandbox spec as a Docker-compatible create request: every capability dropped but the
@@ -40,7 +42,14 @@ export function toContainerCreateOptions(spec: SandboxSpec, networkMode: string)
         { Name: 'nofile', Soft: limits.nofile, Hard: limits.nofile },
         { Name: 'nproc', Soft: limits.nproc, Hard: limits.nproc },
       ],
-      Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${limits.tmpMb}m,mode=1777` },
+      // With a read-only root these are the writable places besides the two folders, each bounded
+      // (and charged to the sandbox's memory, as tmpfs pages are).
+      Tmpfs: {
+        '/tmp': `rw,nosuid,nodev,size=${limits.tmpMb}m,mode=1777`,
+        ...(security.readOnlyRoot ? { '/var/tmp': `rw,nosuid,nodev,size=${limits.tmpMb}m,mode=1777`, '/run': `rw,nosuid,nodev,size=${RUN_MB}m,mode=755` } : {}),
+      },
+      // No IPv6 in a sandbox: the egress policy is IPv4, and nothing reaches a host over IPv6 past it.
+      Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' },
       Init: true,
       ReadonlyRootfs: security.readOnlyRoot,
       NetworkMode: networkMode,

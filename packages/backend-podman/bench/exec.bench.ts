@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig } from '@berth/core';
 import Dockerode from 'dockerode';
 import { createPodmanBackend } from '../src/index.js';
+import { releaseDisksUnder } from '@berth/sandbox-runtime';
 
 const runs = Number(process.env.BERTH_BENCH_RUNS ?? 200);
 const socketPath = process.env.BERTH_PODMAN_SOCKET ?? '/run/podman/podman.sock';
@@ -83,6 +84,7 @@ async function main(): Promise<void> {
   } finally {
     await backend.remove(request.scope.key, { purge: true, paths: request.paths }).catch(() => undefined);
     await backend.close();
+    await releaseDisksUnder(sandboxDir);
     await rm(sandboxDir, { recursive: true, force: true });
   }
 }

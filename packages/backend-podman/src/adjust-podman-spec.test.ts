@@ -94,7 +94,10 @@ describe('toLibpodSpec', () => {
       { destination: '/workspace', type: 'bind', source: request.paths.workspace, options: ['rbind', 'rw'] },
       { destination: '/root', type: 'bind', source: request.paths.home, options: ['rbind', 'rw'] },
       { destination: '/tmp', type: 'tmpfs', source: 'tmpfs', options: ['rw', 'nosuid', 'nodev', `size=${config.docker_tmp_size}m`, 'mode=1777'] },
+      { destination: '/var/tmp', type: 'tmpfs', source: 'tmpfs', options: ['rw', 'nosuid', 'nodev', `size=${config.docker_tmp_size}m`, 'mode=1777'] },
+      { destination: '/run', type: 'tmpfs', source: 'tmpfs', options: ['rw', 'nosuid', 'nodev', 'size=16m', 'mode=755'] },
     ]);
+    expect(libpod.read_only_filesystem).toBe(true);
   });
 
   it('refuses a host setting it cannot translate rather than drop hardening silently', () => {

@@ -1,4 +1,4 @@
-import { createDockerApiDriver, engineStatus, validateBackendOptions, type DockerApiConnection } from '@berth/backend-docker';
+import { createDockerApiDriver, createSandboxNetworks, engineStatus, validateBackendOptions, type DockerApiConnection } from '@berth/backend-docker';
 import { EngineUnavailableError, SandboxError, type HostLogger } from '@berth/core';
 import { createSandboxRuntime, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
@@ -23,6 +23,10 @@ export interface PodmanDriverOptions {
   readonly environment?: Readonly<Record<string, string | undefined>>;
   /** Where the driver says what it cannot apply on this host. */
   readonly logger?: HostLogger;
+  /** Rootful: the IPv4 range each sandbox's own /29 network is taken from (`terminal.docker_network_pool`). @default '10.217.0.0/16' */
+  readonly networkPool?: string;
+  /** Labels on every network Berth makes (a test run's marker, say). */
+  readonly labels?: Readonly<Record<string, string>>;
 }
 
 /** The Podman driver, and what it found out about the engine. */
@@ -75,10 +79,19 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
  */
 export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDriver {
   let found: { host: PodmanHost; endpoint: string } | undefined;
+  // Rootful: a netavark bridge of its own per sandbox, on a /29 of the pool (netavark isolates
+  // networks from each other), so the egress policy holds on this host as for Docker. Rootless:
+  // a private slirp4netns stack each (the gateway's user cannot make bridges or firewall rules).
+  const networking = (docker: Dockerode, endpoint: string, host: PodmanHost): Pick<DockerApiConnection, 'networks' | 'networkPool'> => {
+    if (host.rootless) return { networks: { modeOf: (_name, network) => (network ? PODMAN_SANDBOX_NETWORK : 'none'), prepare: async () => undefined, release: async () => undefined } };
+    const pool = options.networkPool ?? '10.217.0.0/16';
+    const local = typeof (docker.modem as { socketPath?: unknown }).socketPath === 'string';
+    return { networks: createSandboxNetworks({ docker, engine: 'podman', endpoint, pool, ...(options.labels ? { labels: options.labels } : {}) }), ...(local ? { networkPool: pool } : {}) };
+  };
   const driver = createDockerApiDriver({
     engine: 'podman',
     capabilities: { networkIsolation: true, hostFolders: true, processList: true },
-    specRevision: 'podman-1',
+    specRevision: 'podman-2',
     mapError: mapPodmanError,
     // Rootless, the gateway is not root: a folder a command made read-only would stop the purge.
     beforePurge: unlockForPurge,
@@ -96,7 +109,7 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
         endpoint,
         discovery,
         warnings,
-        networks: { modeOf: (_name, network) => (network ? PODMAN_SANDBOX_NETWORK : 'none'), prepare: async () => undefined, release: async () => undefined },
+        ...networking(docker, endpoint, host),
         adjustCreate: (request) => adjustPodmanCreate(request, host),
         // Rootless, the compatible create drops the ulimits; Podman's own create keeps them.
         ...(host.rootless ? { createContainer: (request: Dockerode.ContainerCreateOptions) => createThroughLibpod(docker, request) } : {}),
@@ -140,6 +153,7 @@ const optionsSchema = z.object({
   // process.env is no plain object, which z.record refuses.
   environment: z.custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), { message: 'expected the environment as an object of strings' }).optional(),
   labels: z.record(z.string(), z.string()).optional(),
+  networkPool: z.string().optional(),
   image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
   logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
   onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
@@ -154,10 +168,11 @@ const optionsSchema = z.object({
  */
 export function createPodmanBackend(options: PodmanBackendOptions): PodmanBackend {
   validateBackendOptions('createPodmanBackend', optionsSchema, options);
-  const driver = createPodmanDriver(options);
+  const settings = sandboxSettings(options.settings);
+  const driver = createPodmanDriver({ ...options, networkPool: options.networkPool ?? settings.docker_network_pool });
   const runtime = createSandboxRuntime({
     driver,
-    settings: sandboxSettings(options.settings),
+    settings,
     ...(options.image ? { image: options.image } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),

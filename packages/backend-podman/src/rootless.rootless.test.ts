@@ -55,6 +55,17 @@ describe('rootless Podman', () => {
     expect(host.endpoint).toBe(`${process.env.XDG_RUNTIME_DIR}/podman/podman.sock`);
   });
 
+  it('says at start and in describe() (berth doctor) that neither container_disk nor the egress policy holds here, instead of pretending', async () => {
+    const warnings: string[] = [];
+    const backend = createPodmanBackend({ settings: configOf({ docker_network: true }), namePrefix: `berth-rl${runId}-`, logger: { info: () => undefined, warn: (line) => warnings.push(line), error: () => undefined } });
+    backends.push(backend);
+    const described = await backend.describe();
+    expect(described.warnings.some((line) => /terminal\.container_disk is not enforced: mounting a per-user disk needs root/.test(line))).toBe(true);
+    expect(described.warnings.some((line) => /the egress policy is not enforced: podman sandboxes here are not on networks of terminal\.docker_network_pool/.test(line))).toBe(true);
+    expect(warnings.some((line) => /container_disk is not enforced/.test(line))).toBe(true);
+    expect(warnings.some((line) => /egress policy is not enforced/.test(line))).toBe(true);
+  });
+
   it('files a command writes in /workspace and /root belong to the gateway user on the host, who reads and deletes them without root', async () => {
     const backend = setUp();
     const request = requestOf(backend, `9${runId.replace(/[a-f]/g, '1')}1`);

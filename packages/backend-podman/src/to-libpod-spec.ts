@@ -23,6 +23,7 @@ export interface LibpodSpec {
   userns?: { nsmode: string };
   restart_policy?: string;
   oci_runtime?: string;
+  sysctl?: Record<string, string>;
 }
 
 const CPU_PERIOD = 100_000;
@@ -43,7 +44,7 @@ function bindToMount(bind: string): LibpodSpec['mounts'][number] {
  */
 export function toLibpodSpec(spec: Dockerode.ContainerCreateOptions): LibpodSpec {
   const host = spec.HostConfig ?? {};
-  const known = new Set(['Mounts', 'Binds', 'CapDrop', 'CapAdd', 'SecurityOpt', 'PidsLimit', 'Memory', 'MemorySwap', 'NanoCpus', 'Ulimits', 'Tmpfs', 'Init', 'ReadonlyRootfs', 'NetworkMode', 'RestartPolicy', 'Runtime', 'UsernsMode']);
+  const known = new Set(['Mounts', 'Binds', 'CapDrop', 'CapAdd', 'SecurityOpt', 'PidsLimit', 'Memory', 'MemorySwap', 'NanoCpus', 'Ulimits', 'Tmpfs', 'Init', 'ReadonlyRootfs', 'NetworkMode', 'RestartPolicy', 'Runtime', 'UsernsMode', 'Sysctls']);
   const unknown = Object.keys(host).filter((key) => !known.has(key));
   if (unknown.length > 0) throw new SandboxError('SPEC_UNSUPPORTED', `the Podman backend cannot translate HostConfig.${unknown[0]} to Podman's own API; this is a Berth bug, please report it`);
   const securityOptions = host.SecurityOpt ?? [];
@@ -90,6 +91,7 @@ export function toLibpodSpec(spec: Dockerode.ContainerCreateOptions): LibpodSpec
   if (host.UsernsMode) result.userns = { nsmode: host.UsernsMode };
   if (host.RestartPolicy?.Name) result.restart_policy = host.RestartPolicy.Name;
   if (host.Runtime) result.oci_runtime = host.Runtime;
+  if (host.Sysctls && Object.keys(host.Sysctls).length > 0) result.sysctl = { ...host.Sysctls };
   return result;
 }
 

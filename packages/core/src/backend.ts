@@ -55,6 +55,8 @@ export interface SandboxInfo {
   readonly home: string;
   /** ISO time of the last command, when known. */
   readonly lastUsed?: string;
+  /** Use of the sandbox's own disk (`container_disk`), when it has one mounted. */
+  readonly disk?: { readonly usedMb: number; readonly limitMb: number };
 }
 
 /** Optional abilities of a backend; the conformance suite skips what is absent. */

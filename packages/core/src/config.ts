@@ -30,6 +30,13 @@ const megabytes = z.union([
 /** A host path bound into every sandbox: `host:container` or `host:container:ro`. */
 const volume = z.string().regex(/^\/[^:]*:\/[^:]*(?::(?:ro|rw))?$/, { message: 'expected "/host/path:/container/path" or "/host/path:/container/path:ro"' });
 
+/** A `docker_egress_allow` entry: an IPv4 address or range, or a host name, each with an optional port. */
+const egressException = z
+  .string()
+  .regex(/^(?:(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\/(?:[0-9]|[12]\d|3[0-2]))?|[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*)(?::(?:6553[0-5]|655[0-2]\d|65[0-4]\d{2}|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3}))?$/, {
+    message: 'expected an IPv4 address or range, or a host name, with an optional port: 10.1.2.3, 10.1.0.0/16, 10.1.2.3:5432 or db.internal:5432',
+  });
+
 /** Capability names as the engines spell them, without the CAP_ prefix. */
 const capability = z.string().regex(/^[A-Z_]+$/, { message: 'expected a capability name such as CHOWN' });
 
@@ -37,11 +44,9 @@ const capability = z.string().regex(/^[A-Z_]+$/, { message: 'expected a capabili
  * Keys of Hermes Agent's own `terminal:` section (its 0.19.0 defaults and the settings its
  * terminal tool reads) that mean nothing for a Berth sandbox: accepted with any value, so one
  * config file serves both, and named once as ignored by {@link describeIgnoredKeys}.
- * `container_disk` is accepted here until it becomes a real limit.
  */
 export const IGNORED_GATEWAY_KEYS = [
   'auto_source_bashrc',
-  'container_disk',
   'cwd',
   'daemon_term_grace_seconds',
   'daytona_image',
@@ -88,6 +93,8 @@ export const terminalConfigSchema = z
     docker_image: z.string().min(1).regex(/^[^\s]+$/, { message: 'expected an image reference without spaces, like debian:bookworm-slim' }).default('debian:bookworm-slim'),
     container_cpu: z.number().positive().max(256).default(1),
     container_memory: megabytes.default(5120),
+    // A hard limit per sandbox on /workspace and /root together (Hermes' key and default); 0: none.
+    container_disk: z.union([z.literal(0), megabytes]).default(51_200),
     container_persistent: z.boolean().default(true),
     docker_network: z.boolean().default(true),
     // Berth's own: the IPv4 range each sandbox's own /29 network is taken from.
@@ -102,6 +109,8 @@ export const terminalConfigSchema = z
     // Hermes' name for variables that reach sandboxes from the gateway's environment: Berth adds
     // them to docker_forward_env, so every check on forwarded names applies to them too.
     env_passthrough: z.array(variableName).default([]),
+    // What sandboxes may reach past the egress policy: `10.1.2.3`, `10.1.0.0/16`, `10.1.2.3:5432`, `db.internal:5432`.
+    docker_egress_allow: z.array(egressException).default([]),
     // Berth's own keys.
     docker_exec_mode: z.enum(['auto', 'session', 'exec']).default('auto'),
     docker_mask_secrets: z.boolean().default(true),
@@ -112,7 +121,9 @@ export const terminalConfigSchema = z
     docker_pids_limit: z.number().int().min(16).max(1_000_000).default(512),
     docker_cap_add: z.array(capability).default([...DEFAULT_CAPABILITIES]),
     docker_no_new_privileges: z.boolean().default(true),
-    docker_read_only: z.boolean().default(false),
+    // Read-only by default: the container's own layer cannot fill the engine's disk; /tmp,
+    // /var/tmp and /run are bounded tmpfs, /workspace and /root the user's disk.
+    docker_read_only: z.boolean().default(true),
     docker_tmp_size: megabytes.default(512),
     docker_nofile: z.number().int().min(64).max(1_048_576).default(4096),
     docker_nproc: z.number().int().min(16).max(1_048_576).default(4096),
@@ -169,6 +180,7 @@ const EXPECTED_FORM: Record<string, string> = {
   container_memory: 'expected megabytes as a number (5120) or a size like "512m" or "2g"',
   docker_max_running: 'expected "auto" or a whole number of sandboxes (0: no cap)',
   docker_tmp_size: 'expected megabytes as a number (512) or a size like "512m"',
+  container_disk: 'expected megabytes as a number (51200), a size like "50g", or 0 for no limit',
 };
 
 /** Turns zod's wording into "expected …" in plain words. */

@@ -60,8 +60,14 @@ export interface SandboxSpec {
     readonly pids: number;
     readonly nofile: number;
     readonly nproc: number;
-    /** Size of the `/tmp` tmpfs. */
+    /** Size of the `/tmp` tmpfs (and, with a read-only root, of `/var/tmp`). */
     readonly tmpMb: number;
+    /**
+     * The hard limit on the workspace and home together (`container_disk`), 0 for none. The
+     * runtime enforces it for drivers with host folders (a disk per scope); a driver without
+     * them sizes its storage with it (a claim's size).
+     */
+    readonly diskMb: number;
   };
   readonly security: {
     /** The capabilities kept after dropping all. */
@@ -93,6 +99,17 @@ export interface DriverDescription {
   readonly runtimes?: readonly string[];
   /** The engine host's size, when it says: what the sandboxes' limits must fit in. */
   readonly host?: { readonly memoryMb: number; readonly cpus: number };
+  /**
+   * The IPv4 range every sandbox network is taken from, when those networks are bridges on the
+   * gateway's own host (a local engine, rootful): the runtime then enforces the egress policy
+   * there. Absent when it cannot (rootless user-mode networking, a remote engine).
+   */
+  readonly networkPool?: string;
+  /**
+   * How the driver enforces the egress policy itself, when it does (a Kubernetes NetworkPolicy,
+   * say); the runtime then installs no host rules and warns of nothing.
+   */
+  readonly egressEnforcedBy?: string;
 }
 
 /** What a driver can do; the runtime reads these to decide what it does around the driver. */

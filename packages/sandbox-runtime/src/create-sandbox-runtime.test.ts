@@ -23,7 +23,8 @@ afterEach(async () => {
 function setUp(settings: Record<string, unknown> = {}, environment: Record<string, string> = {}) {
   const sandboxDir = mkdtempSync(path.join(tmpdir(), 'berth-runtime-'));
   folders.push(sandboxDir);
-  const config = parseTerminalConfig({ sandbox_dir: sandboxDir, lifetime_seconds: 0, ...settings });
+  // No per-scope disks here (a fake has no containers to bind them into): scope-disks.test.ts has those.
+  const config = parseTerminalConfig({ sandbox_dir: sandboxDir, lifetime_seconds: 0, container_disk: 0, ...settings });
   const resolver = createSandboxResolver({ config, registry: createPlatformRegistry(), environment });
   const request = (userId: string): SandboxRequest => resolver.resolve({ session: { platform: 'telegram', userId } });
   return { sandboxDir, config, request };
@@ -263,9 +264,11 @@ describe('the sandbox runtime', () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
     const runtime = runtimeOver(driver, config);
-    const first = await runtime.doExec(request('54'), { command: 'cd /; export KEEP=yes; (sleep 0.3; echo LATE; echo LATE >&2) & echo now' });
+    // The job outlives the check that looks for it even on a busy host (here the check walks the
+    // host's whole /proc, not a sandbox's few processes).
+    const first = await runtime.doExec(request('54'), { command: 'cd /; export KEEP=yes; (sleep 1.5; echo LATE; echo LATE >&2) & echo now' });
     expect(first.stdout).toBe('now\n');
-    await sleep(500);
+    await sleep(1800);
     const second = await runtime.doExec(request('54'), { command: 'sleep 0.5; pwd; echo "$KEEP"' });
     expect(second).toMatchObject({ stdout: '/\nyes\n', stderr: '' });
     expect(`${second.stdout}${second.stderr}`).not.toContain('LATE');

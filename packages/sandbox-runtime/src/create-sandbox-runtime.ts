@@ -9,6 +9,8 @@ import {
   type SandboxRequest,
 } from '@berth/core';
 import { purgeHostFolders } from './host-folders.js';
+import { createEgressFirewall, type EgressFirewall } from './egress-firewall.js';
+import { createScopeDisks } from './scope-disks.js';
 import { createStoppingPolicies } from './idle-reaper.js';
 import { createInventory } from './inventory.js';
 import { touchLastUsed } from './last-used-file.js';
@@ -78,8 +80,39 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     onProgress: options.onProgress,
     entries: new Map(),
     limitCreate: createLimiter(options.createConcurrency ?? 4),
+    disks: createScopeDisks({ limitMb: settings.container_disk, engine: driver.engine, hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
+    prepareNetwork: async () => {
+      if (settings.docker_network) await (await egressFirewall()).ensure();
+    },
+    egressUnenforced: async () => (await egressFirewall()).unenforced,
   };
+  if (context.disks.unenforced) options.logger?.warn(`berth: ${context.disks.unenforced}`);
   let closed = false;
+  // The egress policy, once the engine has said where its sandbox networks are.
+  let egress: Promise<EgressFirewall> | undefined;
+  function egressFirewall(): Promise<EgressFirewall> {
+    egress ??= driver
+      .describe()
+      .then((description) => {
+        const firewall = description.egressEnforcedBy
+          ? { unenforced: undefined, ensure: async () => undefined }
+          : createEgressFirewall({
+              pool: description.networkPool ?? settings.docker_network_pool,
+              allow: settings.docker_egress_allow,
+              network: settings.docker_network,
+              poolNetworks: description.networkPool !== undefined,
+              engine: driver.engine,
+              logger: options.logger,
+            });
+        if (firewall.unenforced) options.logger?.warn(`berth: ${firewall.unenforced}`);
+        return firewall;
+      })
+      .catch((error: unknown) => {
+        egress = undefined;
+        throw error;
+      });
+    return egress;
+  }
 
   const lifecycle = createSandboxLifecycle(context);
   const inventory = createInventory(context, lifecycle);
@@ -166,6 +199,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
           if (driver.capabilities.hostFolders) {
             // The sandbox went first, so nothing in it can change the folders meanwhile.
             await driver.beforePurge?.(removeOptions.paths);
+            await context.disks.purge(removeOptions.paths);
             await purgeHostFolders(removeOptions.paths);
           } else {
             await driver.purgeStorage?.(scopeKey);
@@ -181,7 +215,9 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     reap: () => policies.reap(),
 
     async describe(describeOptions = {}): Promise<BackendDescription> {
-      const description = await driver.describe();
+      const driverDescription = await driver.describe();
+      const notEnforced = [context.disks.unenforced, await context.egressUnenforced()].filter((line): line is string => line !== undefined);
+      const description = notEnforced.length > 0 ? { ...driverDescription, warnings: [...driverDescription.warnings, ...notEnforced] } : driverDescription;
       if (describeOptions.image === undefined) return description;
       return { ...description, image: { name: describeOptions.image, present: await driver.hasImage(describeOptions.image) } };
     },

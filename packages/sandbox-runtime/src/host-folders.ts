@@ -35,11 +35,16 @@ export function assertScopeFolder(paths: SandboxPaths): void {
  * the workspace or the home is a symbolic link: a link planted there would otherwise mount
  * (and later purge) a folder outside the sandbox root.
  */
-export async function prepareHostFolders(paths: SandboxPaths): Promise<void> {
+export async function prepareHostFolders(paths: SandboxPaths, mountDisk?: (paths: SandboxPaths) => Promise<void>): Promise<void> {
   assertScopeFolder(paths);
   await mkdir(paths.root, { recursive: true, mode: 0o700 });
   await assertRealFolder(paths.root, 'the sandbox root');
   await makeFolder(paths.folder, 'the sandbox folder');
+  // The scope's own disk goes on its folder once the folder is known to be a real one.
+  if (mountDisk) {
+    await mountDisk(paths);
+    await assertRealFolder(paths.folder, 'the sandbox folder');
+  }
   await makeFolder(paths.workspace, 'the workspace');
   await makeFolder(paths.home, 'the home folder');
 }

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { SandboxInfo } from '@berth/core';
 import { readLastUsed } from './last-used-file.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -19,6 +20,12 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
   // The last use an earlier process recorded beside the folders, where the driver has them.
   const recordedUse = (workspace: string | undefined): number | undefined => (driver.capabilities.hostFolders ? readLastUsed(workspace) : undefined);
 
+  const diskOf = (workspace: string | undefined): { disk?: { usedMb: number; limitMb: number } } => {
+    if (!driver.capabilities.hostFolders || !workspace) return {};
+    const disk = context.disks.usage(path.dirname(workspace));
+    return disk ? { disk } : {};
+  };
+
   return {
     async list() {
       return (await lifecycle.find()).map((sandbox): SandboxInfo => {
@@ -33,6 +40,7 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
           workspace: sandbox.labels[LABELS.workspace] ?? '',
           home: sandbox.labels[LABELS.home] ?? '',
           ...(lastUsed === undefined ? {} : { lastUsed: new Date(lastUsed).toISOString() }),
+          ...diskOf(sandbox.labels[LABELS.workspace]),
         };
       });
     },

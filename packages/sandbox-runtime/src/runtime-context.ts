@@ -1,6 +1,7 @@
 import type { BerthError, HostLogger, SandboxDriverV1 } from '@berth/core';
 import type { Limiter, SandboxEntry } from './sandbox-entry.js';
 import type { SandboxSettings } from './sandbox-settings.js';
+import type { ScopeDisks } from './scope-disks.js';
 
 /** Progress of the slow steps of a first command. */
 export interface ProgressEvent {
@@ -24,6 +25,12 @@ export interface RuntimeContext {
   readonly entries: Map<string, SandboxEntry>;
   /** Bounds the creates and starts that run at once. */
   readonly limitCreate: Limiter;
+  /** Each scope's disk (`container_disk`). */
+  readonly disks: ScopeDisks;
+  /** Makes sure the egress policy is in force before a sandbox with networking starts. */
+  readonly prepareNetwork: () => Promise<void>;
+  /** Why the egress policy is not enforced, once the engine said (`undefined`: enforced, or not known yet). */
+  readonly egressUnenforced: () => Promise<string | undefined>;
 }
 
 /** The code of a Berth error, when `error` is one. */

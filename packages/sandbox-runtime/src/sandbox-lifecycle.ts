@@ -44,8 +44,10 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     return imageReady;
   };
 
+  /** What must hold on the host before a sandbox starts: its folders (on its own disk) and the egress policy. */
   const prepareFolders = async (request: SandboxRequest): Promise<void> => {
-    if (driver.capabilities.hostFolders) await prepareHostFolders(request.paths);
+    if (driver.capabilities.hostFolders) await prepareHostFolders(request.paths, context.disks.ensure);
+    await context.prepareNetwork();
   };
 
   const start = async (entry: SandboxEntry, id: string): Promise<void> => {

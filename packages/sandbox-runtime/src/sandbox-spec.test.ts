@@ -13,8 +13,8 @@ const build = (input: Record<string, unknown> = {}, revision = 'r1') => {
 describe('buildSandboxSpec', () => {
   it('hardens by default from the settings', () => {
     const { spec } = build();
-    expect(spec.security).toEqual({ capabilities: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID'], noNewPrivileges: true, readOnlyRoot: false });
-    expect(spec.limits).toEqual({ cpus: 1, memoryMb: 5120, pids: 512, nofile: 4096, nproc: 4096, tmpMb: 512 });
+    expect(spec.security).toEqual({ capabilities: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID'], noNewPrivileges: true, readOnlyRoot: true });
+    expect(spec.limits).toEqual({ cpus: 1, memoryMb: 5120, pids: 512, nofile: 4096, nproc: 4096, tmpMb: 512, diskMb: 51_200 });
     expect(spec.hostname).toBe('sandbox');
     expect(spec.network).toBe(true);
   });
@@ -26,9 +26,9 @@ describe('buildSandboxSpec', () => {
   });
 
   it('follows setting changes: memory, cpu, runtime, read-only, no network', () => {
-    const { spec } = build({ container_memory: '2g', container_cpu: 0.5, docker_runtime: 'runsc', docker_read_only: true, docker_cap_add: [], docker_no_new_privileges: false, docker_network: false });
+    const { spec } = build({ container_memory: '2g', container_cpu: 0.5, docker_runtime: 'runsc', docker_read_only: false, docker_cap_add: [], docker_no_new_privileges: false, docker_network: false });
     expect(spec.limits).toMatchObject({ memoryMb: 2048, cpus: 0.5 });
-    expect(spec.security).toEqual({ capabilities: [], noNewPrivileges: false, readOnlyRoot: true, runtime: 'runsc' });
+    expect(spec.security).toEqual({ capabilities: [], noNewPrivileges: false, readOnlyRoot: false, runtime: 'runsc' });
     expect(spec.network).toBe(false);
   });
 

@@ -109,6 +109,7 @@ export function buildSandboxSpec(options: BuildSandboxSpecOptions): { spec: Sand
       nofile: settings.docker_nofile,
       nproc: settings.docker_nproc,
       tmpMb: settings.docker_tmp_size,
+      diskMb: settings.container_disk,
     },
     security: {
       capabilities: [...settings.docker_cap_add],

@@ -112,8 +112,10 @@ export class ShellSession {
     // Bytes outside every frame come from something else writing to the session's pipes (a
     // process a command left behind, or one that reopened them): past the limit the session is
     // retired, so they stop reaching the gateway.
+    // While a command runs, its own frame is still open on the other stream: the check waits
+    // for the command's end (see run()), so its result is never lost to a job it started.
     const checkStray = (): void => {
-      if (session && stdoutReader.stray + stderrReader.stray > STRAY_OUTPUT_LIMIT) session.close();
+      if (session && !session.busy && session.strayOverLimit()) session.close();
     };
     channel.onStdout((chunk) => {
       stdoutReader.push(chunk);
@@ -208,6 +210,7 @@ export class ShellSession {
         this.busy = false;
         if ('result' in outcome) resolve(outcome.result);
         else reject(outcome.error);
+        if (this.strayOverLimit()) this.close();
       };
       const onEnd = (value: number, fromStdout: boolean, endFlags: string): void => {
         if (fromStdout) status = value;
@@ -234,6 +237,11 @@ export class ShellSession {
       }, options.timeoutMs);
       this.channel.write(script);
     });
+  }
+
+  /** Whether more than {@link STRAY_OUTPUT_LIMIT} bytes arrived outside every frame. */
+  private strayOverLimit(): boolean {
+    return this.stdoutReader.stray + this.stderrReader.stray > STRAY_OUTPUT_LIMIT;
   }
 
   /** Ends the shell (closing its stdin ends it; the connection is dropped too). */

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, IGNORED_GATEWAY_KEYS, isBerthError, terminalConfigSchema, type TerminalEnvironmentProviderV1 } from '@berth/core';
-import { createBerthPlugin } from '@berth/gateway-plugin';
+import { createBerthPlugin, releaseDisksUnder } from '@berth/gateway-plugin';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ATTACK_IMAGE, containersUnder, temporarySandboxDir, within } from './support/attack-gateway.js';
@@ -25,9 +25,11 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   docker_image: { wrongType: 42, outOfRange: 'has space:latest', valid: ATTACK_IMAGE },
   container_cpu: { wrongType: 'two', outOfRange: 0, valid: 1 },
   container_memory: { wrongType: true, outOfRange: 8, valid: 256 },
+  container_disk: { wrongType: true, outOfRange: 8, valid: 1024 },
   container_persistent: { wrongType: 'no', outOfRange: 2, valid: true },
   docker_network: { wrongType: 'bridge', outOfRange: 0, valid: true },
   docker_network_pool: { wrongType: 10, outOfRange: '10.217.0.0/30', valid: '10.217.0.0/16' },
+  docker_egress_allow: { wrongType: '10.1.2.3', outOfRange: ['10.1.2.3:99999'], valid: ['10.1.2.3:5432'] },
   timeout: { wrongType: '30s', outOfRange: -1, valid: 30 },
   lifetime_seconds: { wrongType: '5m', outOfRange: -1, valid: 300 },
   sandbox_dir: { wrongType: 42, outOfRange: '', valid: sandboxDir },
@@ -131,7 +133,8 @@ beforeAll(() => {
   mkdirSync(files, { recursive: true });
 });
 
-afterAll(() => {
+afterAll(async () => {
+  await releaseDisksUnder(home);
   rmSync(home, { recursive: true, force: true });
 });
 

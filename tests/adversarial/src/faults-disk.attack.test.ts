@@ -3,10 +3,12 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomTelegramUser, randomWhatsAppUser, startAttackGateway, temporarySandboxDir, type AttackGateway } from './support/attack-gateway.js';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
 
 // The sandbox root ({sandbox_dir}/docker) on a 2 MB tmpfs: full, then read-only. Users' files
 // must survive, errors must be one clear line, and everything must work again once space or
-// write access returns.
+// write access returns. Without per-user disks (container_disk: 0), so the host's folders are
+// what fills; disk.attack.test.ts tries the per-user limit.
 const sandboxDir = temporarySandboxDir('disk');
 const root = path.join(sandboxDir, 'docker');
 const owner = randomTelegramUser();
@@ -23,13 +25,14 @@ beforeAll(async () => {
   mkdirSync(root, { recursive: true });
   mount('-t', 'tmpfs', '-o', 'size=2m', 'berth-attack-disk', root);
   mounted = true;
-  gateway = await startAttackGateway({ sandboxDir });
+  gateway = await startAttackGateway({ sandboxDir, config: { container_disk: 0 } });
   expect((await gateway.run(owner, 'echo keep > /workspace/keep; echo ok')).output).toBe('ok\n');
 });
 
 afterAll(async () => {
   await gateway?.cleanup();
   if (mounted) execFileSync('umount', ['-l', root], { stdio: 'pipe' });
+  await releaseDisksUnder(sandboxDir);
   rmSync(sandboxDir, { recursive: true, force: true });
 });
 

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ATTACK_IMAGE, assertEngineReady, containersUnder, docker, randomTelegramUser, removeContainersUnder, temporarySandboxDir, within } from './support/attack-gateway.js';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
 
 // The gateway as a child process, killed with SIGKILL in the middle of a command and started
 // again: it must adopt the existing sandbox (same container), make no duplicate, and its reaper
@@ -49,6 +50,7 @@ async function startChild(): Promise<ChildGateway> {
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   await removeContainersUnder(sandboxDir);
+  await releaseDisksUnder(sandboxDir);
   rmSync(sandboxDir, { recursive: true, force: true });
 });
 

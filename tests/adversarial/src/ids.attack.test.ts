@@ -3,6 +3,7 @@ import path from 'node:path';
 import { IdentityError } from '@berth/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docker, randomLetters, startAttackGateway, temporarySandboxDir, type AttackGateway, type Sender } from './support/attack-gateway.js';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
 
 // Hostile sender ids, as a host would pass them from a platform it does not vet. Each must be
 // refused with IdentityError or land in its own folder directly inside {sandbox_dir}/docker,
@@ -39,6 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.cleanup();
+  await releaseDisksUnder(parent);
   rmSync(parent, { recursive: true, force: true });
 });
 
@@ -110,10 +112,19 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     expect(taskContainer?.Labels?.['dev.berth.workspace']).toBe(path.join(sandboxDir, 'docker', 'task~chat%3Asignal%3Achat', 'workspace'));
   });
 
-  it('afterwards nothing exists outside {sandbox_dir}/docker, and every container mounts only its own two folders', async () => {
+  it('afterwards nothing exists outside {sandbox_dir}/docker but each scope\'s disk image, and every container mounts only its own two folders', async () => {
     const after = listing(parent).filter((entry) => !before.includes(entry));
     const root = path.join('gateway', 'sandboxes', 'docker');
-    for (const entry of after) expect(entry === root || entry.startsWith(root + path.sep)).toBe(true);
+    const disks = path.join('gateway', 'sandboxes', 'disks');
+    const scopeFolders = new Set(readdirSync(path.join(parent, root)));
+    for (const entry of after) {
+      if (entry === root || entry.startsWith(root + path.sep)) continue;
+      // The per-scope disks (container_disk): one owner-only image per scope folder, nothing else.
+      if (entry === disks || entry === path.join(disks, 'docker')) continue;
+      expect(path.dirname(entry), entry).toBe(path.join(disks, 'docker'));
+      expect(entry.endsWith('.ext4') && scopeFolders.has(path.basename(entry, '.ext4')), entry).toBe(true);
+      expect(statSync(path.join(parent, entry)).mode & 0o777).toBe(0o600);
+    }
     // Directly inside the root: one folder per scope, each with exactly the workspace and home
     // folders, beside which Berth may keep only its own `.berth-*` bookkeeping files.
     for (const item of readdirSync(path.join(parent, root), { withFileTypes: true })) {

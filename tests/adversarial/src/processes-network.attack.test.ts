@@ -129,8 +129,17 @@ describe('names: nothing a sandbox can see says who else is there, or how many',
 });
 
 describe('privileges: no escalation inside the sandbox', () => {
-  it('a setuid copy of busybox gives nobody no privileges (no-new-privileges on every process)', async () => {
-    const result = await gateway.run(
+  it('no setuid file can even be made: the root is read-only and every writable place is nosuid', async () => {
+    const result = await gateway.run(attacker, "touch /suid 2>&1; grep -E ' (/workspace|/root|/tmp|/var/tmp|/run) ' /proc/mounts");
+    expect(result.output).toMatch(/Read-only file system/);
+    const mounts = result.output.split('\n').filter((line) => / \/(workspace|root|tmp|var\/tmp|run) /.test(line));
+    expect(mounts.map((line) => line.split(' ')[1]).sort()).toEqual(['/root', '/run', '/tmp', '/var/tmp', '/workspace']);
+    for (const line of mounts) expect(line, line).toMatch(/\bnosuid\b/);
+  });
+
+  it('with a writable root (docker_read_only: false), a setuid copy of busybox gives nobody no privileges (no-new-privileges on every process)', async () => {
+    const writable = await startAttackGateway({ config: { docker_read_only: false, docker_network: false } });
+    const result = await writable.run(
       attacker,
       'mkdir -p /suid && cp /bin/busybox /suid/busybox && chmod u+s /suid/busybox && ls -l /suid/busybox; su -s /bin/sh nobody -c "/suid/busybox sh -c \'id -u; grep -E \\"^(Uid|NoNewPrivs)\\" /proc/self/status\'" 2>&1; grep -h NoNewPrivs /proc/[0-9]*/status | sort -u',
     );
@@ -138,6 +147,7 @@ describe('privileges: no escalation inside the sandbox', () => {
     expect(result.output).toMatch(/^65534$/m);
     expect(result.output).not.toMatch(/^Uid:\s+\S+\s+0\s/m);
     expect(result.output.match(/NoNewPrivs:\s+\d/g)?.every((line) => line.endsWith('1'))).toBe(true);
+    await writable.cleanup();
   });
 
   it('mount fails: tmpfs, bind and remounting /proc/sys or the workspace', async () => {

@@ -38,7 +38,7 @@ describe('a storm of first messages, then the reaper under load', () => {
     const results = await Promise.all(pending);
     const elapsed = performance.now() - started;
     const errors = results.filter((result) => 'error' in result || result.returncode !== 0);
-    expect(errors).toEqual([]);
+    expect(errors.map((result) => ('error' in result ? result.error : `exit ${result.returncode}: ${result.output}`))).toEqual([]);
     for (const result of results) expect('output' in result ? result.output : '').toBe(`${markerOf(result.sender)}\n`);
     expect(await gateway.containers()).toHaveLength(USERS);
     console.log(`storm: ${results.length} messages, ${USERS} sandboxes created in ${Math.round(elapsed)} ms`);
@@ -63,7 +63,7 @@ describe('a storm of first messages, then the reaper under load', () => {
     await Promise.all(inFlight);
     await watcher;
     const errors = results.filter((result) => 'error' in result || result.returncode !== 0);
-    expect(errors).toEqual([]);
+    expect(errors.map((result) => ('error' in result ? result.error : `exit ${result.returncode}: ${result.output}`))).toEqual([]);
     for (const result of results) expect('output' in result ? result.output : '').toBe(`${markerOf(result.sender)}\n`);
     // The reaper did run: some sandboxes were stopped during the window.
     expect(reaped).toBeGreaterThan(0);

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
 import { installPacked, publishedPackages, type InstalledProject } from './support/install-packed.js';
 
 // Every published package as a stranger gets it: packed, installed with npm into a fresh
@@ -77,6 +78,7 @@ afterAll(async () => {
     for (const container of containers.filter((item) => (item.Labels['dev.berth.workspace'] ?? '').startsWith(sandboxDir + path.sep))) {
       await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
     }
+    await releaseDisksUnder(sandboxDir);
     await rm(sandboxDir, { recursive: true, force: true });
   }
   if (project) await rm(path.dirname(project.folder), { recursive: true, force: true });

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
 import { installPacked, type InstalledProject } from './support/install-packed.js';
 
 // Installed from packed tarballs as a user installs them, with a second copy of @berth/core
@@ -88,6 +89,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (sandboxRoot) {
     for (const container of await containersUnder(sandboxRoot)) await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+    await releaseDisksUnder(sandboxRoot);
     await rm(sandboxRoot, { recursive: true, force: true });
   }
   if (project) await rm(path.dirname(project.folder), { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { constants, statSync } from 'node:fs';
+import { constants, statfsSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { defaultConfigPath, hermesHome, isBerthError, resolveSandboxDir, type BackendDescription, type LoadedConfig, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
@@ -12,7 +12,7 @@ import type { CliOptions } from './parse-cli-arguments.js';
 
 /** The outcome of one doctor check. */
 export interface DoctorCheck {
-  readonly name: 'config' | 'engine' | 'backend' | 'image' | 'sandbox-root' | 'variables' | 'isolation' | 'capacity';
+  readonly name: 'config' | 'engine' | 'backend' | 'image' | 'sandbox-root' | 'variables' | 'isolation' | 'capacity' | 'disk';
   readonly status: 'ok' | 'problem' | 'warning' | 'skipped';
   readonly detail: string;
   /** The one thing to do, for problems and warnings. */
@@ -63,6 +63,25 @@ function capacityCheck(config: TerminalConfig, host: HostSize): DoctorCheck {
     return { name: 'capacity', status: 'problem', detail: `up to ${cap}: ${sums}, more than the host has`, fix: 'lower terminal.docker_max_running (or set it to auto), container_memory or docker_pids_limit' };
   }
   return { name: 'capacity', status: 'ok', detail: `up to ${cap}: ${sums}` };
+}
+
+/** The per-user disks against the free space under the sandbox root (they are sparse: space is taken as it is written). */
+function diskCheck(config: TerminalConfig, root: string): DoctorCheck {
+  if (config.container_disk === 0) return { name: 'disk', status: 'warning', detail: 'terminal.container_disk is 0: no per-user disks (see the isolation check)' };
+  let freeMb: number | undefined;
+  for (let folder = path.resolve(root); freeMb === undefined; folder = path.dirname(folder)) {
+    try {
+      const stats = statfsSync(folder);
+      freeMb = Math.floor((stats.bavail * stats.bsize) / 1024 / 1024);
+    } catch {
+      if (folder === path.dirname(folder)) break;
+    }
+  }
+  const most = config.docker_max_sandboxes;
+  const sum = most > 0 ? most * config.container_disk : undefined;
+  const detail = `each sandbox has a disk of ${config.container_disk} MB (container_disk)${sum === undefined ? '' : `; ${most} of them (docker_max_sandboxes) could hold ${sum} MB`}${freeMb === undefined ? '' : `, with ${freeMb} MB free under ${root}`}`;
+  if (sum === undefined || freeMb === undefined || sum <= freeMb) return { name: 'disk', status: 'ok', detail };
+  return { name: 'disk', status: 'warning', detail: `${detail}: full disks together would fill the host first`, fix: 'lower terminal.container_disk or docker_max_sandboxes, or give the sandbox root more space' };
 }
 
 /** Runs every check; never throws for a failed check. */
@@ -134,6 +153,7 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
     if (risks.length === 0) checks.push({ name: 'isolation', status: 'ok', detail: 'no setting undoes the sandboxes\' isolation (mounts, capabilities, no-new-privileges, runtime)' });
     checks.push(capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }));
   }
+  if (config) checks.push(diskCheck(config, root));
   const state = await sandboxRootState(root);
   checks.push(
     state.writable

@@ -58,11 +58,11 @@ stderr and nothing created.
   ls: `Usage: berth ls [--json]
 
 Lists every sandbox Berth owns on the engine: scope, platform and user (or task), container
-and state, workspace and home folders, last use.
+and state, last use, disk use against terminal.container_disk, workspace and home folders.
 
 Options:
       --json          print an array of {scope, kind, platform, user, task, containerId,
-                      state, workspace, home, lastUsed}
+                      state, workspace, home, lastUsed, disk: {usedMb, limitMb} | null}
 ${COMMON}
 `,
   rm: `Usage: berth rm (--platform P --user ID | --session-key KEY | --task T) [--purge]

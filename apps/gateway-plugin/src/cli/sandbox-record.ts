@@ -14,6 +14,8 @@ export interface SandboxRecord {
   readonly home: string;
   /** ISO time of the last command, or `null` when the backend does not know. */
   readonly lastUsed: string | null;
+  /** Use of the sandbox's own disk against `container_disk`, or `null` when it has none mounted. */
+  readonly disk: { readonly usedMb: number; readonly limitMb: number } | null;
 }
 
 /** Turns a backend's {@link SandboxInfo} into the stable `berth ls --json` shape. */
@@ -29,6 +31,7 @@ export function toSandboxRecord(info: SandboxInfo): SandboxRecord {
     workspace: info.workspace,
     home: info.home,
     lastUsed: info.lastUsed ?? null,
+    disk: info.disk ?? null,
   };
 }
 
@@ -36,7 +39,8 @@ export function toSandboxRecord(info: SandboxInfo): SandboxRecord {
 export function sandboxRecordRow(record: SandboxRecord): string[] {
   // Labels come from the engine: whatever a container carries is shown escaped, never raw.
   const owner = record.kind === 'user' ? `${record.platform}:${record.user}` : `task ${record.task}`;
-  return [owner, record.containerId.slice(0, 12), record.state, record.lastUsed ?? '-', record.workspace, record.home].map(escapeForDisplay);
+  const disk = record.disk ? `${record.disk.usedMb}/${record.disk.limitMb} MB` : 'no limit';
+  return [owner, record.containerId.slice(0, 12), record.state, record.lastUsed ?? '-', disk, record.workspace, record.home].map(escapeForDisplay);
 }
 
 /**
@@ -51,4 +55,4 @@ export function stringifyForDisplay(value: unknown): string {
 }
 
 /** Headers matching {@link sandboxRecordRow}. */
-export const SANDBOX_TABLE_HEADERS = ['OWNER', 'CONTAINER', 'STATE', 'LAST USED', 'WORKSPACE', 'HOME'] as const;
+export const SANDBOX_TABLE_HEADERS = ['OWNER', 'CONTAINER', 'STATE', 'LAST USED', 'DISK', 'WORKSPACE', 'HOME'] as const;

@@ -15,6 +15,7 @@ import { createBerthPlugin, providerNameFor } from '../berth-plugin.js';
 import { createBerthPlatformRegistry } from '../create-berth-platform-registry.js';
 import { createInProcessTerminalRegistry } from '../create-in-process-terminal-registry.js';
 import { createBackend } from '../create-backend.js';
+import { releaseDisksUnder } from '@berth/sandbox-runtime';
 
 /** The image the set-up builds locally; the demo falls back to it when no registry answers. */
 export const LOCAL_BASE_IMAGE = 'localhost/berth-busybox:latest';
@@ -239,6 +240,7 @@ async function removeEverything(plugin: ReturnType<typeof createBerthPlugin>, us
     }
   }
   await plugin.close();
+  await releaseDisksUnder(sandboxDir);
   await rm(sandboxDir, { recursive: true, force: true });
   return clean;
 }

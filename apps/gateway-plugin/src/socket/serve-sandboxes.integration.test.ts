@@ -10,6 +10,7 @@ import { taskFolderName } from '@berth/core';
 import { requestEngine } from '../testing/engine-client.js';
 import { findEngine } from '../testing/find-engine.js';
 import { sandboxCommandArgv } from './sandbox-command-argv.js';
+import { releaseDisksUnder } from '@berth/sandbox-runtime';
 
 // `berth serve` and spawned `berth exec --socket` clients as a host runs them: the built
 // dist/cli.js in subprocesses, against the real engine.
@@ -114,6 +115,7 @@ afterAll(async () => {
     // Each sandbox has a network of its own, named as the container.
     await requestEngine(engine, 'DELETE', `/networks/${container.Names[0]!.replace(/^\//, '')}`).catch(() => {});
   }
+  await releaseDisksUnder(root);
   rmSync(root, { recursive: true, force: true });
 });
 

@@ -18,7 +18,7 @@ const quickBerth = {
   execute: async (command: string) => ({ exitCode: 0, stdout: `ran ${command}`, stderr: '', timedOut: false, truncated: false, durationMs: 1, scopeKey: 'task:default' }),
 } as unknown as Berth;
 
-async function start(options: { requestReadTimeoutMs?: number; maxPendingConnections?: number } = {}): Promise<string> {
+async function start(options: { requestReadTimeoutMs?: number; maxPendingConnections?: number; pendingGraceMs?: number } = {}): Promise<string> {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'berth-serve-unit-'));
   folders.push(folder);
   const server = await serveSandboxes({ berth: quickBerth, socket: path.join(folder, 's.sock'), ...options });
@@ -52,14 +52,28 @@ describe('berth serve', () => {
   });
 
   it('closes the oldest idle connection to make room, so idle ones cannot keep real requests out', async () => {
-    const socket = await start({ maxPendingConnections: 5, requestReadTimeoutMs: 30_000 });
+    const socket = await start({ maxPendingConnections: 5, pendingGraceMs: 500, requestReadTimeoutMs: 30_000 });
     const idle = Array.from({ length: 20 }, () => converse(socket, () => undefined));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await new Promise((resolve) => setTimeout(resolve, 700));
     const real = await Promise.all(Array.from({ length: 10 }, (_unused, index) => converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, command: `c${index}` })}\n`))));
     for (const [index, { answer }] of real.entries()) expect(JSON.parse(answer)).toMatchObject({ exitCode: 0, stdout: `ran c${index}` });
-    // The idle ones were told why, in one line each, instead of being left hanging.
-    const evicted = await Promise.race([Promise.all(idle.slice(0, 15)), new Promise((resolve) => setTimeout(() => resolve('hung'), 5_000))]);
-    expect(evicted).not.toBe('hung');
-    for (const { answer } of evicted as Array<{ answer: string }>) expect(JSON.parse(answer)).toMatchObject({ error: { code: 'REQUEST_TIMEOUT' } });
+    // The idle ones that lost their place were told why, in one line each: those that came
+    // when the server was full (SERVER_BUSY), and the oldest ones pushed out for real requests.
+    const answers: string[] = [];
+    for (const pendingIdle of idle) void pendingIdle.then(({ answer }) => answers.push(answer));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const codes = answers.map((answer) => (JSON.parse(answer) as { error: { code: string } }).error.code);
+    expect(codes.filter((code) => code === 'SERVER_BUSY')).toHaveLength(15);
+    expect(codes.filter((code) => code === 'REQUEST_TIMEOUT').length).toBeGreaterThanOrEqual(1);
+    expect(codes.every((code) => code === 'SERVER_BUSY' || code === 'REQUEST_TIMEOUT')).toBe(true);
+  });
+
+  it('answers a newcomer SERVER_BUSY rather than push out a connection still within its grace', async () => {
+    const socket = await start({ maxPendingConnections: 3, pendingGraceMs: 60_000, requestReadTimeoutMs: 30_000 });
+    const held = Array.from({ length: 3 }, () => converse(socket, () => undefined));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const { answer } = await converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, command: 'late' })}\n`));
+    expect(JSON.parse(answer)).toMatchObject({ error: { code: 'SERVER_BUSY', message: expect.stringMatching(/3 connections are sending requests/) } });
+    void held;
   });
 });

@@ -28,9 +28,13 @@ export interface ServeSandboxesOptions {
   readonly maxConnections?: number;
   /**
    * Connections that have not sent their whole request yet. At the limit the oldest of them is
-   * closed to make room, so idle connections can never keep real requests out. @default 64
+   * closed to make room once it has had `pendingGraceMs`, so idle connections can never keep
+   * real requests out; when every one of them is younger, the newcomer is answered
+   * `SERVER_BUSY`. @default 1024
    */
   readonly maxPendingConnections?: number;
+  /** Milliseconds a connection keeps its place before a newcomer may push it out. @default 1000 */
+  readonly pendingGraceMs?: number;
   /** Milliseconds a client has, from connecting, to send its whole request line (not an idle timer). @default 10000 */
   readonly requestReadTimeoutMs?: number;
 }
@@ -159,9 +163,10 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
   const socket = path.resolve(options.socket);
   const readTimeout = options.requestReadTimeoutMs ?? 10_000;
   const maxInFlight = options.maxConnections ?? 256;
-  const maxPending = options.maxPendingConnections ?? 64;
+  const maxPending = options.maxPendingConnections ?? 1024;
+  const pendingGrace = options.pendingGraceMs ?? 1000;
   // Connections still sending their request, oldest first (a Map keeps insertion order).
-  const pending = new Map<net.Socket, NodeJS.Timeout>();
+  const pending = new Map<net.Socket, { timer: NodeJS.Timeout; since: number }>();
   await prepareSocketPath(socket);
 
   const connections = new Set<net.Socket>();
@@ -205,7 +210,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
 
   // Half-open: a client may end its side after the request and still read the answer.
   const unpend = (connection: net.Socket): void => {
-    clearTimeout(pending.get(connection));
+    clearTimeout(pending.get(connection)?.timer);
     pending.delete(connection);
   };
   const server = net.createServer({ allowHalfOpen: true }, (connection) => {
@@ -236,20 +241,25 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       const task = run(connection, line).finally(() => inFlight.delete(task));
       inFlight.add(task);
     };
-    // Room for the newcomer: the connection that has waited longest without a request goes.
+    // Room for the newcomer: the connection that has waited longest without a request goes, once
+    // it has had its grace; a burst of newcomers never pushes out one another.
     if (pending.size >= maxPending) {
-      const [oldest] = pending.keys();
-      if (oldest) {
-        unpend(oldest);
-        answer(oldest, errorResponse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line while ${maxPending} other connections waited; send the request at once after connecting`)));
+      const [oldest] = pending.entries();
+      if (oldest && Date.now() - oldest[1].since >= pendingGrace) {
+        unpend(oldest[0]);
+        answer(oldest[0], errorResponse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line while ${maxPending} other connections waited; send the request at once after connecting`)));
+      } else {
+        received = true;
+        answer(connection, errorResponse(new SandboxSocketRequestError('SERVER_BUSY', `${maxPending} connections are sending requests at this moment; retry in a moment`)));
+        return;
       }
     }
     // A deadline for the whole request from the moment of connecting: a byte every few
     // seconds does not keep a connection open.
-    pending.set(
-      connection,
-      setTimeout(() => refuse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line within ${readTimeout / 1000} s of connecting; send one JSON object ending in a newline`)), readTimeout),
-    );
+    pending.set(connection, {
+      since: Date.now(),
+      timer: setTimeout(() => refuse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line within ${readTimeout / 1000} s of connecting; send one JSON object ending in a newline`)), readTimeout),
+    });
     connection.on('data', (chunk: Buffer) => {
       if (received) return;
       const newline = chunk.indexOf(0x0a);
@@ -292,7 +302,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
           await Promise.race([Promise.allSettled([...inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, grace)))]);
           clearTimeout(timer);
         }
-        for (const timer of pending.values()) clearTimeout(timer);
+        for (const { timer } of pending.values()) clearTimeout(timer);
         pending.clear();
         for (const connection of connections) connection.destroy();
         await stopped;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig, type SandboxRequest, type TerminalConfigInput } from '@berth/core';
 import Dockerode from 'dockerode';
 import { createDockerBackend, type DockerBackend, type DockerBackendOptions } from '../create-docker-backend.js';
+import { releaseDisksUnder } from '@berth/sandbox-runtime';
 
 /** The local image the set-up builds; no registry is needed. */
 export const TEST_IMAGE = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
@@ -72,6 +73,7 @@ export async function createHarness(): Promise<Harness> {
       await Promise.all(containers.map((container) => docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined)));
       const networks = await docker.listNetworks({ filters: { label: [`${TEST_LABEL}=${runId}`] } });
       await Promise.all(networks.map((network) => docker.getNetwork(network.Id).remove().catch(() => undefined)));
+      await releaseDisksUnder(sandboxDir);
       await rm(sandboxDir, { recursive: true, force: true });
     },
   };

@@ -1,5 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -20,6 +21,20 @@ import {
 } from '@berth/core';
 import type { TestContext } from 'vitest';
 import type { BackendEngineHooks, TestBackendOptions } from '../test-backend.js';
+
+/**
+ * Unmounts whatever the backend mounted under one of the suite's own temporary folders (a
+ * per-user disk, say), innermost first, so the folder can be deleted; the sandboxes are gone by then.
+ */
+async function unmountUnder(folder: string): Promise<void> {
+  const mountinfo = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+  const inside = mountinfo
+    .split('\n')
+    .map((line) => (line.split(' ')[4] ?? '').replace(/\\([0-7]{3})/g, (_match, octal: string) => String.fromCharCode(Number.parseInt(octal, 8))))
+    .filter((point) => point.startsWith(`${folder}${path.sep}`))
+    .sort((a, b) => b.length - a.length);
+  for (const point of inside) await new Promise((resolve) => execFile('umount', ['--lazy', point], () => resolve(undefined)));
+}
 
 /** Timeout of one ordinary test: container creation on a busy 2-core machine included. */
 export const TEST_TIMEOUT_MS = 60_000;
@@ -229,6 +244,7 @@ export function createBackendFixture(options: TestBackendOptions): BackendFixtur
       for (const folder of [sandboxDir, outsideDir]) {
         if (!folder) continue;
         try {
+          await unmountUnder(folder);
           await rm(folder, { recursive: true, force: true });
         } catch (error) {
           failures.push(`delete ${folder}: ${error instanceof Error ? error.message : String(error)}`);

@@ -11,7 +11,7 @@ import {
   type TerminalEnvironmentProviderV1,
   type TerminalRegistryV1,
 } from '@berth/core';
-import { createBerthPlugin, type Berth, type BerthPlugin } from '@berth/gateway-plugin';
+import { createBerthPlugin, type Berth, type BerthPlugin, releaseDisksUnder } from '@berth/gateway-plugin';
 import Dockerode from 'dockerode';
 
 /** The local base image every case runs on; no registry is reachable in CI. */
@@ -22,6 +22,14 @@ export const DOCKER_SOCKET = '/var/run/docker.sock';
 
 /** A client for looking at the engine from outside, as an operator would with `docker inspect`. */
 export const docker = new Dockerode({ socketPath: DOCKER_SOCKET });
+
+/** Rootful Podman's API socket, for the cases that run on both engines. */
+export const PODMAN_SOCKET = '/run/podman/podman.sock';
+
+/** The outside view of the engine a `terminal.backend` names. */
+export function engineClient(backend: 'docker' | 'podman' = 'docker'): Dockerode {
+  return backend === 'podman' ? new Dockerode({ socketPath: PODMAN_SOCKET }) : docker;
+}
 
 /** Label Berth puts on every sandbox: the host folder mounted at /workspace. */
 export const WORKSPACE_LABEL = 'dev.berth.workspace';
@@ -85,21 +93,21 @@ export interface AttackGatewayOptions {
 }
 
 /** Every container Berth made for a sandbox root (by the workspace label), from outside. */
-export async function containersUnder(sandboxDir: string): Promise<Dockerode.ContainerInfo[]> {
-  const all = await docker.listContainers({ all: true, filters: { label: ['dev.berth.managed-by=berth'] } });
+export async function containersUnder(sandboxDir: string, client: Dockerode = docker): Promise<Dockerode.ContainerInfo[]> {
+  const all = await client.listContainers({ all: true, filters: { label: ['dev.berth.managed-by=berth'] } });
   return all.filter((container) => (container.Labels?.[WORKSPACE_LABEL] ?? '').startsWith(sandboxDir + path.sep));
 }
 
 /** Removes every container Berth made for a sandbox root. */
-export async function removeContainersUnder(sandboxDir: string): Promise<void> {
-  const containers = await containersUnder(sandboxDir).catch(() => []);
+export async function removeContainersUnder(sandboxDir: string, client: Dockerode = docker): Promise<void> {
+  const containers = await containersUnder(sandboxDir, client).catch(() => []);
   await Promise.all(
     containers.map(async (container) => {
       if (container.State === 'paused') await thaw(container.Id);
-      await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+      await client.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
       // Each sandbox has a network of its own, named as the container.
       const network = container.HostConfig?.NetworkMode;
-      if (network && network === (container.Names?.[0] ?? '').replace(/^\//, '')) await docker.getNetwork(network).remove().catch(() => undefined);
+      if (network && network === (container.Names?.[0] ?? '').replace(/^\//, '')) await client.getNetwork(network).remove().catch(() => undefined);
     }),
   );
 }
@@ -171,9 +179,11 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
     environment: options.environment ?? {},
     logger,
   });
-  const provider = providers.get('berth-docker');
+  const backend = options.config?.backend === 'podman' ? 'podman' : 'docker';
+  const client = engineClient(backend);
+  const provider = providers.get(`berth-${backend}`);
   const berth = plugin.instances[0];
-  if (!provider || !berth) throw new Error('the plugin registered no berth-docker provider');
+  if (!provider || !berth) throw new Error(`the plugin registered no berth-${backend} provider`);
   const tool: TerminalEnvironment = await provider.createEnvironment({ taskId: 'attack' });
   let cleaned = false;
   const gateway: AttackGateway = {
@@ -192,16 +202,19 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
     },
     async containerOf(sender) {
       const { scopeKey } = gateway.folderOf(sender);
-      return (await containersUnder(sandboxDir)).find((container) => container.Labels?.['dev.berth.scope'] === scopeKey);
+      return (await containersUnder(sandboxDir, client)).find((container) => container.Labels?.['dev.berth.scope'] === scopeKey);
     },
-    containers: () => containersUnder(sandboxDir),
+    containers: () => containersUnder(sandboxDir, client),
     async cleanup() {
       if (cleaned) return;
       cleaned = true;
       await tool.cleanup().catch(() => undefined);
       await plugin.close().catch(() => undefined);
-      await removeContainersUnder(sandboxDir);
-      if (!options.sandboxDir) rmSync(sandboxDir, { recursive: true, force: true });
+      await removeContainersUnder(sandboxDir, client);
+      if (!options.sandboxDir) {
+        await releaseDisksUnder(sandboxDir);
+        rmSync(sandboxDir, { recursive: true, force: true });
+      }
     },
   };
   return gateway;

@@ -1,0 +1,93 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ATTACK_IMAGE, randomTelegramUser, startAttackGateway, temporarySandboxDir, type AttackGateway } from './support/attack-gateway.js';
+
+// Settings an operator might write that undo the isolation, and the sizes that must fit the
+// host: `berth doctor` (the built CLI, as an operator runs it) must name each risk with its key
+// and fail; register() must log the same; a new user past docker_max_sandboxes is refused in one
+// line with nothing created.
+const CLI = path.resolve(import.meta.dirname, '..', '..', '..', 'apps', 'gateway-plugin', 'dist', 'cli.js');
+const home = temporarySandboxDir('operator');
+const gateways: AttackGateway[] = [];
+
+afterAll(async () => {
+  for (const gateway of gateways) await gateway.cleanup();
+  await releaseDisksUnder(home);
+  rmSync(home, { recursive: true, force: true });
+});
+
+function doctor(config: string): Promise<{ status: number; stdout: string }> {
+  const folder = path.join(home, `hermes-${Math.random().toString(36).slice(2)}`);
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(path.join(folder, 'config.yaml'), config);
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, 'doctor'], { env: { PATH: process.env.PATH ?? '', HOME: folder, HERMES_HOME: folder, TERMINAL_SANDBOX_DIR: path.join(folder, 'sandboxes') }, timeout: 60_000 }, (error, stdout) =>
+      resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout }),
+    );
+  });
+}
+
+describe('settings that undo the isolation, and capacity', () => {
+  it('berth doctor names every risky setting with its key and the risk, and exits non-zero', async () => {
+    const risky = [
+      'terminal:',
+      `  docker_image: ${ATTACK_IMAGE}`,
+      '  docker_volumes: ["/var/run/docker.sock:/var/run/docker.sock", "/:/host:ro"]',
+      '  docker_cap_add: [CHOWN, SYS_ADMIN, NET_ADMIN, SYS_PTRACE, SYS_MODULE]',
+      '  docker_no_new_privileges: false',
+      '  docker_runtime: runsc',
+      '  docker_read_only: false',
+      '',
+    ].join('\n');
+    const run = await doctor(risky);
+    expect(run.status).toBe(1);
+    const problems = run.stdout.split('\n').filter((line) => /^PROBLEM\s+isolation:/.test(line));
+    const expected: Array<[string, RegExp]> = [
+      ['terminal.docker_volumes.0', /engine's socket/],
+      ['terminal.docker_volumes.1', /whole root file system/],
+      ['terminal.docker_cap_add', /SYS_ADMIN/],
+      ['terminal.docker_cap_add', /NET_ADMIN/],
+      ['terminal.docker_cap_add', /SYS_PTRACE/],
+      ['terminal.docker_cap_add', /SYS_MODULE/],
+      ['terminal.docker_no_new_privileges', /setuid/],
+      ['terminal.docker_runtime', /runsc is not installed/],
+      ['terminal.docker_read_only', /writable layer unbounded/],
+    ];
+    for (const [key, risk] of expected) expect(problems.some((line) => line.includes(key) && risk.test(line)), `${key} ${risk}`).toBe(true);
+    expect(run.stdout).not.toMatch(/all is well/);
+  });
+
+  it('berth doctor with the defaults finds no isolation risk, and shows the sums of the limits against the host', async () => {
+    const run = await doctor(`terminal:\n  docker_image: ${ATTACK_IMAGE}\n`);
+    expect(run.stdout).toMatch(/^ok\s+isolation: no setting undoes/m);
+    expect(run.stdout).toMatch(/^ok\s+capacity: up to \d+ at once \(docker_max_running: auto\): their limits add up to \d+ of \d+ MB of memory, [\d.]+ of \d+ CPUs and \d+ of \d+ pids \(pid_max\)/m);
+    expect(run.stdout).toMatch(/disk: each sandbox has a disk of 51200 MB \(container_disk\)/);
+  });
+
+  it('register() logs the same risks as warnings', async () => {
+    const gateway = await startAttackGateway({ config: { docker_cap_add: ['CHOWN', 'SYS_ADMIN'], docker_no_new_privileges: false } });
+    gateways.push(gateway);
+    expect(gateway.logs.filter((line) => line.startsWith('warn ') && /terminal\.docker_cap_add: SYS_ADMIN/.test(line))).toHaveLength(1);
+    expect(gateway.logs.filter((line) => line.startsWith('warn ') && /terminal\.docker_no_new_privileges/.test(line))).toHaveLength(1);
+  });
+
+  it('refuses a new user past docker_max_sandboxes with one line naming the key, and creates nothing for them', async () => {
+    const gateway = await startAttackGateway({ config: { docker_max_sandboxes: 2, docker_network: false } });
+    gateways.push(gateway);
+    const [first, second, third] = [randomTelegramUser(), randomTelegramUser(), randomTelegramUser()];
+    await gateway.run(first, 'true');
+    await gateway.run(second, 'true');
+    const refused = await gateway.attempt(third, 'echo should-not-run');
+    expect(refused).toBeInstanceOf(Error);
+    const message = (refused as Error).message;
+    expect(message.split('\n')).toHaveLength(1);
+    expect(message).toMatch(/terminal\.docker_max_sandboxes \(2\)/);
+    expect(await gateway.containerOf(third)).toBeUndefined();
+    expect((await gateway.containers()).length).toBe(2);
+    // Existing users are untouched.
+    expect((await gateway.run(first, 'echo still')).output).toBe('still\n');
+  });
+});

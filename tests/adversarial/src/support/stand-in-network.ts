@@ -1,0 +1,72 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * A network namespace of the test's own, joined to the host by a veth pair, with an HTTP server
+ * that answers `reached <address>` on every address it holds. It stands in for the internet (a
+ * TEST-NET-3 address) or for a private service next to the gateway (RFC 1918, CGNAT,
+ * link-local): the host routes exactly those addresses into the namespace, so no test packet
+ * ever goes to an address anyone else owns.
+ */
+export interface StandInNetwork {
+  /** The addresses the server answers on. */
+  readonly addresses: readonly string[];
+  readonly port: number;
+  /** The host's end of the link. */
+  readonly hostAddress: string;
+  close(): void;
+}
+
+const ip = (...args: string[]): void => void execFileSync('ip', args, { stdio: 'pipe' });
+
+/** Starts the namespace: `link` is a /30 (host .1, namespace .2); `extra` are /32s routed into it. */
+export async function startStandInNetwork(options: { link: string; extra?: readonly string[] }): Promise<StandInNetwork> {
+  const tag = randomBytes(3).toString('hex');
+  const namespace = `berth-standin-${tag}`;
+  const hostEnd = `bsh${tag}`;
+  const peerEnd = `bsp${tag}`;
+  const [a, b, c, d] = options.link.split('.').map(Number) as [number, number, number, number];
+  const base = d & ~3;
+  const hostAddress = `${a}.${b}.${c}.${base + 1}`;
+  const peerAddress = `${a}.${b}.${c}.${base + 2}`;
+  const extra = options.extra ?? [];
+  let server: ChildProcess | undefined;
+  const close = (): void => {
+    server?.kill('SIGKILL');
+    try {
+      ip('netns', 'del', namespace);
+    } catch {
+      // Already gone.
+    }
+    for (const address of extra) {
+      try {
+        ip('route', 'del', `${address}/32`);
+      } catch {
+        // Went with the link.
+      }
+    }
+  };
+  try {
+    ip('netns', 'add', namespace);
+    ip('link', 'add', hostEnd, 'type', 'veth', 'peer', 'name', peerEnd);
+    ip('link', 'set', peerEnd, 'netns', namespace);
+    ip('addr', 'add', `${hostAddress}/30`, 'dev', hostEnd);
+    ip('link', 'set', hostEnd, 'up');
+    ip('-n', namespace, 'link', 'set', 'lo', 'up');
+    ip('-n', namespace, 'addr', 'add', `${peerAddress}/30`, 'dev', peerEnd);
+    for (const address of extra) ip('-n', namespace, 'addr', 'add', `${address}/32`, 'dev', peerEnd);
+    ip('-n', namespace, 'link', 'set', peerEnd, 'up');
+    ip('-n', namespace, 'route', 'add', 'default', 'via', hostAddress);
+    for (const address of extra) ip('route', 'add', `${address}/32`, 'via', peerAddress, 'dev', hostEnd);
+    const script = `const s=require('http').createServer((q,r)=>r.end('reached '+q.socket.localAddress.replace(/^::ffff:/,'')+'\\n')).listen(0,'0.0.0.0',()=>console.log(s.address().port));`;
+    server = spawn('ip', ['netns', 'exec', namespace, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const port = await new Promise<number>((resolve, reject) => {
+      server!.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+      server!.once('exit', (code) => reject(new Error(`the stand-in server in ${namespace} exited (${code})`)));
+    });
+    return { addresses: [peerAddress, ...extra], port, hostAddress, close };
+  } catch (error) {
+    close();
+    throw error;
+  }
+}
