@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BerthError, ConfigError, runWithSession, UnsupportedSpecificationError, type BerthHostV1 } from '@berth/core';
+import { BerthError, ConfigError, runWithSession, SessionAttributionError, UnsupportedSpecificationError, type BerthHostV1 } from '@berth/core';
 import { createBerthPlugin } from './berth-plugin.js';
 import { createInProcessTerminalRegistry } from './create-in-process-terminal-registry.js';
 import { createRecordingBackend } from './recording-backend.test-helper.js';
@@ -17,7 +17,9 @@ function tempDir(): string {
   return folder;
 }
 
-async function setUp(options: { config?: Record<string, unknown>; environment?: Record<string, string>; reservedNames?: string[] } = {}) {
+async function setUp(
+  options: { config?: Record<string, unknown>; environment?: Record<string, string>; reservedNames?: string[]; sessionSource?: BerthHostV1['sessionSource']; logger?: BerthHostV1['logger'] } = {},
+) {
   const backend = createRecordingBackend();
   const terminal = createInProcessTerminalRegistry(options.reservedNames ? { reservedNames: options.reservedNames } : {});
   const plugin = createBerthPlugin({ backend });
@@ -26,6 +28,8 @@ async function setUp(options: { config?: Record<string, unknown>; environment?: 
     terminal,
     config: { sandbox_dir: tempDir(), ...options.config },
     environment: options.environment ?? {},
+    ...(options.sessionSource ? { sessionSource: options.sessionSource } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
   };
   await plugin.register(host);
   return { backend, terminal, plugin };
@@ -86,19 +90,68 @@ describe('the plugin', () => {
     expect(backend.execs[0]!.request.scope.key).toBe('task:legacy');
   });
 
-  it('reads the Python gateway HERMES_SESSION_* variables when the host sets no context', async () => {
-    const { backend, terminal } = await setUp({ environment: { HERMES_SESSION_PLATFORM: 'telegram', HERMES_SESSION_USER_ID: '4242' } });
+  it('reads the Python gateway HERMES_SESSION_* variables only for a host that runs one command per process', async () => {
+    const { backend, terminal } = await setUp({ environment: { HERMES_SESSION_PLATFORM: 'telegram', HERMES_SESSION_USER_ID: '4242' }, sessionSource: 'environment' });
     const environment = await terminal.get('berth-docker').createEnvironment({});
     await environment.execute('id');
     expect(backend.execs[0]!.request.scope.key).toBe('user:telegram:4242');
   });
 
-  it('reads the user out of an OpenClaw-style session key', async () => {
+  it('refuses HERMES_SESSION_* process variables in a host that runs messages concurrently (they race), naming the fix', async () => {
+    const { backend, terminal } = await setUp({ environment: { HERMES_SESSION_PLATFORM: 'telegram', HERMES_SESSION_USER_ID: '4242' } });
+    const environment = await terminal.get('berth-docker').createEnvironment({});
+    const error = await environment.execute('id').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(SessionAttributionError);
+    expect((error as Error).message).toMatch(/HERMES_SESSION_PLATFORM, HERMES_SESSION_USER_ID .*runWithSession.*sessionSource: 'environment'/);
+    expect(backend.execs).toHaveLength(0);
+    // A session set with runWithSession is still honoured, whatever the process environment holds.
+    await runWithSession({ platform: 'telegram', userId: 7 }, () => environment.execute('id'));
+    expect(backend.execs[0]!.request.scope.key).toBe('user:telegram:7');
+  });
+
+  it('says once in the log that commands outside runWithSession run in the task sandbox', async () => {
+    const warnings: string[] = [];
+    const { terminal } = await setUp({ logger: { info: () => undefined, warn: (line) => warnings.push(line), error: () => undefined } });
+    const environment = await terminal.get('berth-docker').createEnvironment({ taskId: 't' });
+    await environment.execute('true');
+    await environment.execute('true');
+    expect(warnings.filter((line) => line.includes('outside runWithSession'))).toHaveLength(1);
+  });
+
+  it('refuses a host sessionSource it does not know', async () => {
+    await expect(setUp({ sessionSource: 'globals' as never })).rejects.toThrow(/host\.sessionSource is "globals"/);
+  });
+
+  it('reads the user out of host session keys, and gives a group its own sandbox', async () => {
     const { backend, terminal } = await setUp();
     const environment = await terminal.get('berth-docker').createEnvironment({});
     await runWithSession({ sessionKey: 'agent:main:telegram:direct:987654' }, () => environment.execute('id'));
+    await runWithSession({ sessionKey: 'agent:main:telegram:default:direct:123' }, () => environment.execute('id'));
+    await runWithSession({ sessionKey: 'agent:main:telegram:default:direct:456' }, () => environment.execute('id'));
     await runWithSession({ sessionKey: 'agent:main:telegram:group:-100' }, () => environment.execute('id'));
-    expect(backend.execs.map((call) => call.request.scope.key)).toEqual(['user:telegram:987654', 'task:default']);
+    expect(backend.execs.map((call) => call.request.scope.key)).toEqual(['user:telegram:987654', 'user:telegram:123', 'user:telegram:456', 'task:agent:main:telegram:group:-100']);
+  });
+
+  it.each(['agent:main:direct:789', 'agent:main:main', 'agent:main:telegram:DIRECT:123', 'agent:main:telegram:direct:'])(
+    'refuses the session key %s in one line and runs nothing',
+    async (sessionKey) => {
+      const { backend, terminal } = await setUp();
+      const environment = await terminal.get('berth-docker').createEnvironment({});
+      const error = await runWithSession({ sessionKey }, () => environment.execute('id')).catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(SessionAttributionError);
+      expect((error as Error).message).toMatch(/session\.dmScope: per-channel-peer/);
+      expect((error as Error).message).not.toMatch(/[\r\n]/);
+      expect(backend.execs).toHaveLength(0);
+    },
+  );
+
+  it('logs each refusal for the operator, without the ids of the key', async () => {
+    const warnings: string[] = [];
+    const { terminal } = await setUp({ logger: { info: () => undefined, warn: (line) => warnings.push(line), error: () => undefined } });
+    const environment = await terminal.get('berth-docker').createEnvironment({});
+    await runWithSession({ sessionKey: 'agent:main:direct:31415926' }, () => environment.execute('id')).catch(() => undefined);
+    expect(warnings).toEqual([expect.stringMatching(/^berth: refused a command: session key agent:<agent>:direct:<peer> /)]);
+    expect(warnings.join('')).not.toContain('31415926');
   });
 
   it('gives each user only their own variables, and masks them in the output', async () => {

@@ -1,4 +1,4 @@
-import { assertHost, BerthError, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1 } from '@berth/core';
+import { assertHost, assertOneSessionStore, BerthError, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1 } from '@berth/core';
 import type { BackendProgressListener } from './create-backend.js';
 import { createBerth, type Berth } from './create-berth.js';
 import { createTerminalProvider } from './create-terminal-provider.js';
@@ -40,6 +40,9 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
     instances,
     async register(host: BerthHostV1): Promise<void> {
       assertHost(host);
+      // A host that set its sessions through another copy of core would look like one that never
+      // sets any: every user would share the task sandbox.
+      assertOneSessionStore();
       const environment = host.environment ?? process.env;
       const config =
         host.config !== undefined ? parseTerminalConfig(host.config) : loadConfig({ environment: environment as NodeJS.ProcessEnv }).config;
@@ -59,7 +62,14 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
         ...(options.resolveFrom ? { resolveFrom: options.resolveFrom } : {}),
       });
       try {
-        host.terminal.registerEnvironmentProvider(createTerminalProvider(berth, { name, environment, ...(host.logger ? { logger: host.logger } : {}) }));
+        host.terminal.registerEnvironmentProvider(
+          createTerminalProvider(berth, {
+            name,
+            environment,
+            ...(host.logger ? { logger: host.logger } : {}),
+            ...(host.sessionSource ? { sessionSource: host.sessionSource } : {}),
+          }),
+        );
       } catch (error) {
         await berth.close();
         throw error;

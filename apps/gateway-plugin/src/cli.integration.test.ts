@@ -71,7 +71,11 @@ beforeAll(() => {
 afterAll(async () => {
   // Whatever a failed test left: remove the containers mounted from this test's folders.
   for (const container of await containersUnder(root)) await requestEngine(engine, 'POST', `/containers/${container.Id}/kill`).catch(() => {});
-  for (const container of await containersUnder(root)) await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
+  for (const container of await containersUnder(root)) {
+    await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
+    // Each sandbox has a network of its own, named as the container.
+    await requestEngine(engine, 'DELETE', `/networks/${container.Names[0]!.replace(/^\//, '')}`).catch(() => {});
+  }
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -97,6 +101,54 @@ describe('berth exec', () => {
     const run = await berth(['exec', '--task', task, '--cwd', '/tmp', '--', 'pwd; echo "[$GITHUB_TOKEN]"'], userEnvironment);
     expect(run).toMatchObject({ status: 0, stdout: '/tmp\n[]\n' });
     expect(existsSync(path.join(sandboxes, 'docker', task, 'workspace'))).toBe(true);
+  });
+
+  it('takes the user from a host session key of either direct shape, as the terminal tool does', async () => {
+    const folder = mkdtempSync(path.join(root, 'keys-'));
+    const extra = { ...userEnvironment, TERMINAL_SANDBOX_DIR: folder };
+    const first = await berth(['exec', '--session-key', `agent:main:telegram:default:direct:${alice}`, '--', 'echo mine > /workspace/key.txt; echo "token=$GITHUB_TOKEN"'], extra);
+    expect(first).toMatchObject({ status: 0, stdout: 'token=***\n' });
+    const second = await berth(['exec', '--session-key', `agent:main:telegram:direct:${bob}`, '--', `cat /workspace/key.txt; [ "$GITHUB_TOKEN" = "${tokens.bob}" ] && echo own-token`], extra);
+    expect(second.stdout).toBe('own-token\n');
+    expect(second.stderr).toMatch(/No such file/);
+    expect(readdirSync(path.join(folder, 'docker')).filter((name) => !name.startsWith('.')).sort()).toEqual([`telegram@${alice}`, `telegram@${bob}`].sort());
+    const group = await berth(['exec', '--session-key', 'agent:main:telegram:group:-100123', '--', 'cat /workspace/key.txt 2>&1; echo "[$GITHUB_TOKEN]"'], extra);
+    expect(group.stdout).toMatch(/No such file[\s\S]*\[\]\n$/);
+    expect(existsSync(path.join(folder, 'docker', 'task~agent%3Amain%3Atelegram%3Agroup%3A-100123', 'workspace'))).toBe(true);
+    for (const args of [['--platform', 'telegram', '--user', alice], ['--platform', 'telegram', '--user', bob], ['--session-key', 'agent:main:telegram:group:-100123']]) {
+      expect((await berth(['rm', ...args, '--purge'], extra)).status).toBe(0);
+    }
+    expect(await containersUnder(folder)).toEqual([]);
+  });
+
+  it.each([
+    ['per-peer', 'agent:main:direct:789', /per-peer.*session\.dmScope: per-channel-peer/],
+    ['main', 'agent:main:main', /session\.dmScope: main.*per-channel-peer/],
+    ['upper case', `agent:main:telegram:DIRECT:${alice}`, /not one Berth recognises/],
+    ['empty peer', 'agent:main:telegram:direct:', /not one Berth recognises/],
+  ])('refuses a %s session key in one line, exit 125, nothing created', async (_label, key, message) => {
+    const folder = mkdtempSync(path.join(root, 'keys-'));
+    const run = await berth(['exec', '--session-key', key, '--', 'touch /workspace/x'], { TERMINAL_SANDBOX_DIR: folder });
+    expect(run.status).toBe(125);
+    expect(run.stderr).toMatch(message);
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(run.stderr).not.toContain(alice);
+    expect(readdirSync(folder)).toEqual([]);
+  });
+
+  it('with docker_user_sandbox false runs a named user in the task sandbox, as the terminal tool does, and rm refuses to remove it for them', async () => {
+    const folder = mkdtempSync(path.join(root, 'legacy-'));
+    const config = writeConfig('legacy.yaml', `terminal:\n  docker_image: ${IMAGE}\n  docker_user_sandbox: false\n`);
+    const extra = { ...userEnvironment, TERMINAL_SANDBOX_DIR: folder };
+    const run = await berth(['exec', '--config', config, '--platform', 'telegram', '--user', alice, '--', 'echo "[$GITHUB_TOKEN]"; pwd'], extra);
+    expect(run).toMatchObject({ status: 0, stdout: '[]\n/workspace\n' });
+    expect(readdirSync(path.join(folder, 'docker')).filter((name) => !name.startsWith('.'))).toEqual(['default']);
+    const refused = await berth(['rm', '--config', config, '--platform', 'telegram', '--user', alice, '--purge'], extra);
+    expect(refused.status).toBe(125);
+    expect(refused.stderr).toMatch(/docker_user_sandbox is false, so telegram:\d+ has no sandbox of its own .*nothing was removed/);
+    expect(existsSync(path.join(folder, 'docker', 'default', 'workspace'))).toBe(true);
+    expect((await berth(['rm', '--config', config, '--task', 'default', '--purge'], extra)).status).toBe(0);
+    expect(await containersUnder(folder)).toEqual([]);
   });
 
   it('exits 124 after a timeout', async () => {

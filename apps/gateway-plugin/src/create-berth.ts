@@ -1,5 +1,6 @@
 import {
   createRedactor,
+  SessionAttributionError,
   createSandboxResolver,
   type ExecResult,
   type HostLogger,
@@ -88,8 +89,15 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     }));
   const { config } = options;
-  const request = (target: ExecuteTarget = {}): SandboxRequest =>
-    resolver.resolve({ ...(target.session ? { session: target.session } : {}), ...(target.taskId !== undefined ? { taskId: target.taskId } : {}) });
+  const request = (target: ExecuteTarget = {}): SandboxRequest => {
+    try {
+      return resolver.resolve({ ...(target.session ? { session: target.session } : {}), ...(target.taskId !== undefined ? { taskId: target.taskId } : {}) });
+    } catch (error) {
+      // A refusal is the host's misconfiguration, not the user's: the operator reads it in the log.
+      if (error instanceof SessionAttributionError) options.logger?.warn(`berth: refused a command: ${error.message}`);
+      throw error;
+    }
+  };
   const executeRequest: Berth['executeRequest'] = async (sandboxRequest, command, executeOptions = {}) => {
     const result = await backend.doExec(sandboxRequest, {
       command,

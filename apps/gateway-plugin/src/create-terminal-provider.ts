@@ -1,6 +1,9 @@
 import {
   getActiveSession,
+  SESSION_ENVIRONMENT_VARIABLES,
+  SessionAttributionError,
   sessionFromEnvironment,
+  type SessionContext,
   type CreateEnvironmentOptions,
   type ExecuteResult,
   type HostLogger,
@@ -14,11 +17,14 @@ export interface CreateTerminalProviderOptions {
   /** The name the host's config selects, e.g. `berth-docker`. */
   readonly name: string;
   /**
-   * Read at each command for the Python gateway's `HERMES_SESSION_*` variables, the session
-   * source used when the host sets no session context. @default process.env
+   * The gateway's environment: read at each command for the Python gateway's `HERMES_SESSION_*`
+   * variables when `sessionSource` is `environment`, and checked for them otherwise.
+   * @default process.env
    */
   readonly environment?: Readonly<Record<string, string | undefined>>;
   readonly logger?: HostLogger;
+  /** Where `execute()` finds the session (see `BerthHostV1.sessionSource`). @default 'context' */
+  readonly sessionSource?: 'context' | 'environment';
 }
 
 /** Joins stdout and stderr the way a terminal shows them: stdout, then stderr on its own line. */
@@ -35,6 +41,27 @@ export function combineOutput(stdout: string, stderr: string): string {
  */
 export function createTerminalProvider(berth: Berth, options: CreateTerminalProviderOptions): TerminalEnvironmentProviderV1 {
   const environment = options.environment ?? process.env;
+  const sessionSource = options.sessionSource ?? 'context';
+  let warnedNoSession = false;
+
+  /** The session when no `runWithSession` is active: the environment's only for one-command-per-process hosts. */
+  const sessionOutsideContext = (): SessionContext | undefined => {
+    if (sessionSource === 'environment') return sessionFromEnvironment(environment);
+    if (!berth.config.docker_user_sandbox) return undefined;
+    const named = SESSION_ENVIRONMENT_VARIABLES.filter((name) => environment[name]);
+    if (named.length > 0) {
+      throw new SessionAttributionError(
+        `no session is active, and ${named.join(', ')} in the process environment would be shared by every message this process handles at once, so Berth cannot tell whose sandbox the command belongs to; wrap each message in runWithSession(...) from @berth/core, or, if this host runs one command per process, register with sessionSource: 'environment'`,
+      );
+    }
+    if (!warnedNoSession) {
+      warnedNoSession = true;
+      options.logger?.warn(
+        'berth: a command ran outside runWithSession, so it runs in the task sandbox (the legacy layout); wrap each message in runWithSession(...) so each user gets their own sandbox',
+      );
+    }
+    return undefined;
+  };
   // Scope key -> live handles that ran in it, so a non-persistent cleanup never removes a
   // container another message of the same user is still using.
   const users = new Map<string, Set<object>>();
@@ -55,7 +82,7 @@ export function createTerminalProvider(berth: Berth, options: CreateTerminalProv
         async execute(command, executeOptions = {}): Promise<ExecuteResult> {
           // The session is read now, not when the environment was made: the host may reuse one
           // environment for every message.
-          const session = getActiveSession() ?? sessionFromEnvironment(environment as NodeJS.ProcessEnv);
+          const session = getActiveSession() ?? sessionOutsideContext();
           const request = berth.request({ ...(session ? { session } : {}), ...(createOptions.taskId !== undefined ? { taskId: createOptions.taskId } : {}) });
           scopes.add(request.scope.key);
           let holders = users.get(request.scope.key);

@@ -107,7 +107,10 @@ describe('the example host', () => {
   it('refuses a malicious sender id without touching the sandbox root', async () => {
     await expect(host.handle({ platform: 'telegram', senderId: '../../etc', chatId: 1, command: 'id' })).rejects.toThrow(/telegram/);
     await expect(host.handle({ platform: 'whatsapp', senderId: 'a/b', chatId: 1, command: 'id' })).rejects.toThrow(/whatsapp/);
-    const folders = readdirSync(path.join(sandboxDir, 'docker')).sort();
+    // The scope folders; beside them only the installation key that names the sandboxes.
+    const folders = readdirSync(path.join(sandboxDir, 'docker'))
+      .filter((name) => name !== '.berth-installation-key')
+      .sort();
     expect(folders).toHaveLength(3);
     expect(folders).toEqual(expect.arrayContaining(['example', `telegram@${telegramUser}`]));
     expect(folders.filter((folder) => folder.startsWith('whatsapp@'))).toHaveLength(1);

@@ -84,7 +84,7 @@ try {
   // 1. Warm exec of `true`, the three ways interleaved on one container.
   const warmRequest = requestOf('1');
   const containerId = await backend.doAcquire(warmRequest);
-  const name = backend.containerName(warmRequest.scope);
+  const name = backend.containerName(warmRequest);
   for (let index = 0; index < 10; index++) {
     await backend.doExec(warmRequest, { command: 'true' });
     await dockerodeExec(containerId);

@@ -1,4 +1,5 @@
 export * from './create-docker-backend.js';
+export * from './sandbox-networks.js';
 export * from './engine/create-engine-backend.js';
 export * from './engine/engine-backend-options.js';
 export * from './engine/map-engine-error.js';

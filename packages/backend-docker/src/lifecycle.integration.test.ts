@@ -1,9 +1,10 @@
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ImageNotFoundError } from '@berth/core';
+import { ImageNotFoundError, parseTerminalConfig } from '@berth/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LABELS } from './engine/container-spec.js';
-import { createHarness, engineExec, TEST_LABEL, type Harness } from './testing/integration-harness.js';
+import { buildContainerSpec, LABELS } from './engine/container-spec.js';
+import { prepareHostFolders } from './engine/host-folders.js';
+import { createHarness, engineExec, TEST_IMAGE, TEST_LABEL, type Harness } from './testing/integration-harness.js';
 
 let harness: Harness;
 
@@ -50,6 +51,24 @@ describe('one container per scope', () => {
     expect((await containersOf('task:build-42'))[0]?.Labels[LABELS.task]).toBe('build-42');
     await backend.close();
   });
+
+  it('adopts and renames a sandbox an earlier release named after its user, with no duplicate and no file lost', async () => {
+    const request = harness.request({ platform: 'telegram', userId: '2020' });
+    const legacyName = `berth-t${harness.runId}-telegram-2020-${request.scope.slug.slice(-16)}`;
+    const { spec } = buildContainerSpec({ config: parseTerminalConfig({ docker_image: TEST_IMAGE, docker_network: false }), image: TEST_IMAGE, name: legacyName, scope: request.scope, paths: request.paths, engine: 'docker', networkMode: 'none', extraLabels: { [TEST_LABEL]: harness.runId } });
+    await prepareHostFolders(request.paths);
+    const legacy = await harness.docker.createContainer({ ...spec, Hostname: undefined });
+    await legacy.start();
+    expect((await engineExec(harness.docker, legacy.id, 'echo kept > /workspace/old.txt')).exitCode).toBe(0);
+    const backend = harness.backend();
+    const result = await backend.doExec(request, { command: 'cat /workspace/old.txt; hostname' });
+    expect(result.stdout).toBe('kept\nsandbox\n');
+    const containers = await containersOf(request.scope.key);
+    expect(containers).toHaveLength(1);
+    expect(containers[0]!.Names).toEqual([`/${backend.containerName(request)}`]);
+    expect(backend.containerName(request)).not.toMatch(/telegram|2020/);
+    await backend.close();
+  });
 });
 
 describe('recovery', () => {
@@ -77,7 +96,8 @@ describe('recovery', () => {
   });
 
   it('stops idle sandboxes on reap, and the next command starts them again', async () => {
-    const backend = harness.backend({ lifetime_seconds: 1 });
+    // The automatic reaper is off: this test decides when to reap, so no timer can beat it to it.
+    const backend = harness.backend({ lifetime_seconds: 1 }, { reapIntervalMs: 0 });
     const request = harness.request({ platform: 'telegram', userId: '2004' });
     await backend.doExec(request, { command: 'echo x > /workspace/r.txt' });
     // Sandboxes of earlier tests may be reaped here (their recorded last use is old); this one is fresh.
@@ -160,16 +180,21 @@ describe('images and network', () => {
     await backend.close();
   });
 
-  it('puts sandboxes on a bridge where they cannot reach each other, and docker_network: false means no network', async () => {
+  it('gives each sandbox a network of its own, where no other sandbox can reach it, and docker_network: false means no network', async () => {
     const backend = harness.backend({ docker_network: true });
     const alice = harness.request({ platform: 'telegram', userId: '2011' });
     const bob = harness.request({ platform: 'telegram', userId: '2012' });
     const bobId = await backend.doAcquire(bob);
-    await backend.doAcquire(alice);
-    const network = await harness.docker.getNetwork(harness.networkName).inspect();
-    expect(network.Options?.['com.docker.network.bridge.enable_icc']).toBe('false');
-    const bobIp = (await harness.docker.getContainer(bobId).inspect()).NetworkSettings.Networks[harness.networkName]?.IPAddress;
-    expect(bobIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    const aliceId = await backend.doAcquire(alice);
+    const networksOf = async (id: string) => (await harness.docker.getContainer(id).inspect()).NetworkSettings.Networks;
+    const [bobNetworks, aliceNetworks] = [await networksOf(bobId), await networksOf(aliceId)];
+    expect(Object.keys(bobNetworks)).toEqual([backend.containerName(bob)]);
+    expect(Object.keys(aliceNetworks)).toEqual([backend.containerName(alice)]);
+    const bobIp = Object.values(bobNetworks)[0]?.IPAddress;
+    expect(bobIp).toMatch(/^10\.217\.\d+\.\d+$/);
+    const subnetOf = async (name: string) => (await harness.docker.getNetwork(name).inspect()).IPAM?.Config?.[0]?.Subnet;
+    expect(await subnetOf(backend.containerName(bob))).toMatch(/\/29$/);
+    expect(await subnetOf(backend.containerName(bob))).not.toBe(await subnetOf(backend.containerName(alice)));
     await backend.doExec(bob, { command: '(nc -l -p 8080 -e echo hello-from-bob > /dev/null 2>&1 &)' });
     // The listener answers locally: the port is open ...
     expect((await backend.doExec(bob, { command: 'nc -w 2 127.0.0.1 8080 < /dev/null; true' })).stdout).toContain('hello-from-bob');
@@ -177,6 +202,9 @@ describe('images and network', () => {
     // ... but not from another sandbox.
     const probe = await backend.doExec(alice, { command: `nc -w 2 ${bobIp} 8080 < /dev/null; echo "rc=$?"` });
     expect(probe.stdout).not.toContain('hello-from-bob');
+    // Removing a sandbox removes its network too.
+    await backend.remove(bob.scope.key);
+    await expect(harness.docker.getNetwork(backend.containerName(bob)).inspect()).rejects.toMatchObject({ statusCode: 404 });
     const offline = harness.backend({ docker_network: false });
     const carol = harness.request({ platform: 'telegram', userId: '2013' });
     expect((await offline.doExec(carol, { command: 'ls /sys/class/net' })).stdout.trim()).toBe('lo');

@@ -7,7 +7,7 @@ import {
   type EngineBackendFactoryOptions,
   type EngineInfo,
 } from '@berth/backend-docker';
-import { EngineUnavailableError, SandboxError, type BackendCapabilities, type SandboxRequest } from '@berth/core';
+import { EngineUnavailableError, SandboxError, sandboxName, type BackendCapabilities, type SandboxRequest } from '@berth/core';
 import Dockerode from 'dockerode';
 import { adjustPodmanHostConfig, PODMAN_SANDBOX_NETWORK, transformPodmanCreate } from './adjust-podman-spec.js';
 import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js';
@@ -111,7 +111,9 @@ export function createPodmanBackend(options: PodmanBackendOptions): PodmanBacken
         docker: client,
         endpoint,
         config,
-        prepareNetwork: async () => (config.docker_network ? PODMAN_SANDBOX_NETWORK : 'none'),
+        // Each sandbox's own slirp4netns stack: nothing to make beforehand, nothing to remove after.
+        networkModeOf: () => (config.docker_network ? PODMAN_SANDBOX_NETWORK : 'none'),
+        prepareNetwork: async () => undefined,
         adjustHostConfig: (hostConfig) => adjustPodmanHostConfig(hostConfig, { host, pidsLimit: config.docker_pids_limit }),
         capabilities,
         ...(options.labels ? { labels: options.labels } : {}),
@@ -119,6 +121,7 @@ export function createPodmanBackend(options: PodmanBackendOptions): PodmanBacken
         ...(logger ? { logger } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
         ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
+        ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
       });
       return { backend, host, endpoint };
     })().catch((error: unknown) => {
@@ -139,7 +142,7 @@ export function createPodmanBackend(options: PodmanBackendOptions): PodmanBacken
     name: 'podman',
     capabilities,
     // The shared layer's formula, needed before the engine is reached.
-    containerName: (scope: SandboxRequest['scope']) => `${namePrefix}${scope.slug}`,
+    containerName: (request: SandboxRequest) => sandboxName({ root: request.paths.root, scopeKey: request.scope.key, prefix: namePrefix }),
     doAcquire: async (request) => (await ready()).backend.doAcquire(request),
     doExec: async (request, exec) => (await ready()).backend.doExec(request, exec),
     list: async () => (await ready()).backend.list(),

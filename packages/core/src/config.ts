@@ -68,6 +68,11 @@ export const terminalConfigSchema = z
     container_memory: megabytes.default(5120),
     container_persistent: z.boolean().default(true),
     docker_network: z.boolean().default(true),
+    // Berth's own: the IPv4 range each sandbox's own /29 network is taken from.
+    docker_network_pool: z
+      .string()
+      .regex(/^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\/(?:[89]|1\d|2[0-9])$/, { message: 'expected an IPv4 range of /29 or larger, like 10.217.0.0/16' })
+      .default('10.217.0.0/16'),
     timeout: z.number().positive().max(86_400).default(180),
     lifetime_seconds: z.number().int().min(0).max(31_536_000).default(300),
     sandbox_dir: z.string().min(1).optional(),

@@ -1,6 +1,14 @@
 /**
+ * The mark every Berth error carries: the names of its classes, from its own up to `BerthError`.
+ * It lives under a `Symbol.for` key, so `instanceof` works across copies of `@berth/core` loaded
+ * in one process (a host and a plugin that each installed their own), where the classes differ.
+ */
+const ERROR_CLASSES = Symbol.for('dev.berth.error-classes');
+
+/**
  * Every error Berth raises on purpose is a `BerthError`: it has a stable `code` a caller can
  * switch on, a one-line message that names the culprit and what to do, and never a secret value.
+ * `instanceof BerthError` (and every subclass) holds for errors made by any copy of core.
  */
 export class BerthError extends Error {
   /** A stable, machine-readable code such as `CONFIG_INVALID`. */
@@ -10,6 +18,17 @@ export class BerthError extends Error {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+    const classes: string[] = [];
+    for (let current: unknown = new.target; typeof current === 'function' && current !== Error; current = Object.getPrototypeOf(current)) {
+      classes.push((current as { name: string }).name);
+    }
+    Object.defineProperty(this, ERROR_CLASSES, { value: Object.freeze(classes), enumerable: false });
+  }
+
+  static [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    const classes = (value as { [ERROR_CLASSES]?: unknown } | null | undefined)?.[ERROR_CLASSES];
+    return Array.isArray(classes) && classes.includes(this.name);
   }
 }
 
@@ -100,6 +119,25 @@ export class SandboxError extends BerthError {
   }
 }
 
+/**
+ * Berth cannot tell whose sandbox a command belongs to (a session key of an unknown or shared
+ * shape, a session read from process-wide variables in a host that runs messages concurrently):
+ * refused, never run in a sandbox that others share. The message names the host setting that
+ * fixes it.
+ */
+export class SessionAttributionError extends BerthError {
+  constructor(message: string) {
+    super('SESSION_UNATTRIBUTABLE', message);
+  }
+}
+
+/** Two copies of `@berth/core` that cannot share one session store are loaded in one process. */
+export class CoreVersionConflictError extends BerthError {
+  constructor(message: string) {
+    super('CORE_VERSION_CONFLICT', message);
+  }
+}
+
 /** An implementation declares a contract version this release does not know. */
 export class UnsupportedSpecificationError extends BerthError {
   constructor(what: string, version: unknown) {
@@ -110,7 +148,7 @@ export class UnsupportedSpecificationError extends BerthError {
   }
 }
 
-/** True when `error` is a BerthError. */
+/** True when `error` is a BerthError, made by this copy of core or another one. */
 export function isBerthError(error: unknown): error is BerthError {
   return error instanceof BerthError;
 }

@@ -1,4 +1,5 @@
-import { UnsupportedSpecificationError } from './errors.js';
+import { ConfigError, UnsupportedSpecificationError } from './errors.js';
+import { describeForMessage } from './identity.js';
 
 /** What the host passes when its terminal tool asks for an environment. */
 export interface CreateEnvironmentOptions {
@@ -67,6 +68,15 @@ export interface BerthHostV1 {
   /** The gateway's environment; `process.env` when absent. */
   readonly environment?: Readonly<Record<string, string | undefined>>;
   readonly logger?: HostLogger;
+  /**
+   * Where `execute()` finds the session of the message it serves. `context`: core's
+   * `runWithSession` only, right for every host that handles messages concurrently in one
+   * process. `environment`: the Python gateway's `HERMES_SESSION_*` variables in `environment`,
+   * only for hosts that run one command per process (a variable read in a shared process races
+   * between messages, so with `context` such variables are refused, never read).
+   * @default 'context'
+   */
+  readonly sessionSource?: 'context' | 'environment';
 }
 
 /** A plugin a host registers. */
@@ -81,4 +91,7 @@ export function assertHost(host: unknown): asserts host is BerthHostV1 {
   const candidate = host as Partial<BerthHostV1> | null;
   if (candidate?.specificationVersion !== 'v1') throw new UnsupportedSpecificationError('host', candidate?.specificationVersion);
   if (candidate.terminal?.specificationVersion !== 'v1') throw new UnsupportedSpecificationError('host terminal registry', candidate.terminal?.specificationVersion);
+  if (candidate.sessionSource !== undefined && candidate.sessionSource !== 'context' && candidate.sessionSource !== 'environment') {
+    throw new ConfigError('host.sessionSource', `host.sessionSource is ${describeForMessage(candidate.sessionSource)}: expected 'context' (runWithSession, the default) or 'environment' (one command per process)`);
+  }
 }

@@ -43,9 +43,22 @@ export function assertPlatformName(platform: string): void {
   }
 }
 
+/**
+ * Characters that print as nothing, reorder the text around them or break the line: controls,
+ * format characters (zero-width, bidi overrides such as U+202E) and the line and paragraph
+ * separators. No id may hold them, and nothing Berth prints shows them raw.
+ */
+// eslint-disable-next-line no-control-regex
+export const UNPRINTABLE_CHARACTERS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/** `value` with every {@link UNPRINTABLE_CHARACTERS unprintable character} written as `\u{…}`, so a table or a log line shows exactly what is there. */
+export function escapeForDisplay(value: string): string {
+  return value.replace(new RegExp(UNPRINTABLE_CHARACTERS.source, 'gu'), (char) => `\\u{${char.codePointAt(0)!.toString(16).toUpperCase()}}`);
+}
+
 /** Cuts a user-supplied value so that a message stays one readable line. */
 export function truncateForMessage(value: string, max = 60): string {
-  const printable = value.replace(/[\u0000-\u001f\u007f]/g, '?');
+  const printable = escapeForDisplay(value);
   return printable.length > max ? `${printable.slice(0, max)}… (${value.length} characters)` : printable;
 }
 

@@ -1,6 +1,6 @@
 import { encodeEnvComponent, encodeFolderComponent, decodeEnvComponent } from './encode-name.js';
 import { IdentityError, UnsupportedSpecificationError } from './errors.js';
-import { assertPlatformName, truncateForMessage, type Identity } from './identity.js';
+import { assertPlatformName, truncateForMessage, UNPRINTABLE_CHARACTERS, type Identity } from './identity.js';
 
 /**
  * The contract a platform adapter implements (v1). An adapter knows one messaging platform's
@@ -73,6 +73,11 @@ export function assertBasicIdShape(platform: string, id: string): void {
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(id)) {
     throw new IdentityError(platform, `${platform} user id ${JSON.stringify(truncateForMessage(id))} contains control characters; refused`);
+  }
+  // Invisible, bidi-control and line-separator characters would make two ids look alike in every
+  // listing, or reorder the line they are printed in.
+  if (UNPRINTABLE_CHARACTERS.test(id)) {
+    throw new IdentityError(platform, `${platform} user id ${JSON.stringify(truncateForMessage(id))} contains invisible, bidi-control or line-separator characters; refused`);
   }
   if (id.isWellFormed && !id.isWellFormed()) {
     throw new IdentityError(platform, `${platform} user id contains a lone surrogate (not valid Unicode); refused`);

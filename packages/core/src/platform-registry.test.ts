@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { IdentityCollisionError, IdentityError, UnsupportedSpecificationError } from './errors.js';
 import { createGenericAdapter, FOLDER_FORM_PATTERN, type PlatformAdapterV1 } from './platform-adapter.js';
 import { createPlatformRegistry } from './platform-registry.js';
+import { UNPRINTABLE_CHARACTERS } from './identity.js';
 
 describe('generic adapter through the registry', () => {
   const registry = createPlatformRegistry();
@@ -15,6 +16,11 @@ describe('generic adapter through the registry', () => {
   it('refuses empty, control-character and oversized ids', () => {
     expect(() => registry.resolve('signal', '')).toThrow(IdentityError);
     expect(() => registry.resolve('signal', 'a\0b')).toThrow(/control characters/);
+    // Look-alikes made with invisible or bidi characters, refused for every platform, and shown escaped.
+    for (const raw of ['ab\u202ecd', 'a\u200db', 'a\u2029b', 'a\u00adb']) {
+      expect(() => registry.resolve('signal', raw)).toThrow(IdentityError);
+      expect(() => registry.resolve('signal', raw)).toThrow(/\\u\{(202E|200D|2029|AD)\}/);
+    }
     expect(() => registry.resolve('signal', 'x'.repeat(10_000))).toThrow(/256 characters/);
     expect(() => registry.resolve('signal', { id: 1 })).toThrow(/string or a safe integer/);
   });
@@ -31,7 +37,7 @@ describe('generic adapter through the registry', () => {
 
   it('gives distinct identities distinct folders and env forms over arbitrary ids (property)', () => {
     const fresh = createPlatformRegistry();
-    const id = fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((value) => !/[\u0000-\u001f\u007f]/.test(value) && value.isWellFormed());
+    const id = fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((value) => !UNPRINTABLE_CHARACTERS.test(value) && value.isWellFormed());
     fc.assert(
       fc.property(id, id, (a, b) => {
         fc.pre(a !== b);

@@ -2,7 +2,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseTerminalConfig } from './config.js';
-import { IdentityError } from './errors.js';
+import { IdentityError, SessionAttributionError } from './errors.js';
 import { createPlatformRegistry } from './platform-registry.js';
 import { resolveSandboxDir } from './sandbox-paths.js';
 import { createSandboxResolver } from './sandbox-resolver.js';
@@ -36,7 +36,32 @@ describe('scope and paths', () => {
 
   it('takes the user from a host session key of a direct chat', () => {
     expect(resolver().resolve({ session: { sessionKey: 'agent:main:telegram:direct:77' } }).scope.key).toBe('user:telegram:77');
-    expect(resolver().resolve({ session: { sessionKey: 'agent:main:telegram:group:-100', taskId: 'g' } }).scope.key).toBe('task:g');
+    expect(resolver().resolve({ session: { sessionKey: 'agent:main:telegram:dm:77' } }).scope.key).toBe('user:telegram:77');
+    expect(resolver().resolve({ session: { sessionKey: 'agent:main:telegram:default:direct:77' } }).scope.key).toBe('user:telegram:77');
+  });
+
+  it('gives a conversation without a user a sandbox of its own, never the shared default', () => {
+    const group = resolver().resolve({ session: { sessionKey: 'agent:main:telegram:group:-100', taskId: 'default' } });
+    expect(group.scope).toMatchObject({ kind: 'task', taskId: 'agent:main:telegram:group:-100' });
+    expect(group.paths.folder).toBe(path.join(root, 'docker', 'task~agent%3Amain%3Atelegram%3Agroup%3A-100'));
+    expect(resolver().resolve({ session: { sessionKey: 'cron:nightly' } }).scope.key).toBe('task:cron:nightly');
+    expect(resolver().resolve({ session: { platform: 'telegram', chatId: -100 } }).scope.key).toBe('task:chat:telegram:-100');
+    expect(resolver({ docker_user_sandbox: false }).resolve({ session: { sessionKey: 'agent:main:telegram:group:-100' } }).scope.key).toBe('task:default');
+  });
+
+  it.each([
+    ['agent:main:direct:789', /session\.dmScope: per-peer.*per-channel-peer/],
+    ['agent:main:main', /session\.dmScope: main.*per-channel-peer/],
+    ['agent:main:telegram:DIRECT:123', /shape agent:<agent>:telegram:DIRECT:<id> is not one Berth recognises/],
+    ['agent:main:telegram:direct:', /<empty>/],
+    ['something-else', /not one Berth recognises/],
+  ])('refuses the session key %s, naming the host setting that fixes it', (sessionKey, message) => {
+    expect(() => resolver().resolve({ session: { sessionKey } })).toThrow(SessionAttributionError);
+    expect(() => resolver().resolve({ session: { sessionKey } })).toThrow(message);
+  });
+
+  it('refuses a sender id without a platform', () => {
+    expect(() => resolver().resolve({ session: { userId: '5' } })).toThrow(/no platform/);
   });
 
   it('refuses a bad user id instead of falling back to a shared task sandbox', () => {
@@ -65,7 +90,9 @@ describe('scope and paths', () => {
         expect(relative).not.toContain(path.sep);
         expect(relative.length).toBeGreaterThan(0);
         expect(Buffer.byteLength(relative)).toBeLessThanOrEqual(255);
-        const key = relative.toLowerCase();
+        // User folders are unique even on a case-insensitive file system; legacy task folders keep
+        // the task id exactly (existing setups keep their files), so they are compared as written.
+        const key = request.scope.kind === 'user' ? relative.toLowerCase() : relative;
         const previous = seen.get(key);
         if (previous !== undefined) expect(previous).toBe(request.scope.key);
         seen.set(key, request.scope.key);

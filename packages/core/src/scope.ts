@@ -2,7 +2,9 @@ import { encodeFolderComponent, shortDigest } from './encode-name.js';
 import { formatIdentity, type Identity } from './identity.js';
 import type { IdentityLinks } from './identity-links.js';
 import type { PlatformRegistry } from './platform-registry.js';
-import { getActiveSession, parseSessionKey, type SessionContext } from './session-context.js';
+import { SessionAttributionError } from './errors.js';
+import { getActiveSession, type SessionContext } from './session-context.js';
+import { classifySessionKey } from './session-key.js';
 
 /** A sandbox that belongs to one person (possibly several linked identities). */
 export interface UserScope {
@@ -92,23 +94,45 @@ export interface ResolveScopeOptions {
   readonly taskId?: string | undefined;
 }
 
+const present = (value: string | number | undefined): value is string | number => value !== undefined && value !== '';
+
 /**
- * The one place that decides whose sandbox a command runs in: the user's when
- * `docker_user_sandbox` is on and the session names a user (by platform and sender id, or by a
- * host session key of a direct chat); the task's (the legacy layout) otherwise. An invalid user
- * id throws rather than falling back, so a bad id never lands in a shared task sandbox.
+ * The one function that decides whose sandbox a command runs in; every entry point (the
+ * terminal provider, the socket server, each CLI command, the demo) reaches it through the
+ * sandbox resolver. In order:
+ *
+ * 1. `docker_user_sandbox: false`, or no session at all: the task's sandbox, the legacy layout.
+ * 2. `platform` and `userId`: that user's sandbox (after identity links). An id the platform's
+ *    adapter refuses throws; it never falls back to a shared task sandbox.
+ * 3. A host session key (see `classifySessionKey`): a direct chat gives that user's sandbox; a
+ *    group, channel, thread, topic, cron job or webhook gives the conversation a task-layout
+ *    sandbox of its own, named after the key; any other key throws `SessionAttributionError`
+ *    naming its shape and the host setting that fixes it.
+ * 4. `platform` and `chatId` without a user: the chat's own sandbox (`chat:{platform}:{chatId}`).
+ * 5. A user id without a platform throws: it names someone, but not on which platform.
+ * 6. Otherwise (no user, no key, no chat): the task's sandbox — the session's task id, else the
+ *    host's, else `default`.
  */
 export function resolveScope(options: ResolveScopeOptions): SandboxScope {
   const session = options.session ?? getActiveSession();
   const taskId = session?.taskId ?? options.taskId;
   if (!options.userSandbox || !session) return taskScope(taskId);
-  let platform = session.platform;
-  let userId: string | number | undefined = session.userId;
-  if ((platform === undefined || userId === undefined || userId === '') && session.sessionKey) {
-    const parsed = parseSessionKey(session.sessionKey);
-    if (parsed) ({ platform, userId } = parsed);
+  const { platform, userId, chatId, sessionKey } = session;
+  if (platform && present(userId)) return userScope(options.registry.resolve(platform, userId), options.registry, options.links);
+  if (sessionKey !== undefined) {
+    const meaning = classifySessionKey(sessionKey);
+    switch (meaning.kind) {
+      case 'user':
+        return userScope(options.registry.resolve(meaning.platform, meaning.peer), options.registry, options.links);
+      case 'conversation':
+        return taskScope(sessionKey);
+      case 'refused':
+        throw new SessionAttributionError(meaning.reason);
+    }
   }
-  if (!platform || userId === undefined || userId === '') return taskScope(taskId);
-  const identity = options.registry.resolve(platform, userId);
-  return userScope(identity, options.registry, options.links);
+  if (platform && present(chatId)) return taskScope(`chat:${platform.toLowerCase()}:${String(chatId)}`);
+  if (present(userId)) {
+    throw new SessionAttributionError('the session names a sender id but no platform, so Berth cannot tell whose sandbox it is; the host must pass platform with userId (e.g. telegram)');
+  }
+  return taskScope(taskId);
 }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { getActiveSession, getActiveSessionUserId, parseSessionKey, runWithSession, sessionFromEnvironment } from './session-context.js';
+import { getActiveSession, getActiveSessionUserId, runWithSession, sessionFromEnvironment } from './session-context.js';
 
 describe('session context', () => {
   it('is empty outside a session', () => {
@@ -48,11 +48,5 @@ describe('session context', () => {
       chatId: '-100',
     });
     expect(sessionFromEnvironment({})).toBeUndefined();
-  });
-
-  it('reads a user only from direct-chat session keys', () => {
-    expect(parseSessionKey('agent:main:telegram:direct:123')).toEqual({ platform: 'telegram', userId: '123' });
-    expect(parseSessionKey('agent:main:telegram:group:-100123')).toBeUndefined();
-    expect(parseSessionKey('main')).toBeUndefined();
   });
 });

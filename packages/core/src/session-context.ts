@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { sharedSessionStore } from './core-copies.js';
 
 /** What a host knows about the message being handled. */
 export interface SessionContext {
@@ -14,7 +14,8 @@ export interface SessionContext {
   readonly sessionKey?: string;
 }
 
-const storage = new AsyncLocalStorage<Readonly<SessionContext>>();
+// One store per process, shared by every copy of core (see core-copies.ts).
+const storage = sharedSessionStore();
 
 /**
  * Runs `fn` with `session` as the active session: everything `fn` calls, synchronously or
@@ -40,12 +41,15 @@ export function getActiveSessionUserId(): string | undefined {
   return `${session.platform.toLowerCase()}:${String(session.userId)}`;
 }
 
+/** The Python gateway's session variables, as {@link sessionFromEnvironment} reads them. */
+export const SESSION_ENVIRONMENT_VARIABLES = ['HERMES_SESSION_PLATFORM', 'HERMES_SESSION_USER_ID', 'HERMES_SESSION_CHAT_ID', 'HERMES_SESSION_KEY'] as const;
+
 /**
  * The session a host describes through the environment variables of the Python gateway that
  * inspired Berth (`HERMES_SESSION_PLATFORM`, `HERMES_SESSION_USER_ID`, `HERMES_SESSION_CHAT_ID`,
  * `HERMES_SESSION_KEY`), or `undefined` when they name no user.
  */
-export function sessionFromEnvironment(environment: NodeJS.ProcessEnv = process.env): SessionContext | undefined {
+export function sessionFromEnvironment(environment: Readonly<Record<string, string | undefined>> = process.env): SessionContext | undefined {
   const platform = environment.HERMES_SESSION_PLATFORM;
   const userId = environment.HERMES_SESSION_USER_ID;
   const sessionKey = environment.HERMES_SESSION_KEY;
@@ -56,19 +60,4 @@ export function sessionFromEnvironment(environment: NodeJS.ProcessEnv = process.
     ...(environment.HERMES_SESSION_CHAT_ID ? { chatId: environment.HERMES_SESSION_CHAT_ID } : {}),
     ...(sessionKey ? { sessionKey } : {}),
   };
-}
-
-/**
- * Reads platform and peer id out of a host session key such as OpenClaw's
- * `agent:main:telegram:direct:123`: only direct (one-to-one) sessions name a user; group and
- * channel sessions, and keys of other shapes, give `undefined`.
- */
-export function parseSessionKey(sessionKey: string): { platform: string; userId: string } | undefined {
-  const parts = sessionKey.split(':');
-  if (parts.length >= 5 && parts[0] === 'agent' && (parts[3] === 'direct' || parts[3] === 'dm')) {
-    const platform = parts[2];
-    const userId = parts.slice(4).join(':');
-    if (platform && userId) return { platform, userId };
-  }
-  return undefined;
 }

@@ -24,6 +24,7 @@ const TARGETED = {
   'shared-network': "a user cannot connect to a listener in another user's sandbox",
   'no-mask': 'masks secret values in stdout and stderr by default',
   'naive-purge': 'purge deletes the scope',
+  'readable-names': 'sandbox names and hostnames say nothing about whose sandbox it is',
 } as const;
 
 /** Flaws the flawed backend always has, and the tests that catch them. */

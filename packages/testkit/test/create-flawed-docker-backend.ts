@@ -1,13 +1,14 @@
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdir, realpath, rm } from 'node:fs/promises';
-import { createRedactor, type SandboxBackend, type SandboxInfo, type TerminalConfig } from '@berth/core';
+import { createRedactor, type SandboxBackend, type SandboxInfo, type SandboxScope, type TerminalConfig } from '@berth/core';
 
 /**
  * Flaws that can be switched on, each one a mistake a real backend could make. Two more are
  * always there: the timeout kills only the command's own shell, and output is cut before it is
  * masked.
  */
-export type BackendFlaw = 'capabilities' | 'env-in-config' | 'shared-network' | 'no-mask' | 'naive-purge';
+export type BackendFlaw = 'capabilities' | 'env-in-config' | 'shared-network' | 'no-mask' | 'naive-purge' | 'readable-names';
 
 /** Runs the docker CLI; never throws, returns the exit code and both streams. */
 export function runDocker(args: string[], stdin?: string | Uint8Array, timeoutMs = 120_000): Promise<{ code: number; out: Buffer; err: Buffer; killed: boolean }> {
@@ -38,7 +39,8 @@ export function runDocker(args: string[], stdin?: string | Uint8Array, timeoutMs
 export function createFlawedDockerBackend(config: TerminalConfig, flaws: ReadonlySet<BackendFlaw>, network: string): SandboxBackend {
   const locks = new Map<string, Promise<string>>();
   const lastUsed = new Map<string, number>();
-  const nameOf = (slug: string) => `berth-testkit-flawed-${slug}`;
+  // The readable slug names the platform and the id; without the flaw, a digest of the scope key.
+  const nameOf = (scope: SandboxScope) => `berth-testkit-flawed-${flaws.has('readable-names') ? scope.slug : createHash('sha256').update(scope.key).digest('hex').slice(0, 16)}`;
   const limit = config.docker_output_limit;
   const cap = (buffer: Buffer) => {
     if (buffer.length <= limit) return { text: buffer.toString('utf8'), cut: false };
@@ -53,7 +55,7 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
       const key = request.scope.key;
       const previous = locks.get(key) ?? Promise.resolve('');
       const next = previous.catch(() => '').then(async () => {
-        const name = nameOf(request.scope.slug);
+        const name = nameOf(request.scope);
         const found = await runDocker(['inspect', '-f', '{{.Id}} {{.State.Running}}', name]);
         if (found.code === 0) {
           const [id, running] = found.out.toString().trim().split(' ');
@@ -64,7 +66,7 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
         await mkdir(request.paths.home, { recursive: true, mode: 0o700 });
         if (config.docker_network) await runDocker(['network', 'create', '-o', 'com.docker.network.bridge.enable_icc=false', '--label', 'berth.testkit.flawed=1', network]);
         const run = await runDocker([
-          'run', '-d', '--name', name, '--label', 'berth.testkit.flawed=1', '--label', `berth.testkit.flawed.scope=${key}`,
+          'run', '-d', '--name', name, ...(flaws.has('readable-names') ? [] : ['--hostname', 'sandbox']), '--label', 'berth.testkit.flawed=1', '--label', `berth.testkit.flawed.scope=${key}`,
           '--label', `berth.testkit.flawed.workspace=${request.paths.workspace}`, '--label', `berth.testkit.flawed.home=${request.paths.home}`,
           ...(flaws.has('capabilities') ? [] : ['--cap-drop', 'ALL', ...config.docker_cap_add.flatMap((c) => ['--cap-add', c]), '--security-opt', 'no-new-privileges']), ...(flaws.has('env-in-config') ? Object.entries(request.environment.variables).flatMap(([k, v]) => ['-e', `${k}=${v}`]) : []),
           '--pids-limit', String(config.docker_pids_limit), '--init', '--network', config.docker_network ? (flaws.has('shared-network') ? 'bridge' : network) : 'none',
@@ -83,7 +85,7 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
       const env = Object.entries(request.environment.variables).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
       const seconds = exec.timeout ?? config.timeout;
       const script = `exec timeout -s KILL ${seconds} sh -c "$1"`;
-      const result = await runDocker(['exec', '-i', ...(exec.cwd ? ['-w', exec.cwd] : []), ...env, nameOf(request.scope.slug), 'sh', '-c', script, 'x', exec.command], exec.stdin ?? '');
+      const result = await runDocker(['exec', '-i', ...(exec.cwd ? ['-w', exec.cwd] : []), ...env, nameOf(request.scope), 'sh', '-c', script, 'x', exec.command], exec.stdin ?? '');
       const timedOut = result.code === 137 && Date.now() - started >= seconds * 1000;
       const redactor = createRedactor(config.docker_mask_secrets && !flaws.has('no-mask') ? request.environment.secrets : []);
       const out = cap(result.out);

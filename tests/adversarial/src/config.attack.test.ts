@@ -27,6 +27,7 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   container_memory: { wrongType: true, outOfRange: 8, valid: 256 },
   container_persistent: { wrongType: 'no', outOfRange: 2, valid: true },
   docker_network: { wrongType: 'bridge', outOfRange: 0, valid: true },
+  docker_network_pool: { wrongType: 10, outOfRange: '10.217.0.0/30', valid: '10.217.0.0/16' },
   timeout: { wrongType: '30s', outOfRange: -1, valid: 30 },
   lifetime_seconds: { wrongType: '5m', outOfRange: -1, valid: 300 },
   sandbox_dir: { wrongType: 42, outOfRange: '', valid: sandboxDir },

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { IdentityError } from '@berth/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +29,7 @@ function listing(folder: string): string[] {
 
 /** Ids that a careless layout would turn into paths outside the root, or into one folder. */
 const traversal = ['..', `../${stem}`, `${stem}/b`, '/etc', '.', `./${stem}`, `${stem}/../..`, '%2E%2E', `signal@${stem}`, `${stem}\\..\\x`, `~${stem}`, ' ', `-${stem}`];
-const caseAndFolding = [stem, stem.toUpperCase(), `${stem}-cd`, `${stem}_cd`, `${stem}.cd`, `${stem}%2Dcd`, `${stem}é`, `${stem}e\u0301`, `${stem}\u202e`];
+const caseAndFolding = [stem, stem.toUpperCase(), `${stem}-cd`, `${stem}_cd`, `${stem}.cd`, `${stem}%2Dcd`, `${stem}é`, `${stem}e\u0301`, `${stem}ß`];
 
 beforeAll(async () => {
   mkdirSync(sandboxDir, { recursive: true });
@@ -79,8 +79,8 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     expect(containerIds.size).toBe(senders.length);
   });
 
-  it('enormous (10 KB) and malformed ids (NUL, control characters, lone surrogates) are refused with IdentityError; an empty id falls back to the task sandbox', async () => {
-    const refused = ['x'.repeat(10_240), `${stem}\u0000`, `\u0000`, `${stem}\n..`, `${stem}\ud800`, '\udfff', `${stem}\u001b[2J`];
+  it('enormous (10 KB) and malformed ids (NUL, control, invisible, bidi-control and line-separator characters, lone surrogates) are refused with IdentityError, shown escaped; an empty id falls back to its chat\'s own sandbox', async () => {
+    const refused = ['x'.repeat(10_240), `${stem}\u0000`, `\u0000`, `${stem}\n..`, `${stem}\ud800`, '\udfff', `${stem}\u001b[2J`, `${stem}\u202e`, `${stem}\u200f`, `${stem}\u200b`, `\ufeff${stem}`, `${stem}\u2028x`, `${stem}\u2029`, `${stem}\u2066`];
     for (const userId of refused) {
       for (const platform of ['signal', 'telegram', 'whatsapp']) {
         const outcome = await gateway.attempt({ platform, userId }, 'echo should-not-run');
@@ -88,6 +88,7 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
         const message = (outcome as Error).message;
         expect(message.split('\n')).toHaveLength(1);
         expect(message.length).toBeLessThan(400);
+        expect(message).not.toMatch(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u);
       }
     }
     // Telegram and WhatsApp refuse traversal ids outright.
@@ -101,10 +102,12 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     }
     // Platform names are checked too: a traversal in the platform is no platform.
     expect(await gateway.attempt({ platform: '../etc', userId: '1' }, 'true')).toBeInstanceOf(IdentityError);
+    // An empty sender id names nobody: the message (its chat is "chat") is a conversation without
+    // a user, and gets that chat's own sandbox — not a user's, not the shared task sandbox.
     const empty = await gateway.run({ platform: 'signal', userId: '' }, 'pwd');
     expect(empty.returncode).toBe(0);
     const taskContainer = (await gateway.containers()).find((container) => container.Labels?.['dev.berth.kind'] === 'task');
-    expect(taskContainer?.Labels?.['dev.berth.workspace']).toBe(path.join(sandboxDir, 'docker', 'attack', 'workspace'));
+    expect(taskContainer?.Labels?.['dev.berth.workspace']).toBe(path.join(sandboxDir, 'docker', 'task~chat%3Asignal%3Achat', 'workspace'));
   });
 
   it('afterwards nothing exists outside {sandbox_dir}/docker, and every container mounts only its own two folders', async () => {
@@ -113,7 +116,14 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     for (const entry of after) expect(entry === root || entry.startsWith(root + path.sep)).toBe(true);
     // Directly inside the root: one folder per scope, each with exactly the workspace and home
     // folders, beside which Berth may keep only its own `.berth-*` bookkeeping files.
-    for (const folder of readdirSync(path.join(parent, root))) {
+    for (const item of readdirSync(path.join(parent, root), { withFileTypes: true })) {
+      if (!item.isDirectory()) {
+        // Beside the scope folders, only the installation key that names sandboxes, owner-only.
+        expect(item.name).toBe('.berth-installation-key');
+        expect(statSync(path.join(parent, root, item.name)).mode & 0o777).toBe(0o600);
+        continue;
+      }
+      const folder = item.name;
       const entries = readdirSync(path.join(parent, root, folder), { withFileTypes: true });
       expect(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()).toEqual(['home', 'workspace']);
       for (const entry of entries.filter((candidate) => !candidate.isDirectory())) expect({ name: entry.name, file: entry.isFile() }).toEqual({ name: expect.stringMatching(/^\.berth-/), file: true });

@@ -91,6 +91,43 @@ describe('network: no way from one sandbox to another, or to the engine', () => 
   });
 });
 
+describe('names: nothing a sandbox can see says who else is there, or how many', () => {
+  it('reverse and forward DNS lookups of another sandbox answer nothing; the hostname is the same for everyone', async () => {
+    const victimName = (await gateway.containerOf(victim))!.Names[0]!.replace(/^\//, '');
+    const result = await gateway.run(
+      attacker,
+      `hostname; nslookup ${victimAddress} 127.0.0.11 2>&1; echo "reverse=$?"; nslookup ${victimName} 127.0.0.11 2>&1; echo "forward=$?"; cat /etc/hosts /etc/hostname 2>&1`,
+    );
+    expect(result.output.split('\n')[0]).toBe('sandbox');
+    expect(result.output).toMatch(/reverse=[1-9]/);
+    expect(result.output).toMatch(/forward=[1-9]/);
+    // No answer at all: no name for the address, no address for the name (busybox prints
+    // "Name:" and "name =" lines for answers; its refusals only repeat what was asked).
+    expect(result.output).not.toMatch(/^Name:|name = /m);
+    expect(result.output.split('\n').filter((line) => line.includes(victimName) && !line.includes("can't find"))).toEqual([]);
+    for (const identifying of [String(victim.userId), 'telegram', 'whatsapp']) expect(result.output).not.toContain(identifying);
+  });
+
+  it('the sandbox is alone on its network: a scan of its subnet finds only its gateway', async () => {
+    const result = await gateway.run(
+      attacker,
+      'net=$(ip -4 -o addr show eth0 | awk "{print \\$4}"); echo "net=$net"; base=${net%.*}; for i in 0 1 2 3 4 5 6 7; do nc -w 1 $base.$i 9 </dev/null >/dev/null 2>&1; done; ip neigh show dev eth0 | grep -v FAILED | grep -vc INCOMPLETE',
+    );
+    expect(result.output).toMatch(/^net=\d+\.\d+\.\d+\.\d+\/29$/m);
+    // Only the gateway answered ARP; the victim is on a network of its own.
+    expect(result.output.trim().split('\n').at(-1)).toBe('1');
+  });
+
+  it('container and network names hold no platform, id or user count, seen from outside', async () => {
+    for (const sender of [victim, attacker]) {
+      const container = (await gateway.containerOf(sender))!;
+      const name = container.Names[0]!.replace(/^\//, '');
+      expect(name).toMatch(/^berth-[0-9a-f]{24}$/);
+      expect(container.HostConfig.NetworkMode).toBe(name);
+    }
+  });
+});
+
 describe('privileges: no escalation inside the sandbox', () => {
   it('a setuid copy of busybox gives nobody no privileges (no-new-privileges on every process)', async () => {
     const result = await gateway.run(

@@ -21,7 +21,7 @@ describe('the berth env report', () => {
         HERMES_USER_TELEGRAM_0123456789_GITHUB_TOKEN: 'refused-value-7',
       },
     });
-    const report = buildEnvironmentReport(resolver, resolver.registry.resolve('telegram', '123456789'));
+    const report = buildEnvironmentReport(resolver, resolver.resolve({ session: { platform: 'telegram', userId: '123456789' } }));
     expect(report.prefix).toBe('HERMES_USER_TELEGRAM_123456789_');
     expect(report.scope).toBe('user:telegram:123456789');
     expect(report.variables).toEqual([
@@ -34,5 +34,15 @@ describe('the berth env report', () => {
     const printed = JSON.stringify(report) + formatEnvironmentReport(report);
     for (const secret of SECRETS) expect(printed).not.toContain(secret);
     expect(formatEnvironmentReport(report)).toContain('HERMES_USER_TELEGRAM_0123456789_GITHUB_TOKEN');
+  });
+
+  it('reports what the terminal tool would give: with docker_user_sandbox false, the shared task sandbox and no user variables', async () => {
+    const resolver = await createBerthResolver({
+      config: parseTerminalConfig({ docker_user_sandbox: false }),
+      environment: { HERMES_USER_TELEGRAM_1_GITHUB_TOKEN: 'ghp_user_value_1' },
+    });
+    const report = buildEnvironmentReport(resolver, resolver.resolve({ session: { platform: 'telegram', userId: '1' }, taskId: 'default' }));
+    expect(report).toMatchObject({ identity: null, scope: 'task:default', prefix: null, variables: [] });
+    expect(formatEnvironmentReport(report)).toMatch(/^task:default\nno user: /);
   });
 });

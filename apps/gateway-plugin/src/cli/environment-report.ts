@@ -1,4 +1,4 @@
-import type { Identity, SandboxResolver, VariableSource } from '@berth/core';
+import type { SandboxRequest, SandboxResolver, VariableSource } from '@berth/core';
 import { formatIdentity } from '@berth/core';
 import { formatTable, maskValue } from './format-table.js';
 
@@ -14,11 +14,11 @@ export interface EnvironmentReportVariable {
 
 /** What `berth env --json` prints. */
 export interface EnvironmentReport {
-  /** The canonical identity, e.g. `telegram:123456789`. */
-  readonly identity: string;
+  /** The canonical identity, e.g. `telegram:123456789`; `null` for a sandbox of no user. */
+  readonly identity: string | null;
   readonly scope: string;
-  /** The prefix an operator writes before a variable name for this user. */
-  readonly prefix: string;
+  /** The prefix an operator writes before a variable name for this user; `null` without a user. */
+  readonly prefix: string | null;
   /** Identities linked to this one (including itself), primary first. */
   readonly linked: readonly string[];
   readonly variables: readonly EnvironmentReportVariable[];
@@ -31,14 +31,13 @@ function refusalReason(variable: string, message: string): string {
   return message.replace(`variable ${variable} is not forwarded to any sandbox: `, '').replace(/; run "berth env[^"]*" for the exact prefix of a user$/, '');
 }
 
-/** Builds the report of `identity`'s sandbox environment; touches no engine. */
-export function buildEnvironmentReport(resolver: SandboxResolver, identity: Identity): EnvironmentReport {
-  const scope = resolver.scopeOf({ identity });
-  const request = resolver.forScope(scope);
+/** Builds the report of a sandbox's environment (resolved as the terminal tool resolves it); touches no engine. */
+export function buildEnvironmentReport(resolver: SandboxResolver, request: SandboxRequest): EnvironmentReport {
+  const { scope } = request;
   return {
-    identity: formatIdentity(identity),
+    identity: scope.kind === 'user' ? formatIdentity(scope.identity) : null,
     scope: scope.key,
-    prefix: resolver.index.prefixFor(identity),
+    prefix: scope.kind === 'user' ? resolver.index.prefixFor(scope.identity) : null,
     linked: scope.kind === 'user' ? scope.identities.map(formatIdentity) : [],
     variables: request.environment.details.map((variable) => ({ name: variable.name, source: variable.source, from: variable.from, value: maskValue(variable.value) })),
     refused: resolver.index.refused.map((error) => ({ variable: error.variable, reason: refusalReason(error.variable, error.message) })),
@@ -47,9 +46,13 @@ export function buildEnvironmentReport(resolver: SandboxResolver, identity: Iden
 
 /** The human form of an {@link EnvironmentReport}. */
 export function formatEnvironmentReport(report: EnvironmentReport): string {
-  let out = `${report.identity} (${report.scope})\n`;
-  out += `prefix for this user's variables: ${report.prefix}\n`;
-  out += `  e.g. ${report.prefix}GITHUB_TOKEN=... reaches this sandbox as GITHUB_TOKEN\n`;
+  let out = report.identity === null ? `${report.scope}\n` : `${report.identity} (${report.scope})\n`;
+  if (report.prefix === null) {
+    out += 'no user: user variables reach no task sandbox (with docker_user_sandbox false, no user has one of their own)\n';
+  } else {
+    out += `prefix for this user's variables: ${report.prefix}\n`;
+    out += `  e.g. ${report.prefix}GITHUB_TOKEN=... reaches this sandbox as GITHUB_TOKEN\n`;
+  }
   if (report.linked.length > 1) out += `linked identities: ${report.linked.join(', ')}\n`;
   out += '\n';
   out += report.variables.length === 0 ? 'no variables\n' : formatTable(['NAME', 'SOURCE', 'FROM', 'VALUE'], report.variables.map((variable) => [variable.name, variable.source, variable.from, variable.value]));

@@ -28,8 +28,9 @@ export const COMMAND_HELP: Record<CommandName, string> = {
   exec: `Usage: berth exec [--platform P --user ID | --session-key KEY | --task T] [--timeout S] [--cwd DIR] -- COMMAND...
        berth exec --socket PATH [--session-key KEY | --platform P --user ID] [--task T] [--stdin] [--timeout S] [--cwd DIR] -- COMMAND...
 
-Runs COMMAND in that scope's sandbox exactly as the terminal tool does (a persistent shell,
-the user's variables, output masked). The words after -- are joined with spaces into one
+Runs COMMAND in the sandbox the terminal tool would use for that session (decided by the
+same function: with docker_user_sandbox false a user's commands run in the task sandbox), as
+the terminal tool runs it (a persistent shell, the user's variables, output masked). The words after -- are joined with spaces into one
 command line for the sandbox's shell, as ssh does. Stdin is empty.
 
 With --socket, it is the thin client of "berth serve": the command runs in the server's warm
@@ -41,7 +42,8 @@ Options:
       --user ID       the user's id on that platform, e.g. 123456789
       --session-key KEY
                       a host session key, e.g. agent:main:telegram:direct:123: a direct chat
-                      names its user; other sessions (groups) use the task sandbox
+                      names its user; a group, channel, thread, cron or hook key gets that
+                      conversation's own sandbox; a key naming no single user is refused
       --task T        a task sandbox (the legacy layout) when no user is given (default: default)
       --socket PATH   send the command to "berth serve --socket PATH" instead
       --stdin         with --socket: forward this process's stdin to the command (up to 1 MiB)
@@ -63,21 +65,25 @@ Options:
                       state, workspace, home, lastUsed}
 ${COMMON}
 `,
-  rm: `Usage: berth rm (--platform P --user ID | --task T) [--purge]
+  rm: `Usage: berth rm (--platform P --user ID | --session-key KEY | --task T) [--purge]
 
-Removes that scope's container. With --purge, also deletes its workspace and home folders,
-and nothing else: symbolic links inside are removed, never followed.
+Removes the container of the sandbox the terminal tool would use for that session. With
+--purge, also deletes its workspace and home folders, and nothing else: symbolic links inside
+are removed, never followed. A user or key whose commands run in a shared task sandbox
+(docker_user_sandbox false) is refused; name the task instead.
 
 Options:
       --platform P    the user's platform
       --user ID       the user's id on that platform
+      --session-key KEY
+                      a host session key (a direct chat's user, or a conversation)
       --task T        a task sandbox instead
       --purge         delete the workspace and home too
 ${COMMON}
 `,
-  env: `Usage: berth env --platform P --user ID [--json]
+  env: `Usage: berth env (--platform P --user ID | --session-key KEY) [--json]
 
-Shows the variables that user's sandbox gets, each with its source (static: docker_env,
+Shows the variables the sandbox of that session gets (as the terminal tool resolves it), each with its source (static: docker_env,
 forwarded: docker_forward_env, user: the user's own, linked: a linked identity's), values
 masked, and the exact prefix an operator writes for that user, e.g.
 HERMES_USER_TELEGRAM_123456789_GITHUB_TOKEN=... Also lists, by name, the variables under
@@ -86,6 +92,8 @@ the prefix that reach no sandbox and why.
 Options:
       --platform P    the user's platform
       --user ID       the user's id on that platform
+      --session-key KEY
+                      a host session key
       --json          print {identity, scope, prefix, linked, variables, refused}
 ${COMMON}
 `,

@@ -3,7 +3,7 @@ import type { CliIo } from './cli-io.js';
 import { formatTable } from './format-table.js';
 import { loadCliConfig } from './load-cli-config.js';
 import type { CliOptions } from './parse-cli-arguments.js';
-import { SANDBOX_TABLE_HEADERS, sandboxRecordRow, toSandboxRecord } from './sandbox-record.js';
+import { SANDBOX_TABLE_HEADERS, sandboxRecordRow, stringifyForDisplay, toSandboxRecord } from './sandbox-record.js';
 
 /** `berth ls`: every sandbox Berth owns on the engine, as a table or as JSON. */
 export async function runLsCommand(io: CliIo, options: CliOptions): Promise<number> {
@@ -11,7 +11,7 @@ export async function runLsCommand(io: CliIo, options: CliOptions): Promise<numb
   const backend = await createBackend(config, { environment: io.environment });
   try {
     const records = (await backend.list()).map(toSandboxRecord).sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
-    if (options.json) io.stdout.write(`${JSON.stringify(records, null, 2)}\n`);
+    if (options.json) io.stdout.write(`${stringifyForDisplay(records)}\n`);
     else if (records.length === 0) io.stdout.write('no sandboxes\n');
     else io.stdout.write(formatTable(SANDBOX_TABLE_HEADERS, records.map(sandboxRecordRow)));
     return 0;

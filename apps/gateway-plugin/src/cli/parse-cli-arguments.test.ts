@@ -53,7 +53,7 @@ describe('parseCliArguments', () => {
     expect(usageError(['rm', '--user', '1'])).toMatch(/go together/);
     expect(usageError(['exec', '--platform', 'telegram', '--user', '1', '--task', 't', '--', 'id'])).toMatch(/either/);
     expect(usageError(['env'])).toMatch(/required/);
-    expect(usageError(['rm'])).toMatch(/--platform P --user ID or with --task T/);
+    expect(usageError(['rm'])).toMatch(/--platform P --user ID, --session-key KEY or --task T/);
   });
 
   it.each([

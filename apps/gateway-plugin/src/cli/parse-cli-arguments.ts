@@ -17,8 +17,8 @@ export type CommandName = (typeof COMMANDS)[number];
 const COMMAND_OPTIONS = {
   exec: ['platform', 'user', 'task', 'timeout', 'cwd', 'session-key', 'socket', 'stdin'],
   ls: ['json'],
-  rm: ['platform', 'user', 'task', 'purge'],
-  env: ['platform', 'user', 'json'],
+  rm: ['platform', 'user', 'session-key', 'task', 'purge'],
+  env: ['platform', 'user', 'session-key', 'json'],
   doctor: ['json'],
   demo: ['json'],
   serve: ['socket'],
@@ -134,6 +134,8 @@ function validateTarget(command: CommandName, options: CliOptions): void {
   if (hasUser && (options.platform === undefined || options.user === undefined)) {
     throw new UsageError(`berth ${command}: --platform and --user go together; give both, e.g. --platform telegram --user 123456789`);
   }
+  // An empty id names nobody: refused here rather than taken for "no user" (the shared task sandbox).
+  if (options.user === '') throw new UsageError(`berth ${command}: --user is empty; give the user's id on that platform, e.g. --user 123456789`);
   if (command === 'exec' && options.stdin && options.socket === undefined) throw new UsageError('berth exec: --stdin works with --socket only');
   if (options.sessionKey !== undefined) {
     if (hasUser) throw new UsageError(`berth ${command}: give either --session-key or --platform/--user, not both`);
@@ -144,9 +146,11 @@ function validateTarget(command: CommandName, options: CliOptions): void {
   if (hasUser && options.task !== undefined && options.socket === undefined) {
     throw new UsageError(`berth ${command}: give either --platform/--user or --task, not both`);
   }
-  if (command === 'env' && !hasUser) throw new UsageError('berth env: --platform and --user are required, e.g. berth env --platform telegram --user 123456789');
-  if (command === 'rm' && !hasUser && options.task === undefined) {
-    throw new UsageError('berth rm: name the sandbox with --platform P --user ID or with --task T');
+  if (command === 'env' && !hasUser && options.sessionKey === undefined) {
+    throw new UsageError('berth env: --platform and --user (or --session-key) are required, e.g. berth env --platform telegram --user 123456789');
+  }
+  if (command === 'rm' && !hasUser && options.task === undefined && options.sessionKey === undefined) {
+    throw new UsageError('berth rm: name the sandbox with --platform P --user ID, --session-key KEY or --task T');
   }
   if (options.task !== undefined && !CLI_TASK_ID.test(options.task)) {
     throw new UsageError(

@@ -1,19 +1,27 @@
+import { BerthError } from '@berth/core';
 import { createBerth } from '../create-berth.js';
+import { cliTarget, namedUser } from './cli-target.js';
 import type { CliIo } from './cli-io.js';
 import { loadCliConfig } from './load-cli-config.js';
 import type { CliOptions } from './parse-cli-arguments.js';
 
-/** `berth rm`: removes a scope's container, and with `--purge` its workspace and home. */
+/**
+ * `berth rm`: removes the container of the sandbox a session names (as the terminal tool would
+ * resolve it), and with `--purge` its workspace and home.
+ */
 export async function runRmCommand(io: CliIo, options: CliOptions): Promise<number> {
   const { config } = loadCliConfig(io, options.config);
   const berth = await createBerth({ config, environment: io.environment, resolveFrom: io.cwd });
   try {
-    const { resolver } = berth;
-    const scope =
-      options.platform !== undefined && options.user !== undefined
-        ? resolver.scopeOf({ identity: resolver.registry.resolve(options.platform, options.user) })
-        : resolver.scopeOf({ taskId: options.task! });
-    const { paths } = resolver.forScope(scope);
+    const target = cliTarget(options);
+    const { scope, paths } = berth.request(target);
+    if (target.session && scope.kind === 'task' && scope.taskId === target.taskId) {
+      // The session's commands run in a shared task sandbox: removing "its" sandbox would remove everyone's.
+      throw new BerthError(
+        'NO_OWN_SANDBOX',
+        `terminal.docker_user_sandbox is false, so ${namedUser(options) ?? 'this session'} has no sandbox of its own (its commands run in ${scope.key}, shared); nothing was removed — name the task sandbox with --task to remove it`,
+      );
+    }
     await berth.backend.remove(scope.key, { purge: options.purge, paths });
     io.stdout.write(options.purge ? `removed ${scope.key}: its container, ${paths.workspace} and ${paths.home}\n` : `removed ${scope.key}: its container (files kept in ${paths.folder})\n`);
     return 0;

@@ -1,4 +1,4 @@
-import type { SandboxInfo } from '@berth/core';
+import { escapeForDisplay, type SandboxInfo } from '@berth/core';
 
 /** One sandbox as `berth ls --json` prints it. */
 export interface SandboxRecord {
@@ -34,8 +34,20 @@ export function toSandboxRecord(info: SandboxInfo): SandboxRecord {
 
 /** The `berth ls` table columns of a record. */
 export function sandboxRecordRow(record: SandboxRecord): string[] {
+  // Labels come from the engine: whatever a container carries is shown escaped, never raw.
   const owner = record.kind === 'user' ? `${record.platform}:${record.user}` : `task ${record.task}`;
-  return [owner, record.containerId.slice(0, 12), record.state, record.lastUsed ?? '-', record.workspace, record.home];
+  return [owner, record.containerId.slice(0, 12), record.state, record.lastUsed ?? '-', record.workspace, record.home].map(escapeForDisplay);
+}
+
+/**
+ * `JSON.stringify` with every invisible, bidi-control and line-separator character written as a
+ * `\uXXXX` escape: the same data for a program, and nothing that reorders a terminal's line.
+ */
+export function stringifyForDisplay(value: unknown): string {
+  // JSON.stringify already escapes control characters inside strings; the layout's newlines stay.
+  return JSON.stringify(value, null, 2).replace(/[\p{Cf}\p{Zl}\p{Zp}]/gu, (char) =>
+    [...Array(char.length).keys()].map((index) => `\\u${char.charCodeAt(index).toString(16).padStart(4, '0')}`).join(''),
+  );
 }
 
 /** Headers matching {@link sandboxRecordRow}. */

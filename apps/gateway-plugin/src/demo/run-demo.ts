@@ -139,7 +139,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     await plugin.register({ specificationVersion: 'v1', terminal, config: demoConfig, environment });
     const berth = plugin.instances[0]!;
     for (const user of users) {
-      const request = berth.resolver.forScope(berth.resolver.scopeOf({ identity: user.identity }));
+      // The sandbox each user's messages go to, decided as for every message (core's resolveScope).
+      const request = berth.request({ session: { platform: user.platform, userId: user.rawId }, taskId: `berth-demo-${run}` });
       user.paths = request.paths;
       user.scopeKey = request.scope.key;
     }

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { taskFolderName } from '@berth/core';
 import { requestEngine } from '../engine-client.js';
 import { findEngine } from '../find-engine.js';
 import { sandboxCommandArgv } from './sandbox-command-argv.js';
@@ -88,9 +89,9 @@ function rawRequest(socketPath: string, payload: string | Buffer): Promise<strin
   });
 }
 
-async function containersUnder(folder: string): Promise<Array<{ Id: string }>> {
+async function containersUnder(folder: string): Promise<Array<{ Id: string; Names: string[] }>> {
   const response = await requestEngine(engine, 'GET', '/containers/json?all=1');
-  const containers = JSON.parse(response.body) as Array<{ Id: string; Mounts?: Array<{ Source?: string }> }>;
+  const containers = JSON.parse(response.body) as Array<{ Id: string; Names: string[]; Mounts?: Array<{ Source?: string }> }>;
   return containers.filter((container) => container.Mounts?.some((mount) => mount.Source?.startsWith(folder + path.sep)));
 }
 
@@ -108,7 +109,11 @@ afterAll(async () => {
     server.child.kill('SIGTERM');
     await server.exited;
   }
-  for (const container of await containersUnder(root)) await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
+  for (const container of await containersUnder(root)) {
+    await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
+    // Each sandbox has a network of its own, named as the container.
+    await requestEngine(engine, 'DELETE', `/networks/${container.Names[0]!.replace(/^\//, '')}`).catch(() => {});
+  }
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -153,12 +158,22 @@ describe('berth serve and berth exec --socket', () => {
     expect(run).toMatchObject({ status: 0, stdout: 'alice-note\n' });
   });
 
-  it('runs a group session key in the task sandbox, not a user sandbox', async () => {
+  it('runs a group session key in the group\'s own sandbox: not a user\'s, not the shared task sandbox', async () => {
     const task = `sock-it-${randomInt(1e9)}`;
-    const run = await exec(`agent:main:telegram:group:${alice}`, 'echo group > /workspace/group.txt; echo "[$GITHUB_TOKEN]"', ['--task', task]);
+    const group = `agent:main:telegram:group:-${alice}`;
+    const run = await exec(group, 'echo group > /workspace/group.txt; echo "[$GITHUB_TOKEN]"', ['--task', task]);
     expect(run).toMatchObject({ status: 0, stdout: '[]\n' });
-    expect(readFileSync(path.join(sandboxes, 'docker', task, 'workspace', 'group.txt'), 'utf8')).toBe('group\n');
+    expect(readFileSync(path.join(sandboxes, 'docker', taskFolderName(group), 'workspace', 'group.txt'), 'utf8')).toBe('group\n');
+    expect(existsSync(path.join(sandboxes, 'docker', task))).toBe(false);
     expect(existsSync(path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace', 'group.txt'))).toBe(false);
+  });
+
+  it('refuses a per-peer session key with the line that names the fix, and runs nothing', async () => {
+    const run = await exec(`agent:main:direct:${alice}`, 'touch /workspace/per-peer.txt');
+    expect(run.status).toBe(125);
+    expect(run.stderr).toMatch(/^berth: session key agent:<agent>:direct:<peer> .*session\.dmScope: per-channel-peer.*\n$/);
+    expect(run.stderr).not.toContain(alice);
+    expect(existsSync(path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace', 'per-peer.txt'))).toBe(false);
   });
 
   it('forwards stdin with --stdin, and exits 124 after a timeout with the session still usable', async () => {

@@ -24,6 +24,9 @@ export const WORKSPACE_TARGET = '/workspace';
 /** The sandbox user's home. */
 export const HOME_TARGET = '/root';
 
+/** Every sandbox's hostname. */
+export const SANDBOX_HOSTNAME = 'sandbox';
+
 /**
  * What the container runs as its main process: a shell that waits and leaves at once on
  * TERM, so `stop` takes milliseconds, not the engine's kill timeout. Commands come in through
@@ -110,6 +113,8 @@ export function buildContainerSpec(options: ContainerSpecOptions): { spec: Docke
     Entrypoint: ['/bin/sh', '-c'],
     Cmd: KEEP_ALIVE_COMMAND,
     WorkingDir: WORKSPACE_TARGET,
+    // The same for every sandbox: a hostname says nothing about whose sandbox it is.
+    Hostname: SANDBOX_HOSTNAME,
     Env: [],
     Labels: labels,
     StopTimeout: 3,

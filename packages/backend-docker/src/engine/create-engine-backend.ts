@@ -1,6 +1,8 @@
 import {
+  hasInstallationKey,
   ImageNotFoundError,
   SandboxError,
+  sandboxName,
   type BackendCapabilities,
   type ExecRequest,
   type ExecResult,
@@ -45,18 +47,28 @@ export interface EngineBackendOptions {
   readonly logger?: HostLogger;
   readonly onProgress?: (event: ProgressEvent) => void;
   /**
-   * Prefix of container names; the scope's slug follows.
+   * Prefix of sandbox names; core's keyed digest of the scope follows (see `sandboxName`).
    * @default 'berth-'
    */
   readonly namePrefix?: string;
   /** Labels added to every container, and required of every container this backend lists, adopts or reaps. */
   readonly labels?: Readonly<Record<string, string>>;
-  /** Returns the `NetworkMode` for new sandboxes; called before each create (memoise inside). */
-  readonly prepareNetwork: () => Promise<string>;
+  /** The `NetworkMode` of a sandbox named `name` (its own network, or `none`). */
+  readonly networkModeOf: (name: string) => string;
+  /** Makes sure the network of the sandbox named `name` exists; called before it is created or started. */
+  readonly prepareNetwork: (name: string) => Promise<void>;
+  /** Removes the network of a removed sandbox, if it has one of its own; never throws. */
+  readonly releaseNetwork?: (networkMode: string, name: string) => Promise<void>;
   /** The engine's last word on each container's host configuration. */
   readonly adjustHostConfig?: (hostConfig: Dockerode.HostConfig) => Dockerode.HostConfig;
   /** Overrides of the capability flags (the network isolation depends on the engine's network). */
   readonly capabilities?: Partial<BackendCapabilities>;
+  /**
+   * Milliseconds between automatic `reap()` runs while `lifetime_seconds` is set; 0 turns them
+   * off (the caller reaps, as tests that must decide when do).
+   * @default a quarter of the lifetime, between 1 s and 60 s
+   */
+  readonly reapIntervalMs?: number;
   /**
    * How many containers may be created and started at once; more wait. Protects small hosts
    * when many users send their first message together.
@@ -79,13 +91,13 @@ export interface EngineBackend extends SandboxBackendV1 {
   ping(): Promise<void>;
   /** The engine's version, for diagnostics. */
   engineInfo(): Promise<EngineInfo>;
-  /** The container name a scope gets. */
-  containerName(scope: SandboxRequest['scope']): string;
+  /** The container name a scope's sandbox gets (opaque: see core's `sandboxName`). */
+  containerName(request: SandboxRequest): string;
 }
 
 interface SandboxEntry {
   readonly scopeKey: string;
-  readonly name: string;
+  name: string;
   containerId: string | undefined;
   running: boolean;
   session: ShellSession | undefined;
@@ -171,7 +183,7 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
     throw mapEngineError(error, { engine, endpoint, action });
   };
   const labelFilters = (): string[] => [`${LABELS.managedBy}=${MANAGED_BY}`, ...Object.entries(extraLabels).map(([key, value]) => `${key}=${value}`)];
-  const containerName = (scope: SandboxRequest['scope']): string => `${namePrefix}${scope.slug}`;
+  const containerName = (request: SandboxRequest): string => sandboxName({ root: request.paths.root, scopeKey: request.scope.key, prefix: namePrefix });
 
   const entryFor = (request: SandboxRequest): SandboxEntry => {
     const { scope } = request;
@@ -179,7 +191,8 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
     if (!entry) {
       entry = {
         scopeKey: scope.key,
-        name: containerName(scope),
+        // Named by nameEntry(), inside the scope's queue.
+        name: '',
         containerId: undefined,
         running: false,
         session: undefined,
@@ -307,10 +320,9 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
   const createContainer = async (entry: SandboxEntry, request: SandboxRequest, spec: Dockerode.ContainerCreateOptions): Promise<string> => {
     await prepareHostFolders(request.paths);
     await ensureImage();
-    const networkMode = await options.prepareNetwork();
-    const withNetwork = { ...spec, HostConfig: { ...spec.HostConfig, NetworkMode: networkMode } };
+    await options.prepareNetwork(entry.name);
     options.onProgress?.({ phase: 'create', message: `creating ${entry.name}` });
-    const container = await docker.createContainer(withNetwork).catch((error: unknown) => {
+    const container = await docker.createContainer(spec).catch((error: unknown) => {
       if (isConflict(error)) return undefined;
       if (isGone(error)) {
         // The image vanished between the check and the create.
@@ -353,12 +365,13 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       scope: request.scope,
       paths: request.paths,
       engine,
-      networkMode: 'none',
+      networkMode: options.networkModeOf(entry.name),
       extraLabels,
       ...(options.adjustHostConfig ? { adjustHostConfig: options.adjustHostConfig } : {}),
     });
     for (let attempt = 0; attempt < 12; attempt++) {
       const info = await inspectByName(entry.name);
+      if (!info && (await adoptLegacyContainer(entry, request))) continue;
       if (!info) {
         const id = await limitCreate(() => createContainer(entry, request, spec));
         if (id === '') {
@@ -386,6 +399,8 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
           logger?.info(`berth: the config of ${entry.name} changed; recreating it (files are kept)`);
           dropSession(entry);
           await removeContainer(info.Id, entry.name);
+          const oldNetwork = info.HostConfig?.NetworkMode ?? 'none';
+          if (oldNetwork !== options.networkModeOf(entry.name)) await options.releaseNetwork?.(oldNetwork, entry.name);
           continue;
         }
       } else {
@@ -399,6 +414,7 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
             .catch((error: unknown) => fail(error, `unpause container ${entry.name}`));
         } else {
           await prepareHostFolders(request.paths);
+          await options.prepareNetwork(entry.name);
           await limitCreate(() => startContainer(entry, info.Id));
           logger?.info(`berth: restarted sandbox ${entry.name} for ${entry.scopeKey}`);
         }
@@ -414,6 +430,26 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       return info.Id;
     }
     throw new SandboxError('SANDBOX_CONFLICT', `container ${entry.name} kept changing while Berth acquired it; retry the command`);
+  };
+
+  /**
+   * A container of this scope made by a release that named sandboxes after their users (or by
+   * an operator's rename) is renamed to the opaque name, so the loop adopts it (and recreates it
+   * once idle, files kept, because its settings differ) instead of making a duplicate.
+   */
+  const adoptLegacyContainer = async (entry: SandboxEntry, request: SandboxRequest): Promise<boolean> => {
+    // Only this installation's (same folders): another gateway on the engine may serve the same scope key.
+    const legacy = (await findContainers(entry.scopeKey)).find((container) => container.Labels?.[LABELS.workspace] === request.paths.workspace);
+    if (!legacy) return false;
+    const legacyName = (legacy.Names?.[0] ?? '').replace(/^\//, '');
+    try {
+      await docker.getContainer(legacy.Id).rename({ name: entry.name });
+    } catch (error) {
+      // 409: the new name is taken (another process renamed it first): the loop adopts that one.
+      if (!isConflict(error) && !isGone(error)) fail(error, `rename container ${legacyName}`);
+    }
+    logger?.info(`berth: renamed the sandbox of an earlier release to ${entry.name}; it is recreated once idle, files kept`);
+    return true;
   };
 
   const channelOpener = (entry: SandboxEntry): OpenExecChannel => (command, channelOptions) => {
@@ -438,9 +474,22 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
     return entry.killerOpening;
   };
 
+  /**
+   * Gives the entry its opaque name. A new installation's key is made only once the engine has
+   * answered: a command that fails for want of an engine leaves the sandbox root as it was.
+   */
+  const nameEntry = async (entry: SandboxEntry, request: SandboxRequest): Promise<void> => {
+    if (entry.name !== '') return;
+    if (!hasInstallationKey(request.paths.root)) {
+      await docker.ping().catch((error: unknown) => fail(error, 'reach the engine'));
+    }
+    entry.name = containerName(request);
+  };
+
   /** Acquires the container and, in session mode, a live shell session. */
   const ensureReady = async (entry: SandboxEntry, request: SandboxRequest): Promise<void> => {
     if (entry.containerId && entry.running && (entry.mode === 'exec' || entry.session?.alive)) return;
+    await nameEntry(entry, request);
     dropSession(entry);
     await acquireContainer(entry, request);
     if (entry.mode === 'exec') return;
@@ -651,8 +700,8 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
   };
 
   let timer: NodeJS.Timeout | undefined;
-  if (config.lifetime_seconds > 0) {
-    const period = Math.min(60_000, Math.max(1_000, (config.lifetime_seconds * 1000) / 4));
+  if (config.lifetime_seconds > 0 && options.reapIntervalMs !== 0) {
+    const period = options.reapIntervalMs ?? Math.min(60_000, Math.max(1_000, (config.lifetime_seconds * 1000) / 4));
     timer = setInterval(() => {
       reap().catch((error: unknown) => logger?.warn(`berth: reaping idle sandboxes failed: ${(error as Error).message}`));
     }, period);
@@ -734,7 +783,9 @@ export function createEngineBackend(options: EngineBackendOptions): EngineBacken
       const work = async (): Promise<void> => {
         if (entry) dropSession(entry);
         for (const container of await findContainers(scopeKey)) {
-          await removeContainer(container.Id, (container.Names?.[0] ?? '').replace(/^\//, ''));
+          const name = (container.Names?.[0] ?? '').replace(/^\//, '');
+          await removeContainer(container.Id, name);
+          await options.releaseNetwork?.(container.HostConfig?.NetworkMode ?? 'none', name);
         }
         if (removeOptions.purge && removeOptions.paths) await purgeHostFolders(removeOptions.paths);
         entries.delete(scopeKey);

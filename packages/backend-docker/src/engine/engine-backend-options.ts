@@ -21,6 +21,8 @@ export interface EngineBackendFactoryOptions {
   namePrefix?: string;
   /** Labels added to every sandbox and required of every sandbox this backend lists, adopts or reaps. */
   labels?: Record<string, string>;
+  /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
+  reapIntervalMs?: number;
 }
 
 /** The zod schema of {@link EngineBackendFactoryOptions}; engine packages extend it with their own. */
@@ -33,6 +35,7 @@ export const engineBackendOptionsSchema = z.object({
   onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
   namePrefix: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' }).optional(),
   labels: z.record(z.string(), z.string()).optional(),
+  reapIntervalMs: z.number().int().min(0).optional(),
 });
 
 /**

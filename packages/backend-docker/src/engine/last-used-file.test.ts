@@ -1,4 +1,4 @@
-import { mkdtempSync, mkdirSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -21,5 +21,22 @@ describe('last-used file', () => {
   it('does not throw when the folder is gone', () => {
     expect(() => touchLastUsed('/nonexistent/berth/workspace')).not.toThrow();
     expect(readLastUsed(undefined)).toBeUndefined();
+  });
+
+  it('writes nothing through a scope folder that is a link, nor through a planted file link', () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'berth-last-used-'));
+    const elsewhere = mkdtempSync(path.join(tmpdir(), 'berth-elsewhere-'));
+    symlinkSync(elsewhere, path.join(root, 'telegram@1'));
+    touchLastUsed(path.join(root, 'telegram@1', 'workspace'));
+    expect(readdirSync(elsewhere)).toEqual([]);
+
+    mkdirSync(path.join(root, 'telegram@2'));
+    const target = path.join(elsewhere, 'target');
+    writeFileSync(target, 'x');
+    symlinkSync(target, path.join(root, 'telegram@2', '.berth-last-used'));
+    const before = lstatSync(target).mtimeMs;
+    touchLastUsed(path.join(root, 'telegram@2', 'workspace'), new Date('2020-01-01T00:00:00Z'));
+    expect(lstatSync(target).mtimeMs).toBe(before);
+    expect(existsSync(path.join(elsewhere, '.berth-last-used'))).toBe(false);
   });
 });

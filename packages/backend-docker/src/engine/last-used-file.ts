@@ -1,4 +1,4 @@
-import { statSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, futimesSync, lstatSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /**
@@ -14,16 +14,20 @@ export const LAST_USED_FILE = '.berth-last-used';
  * as `berth exec` records its use before it exits.
  */
 export function touchLastUsed(workspace: string, when: Date = new Date()): void {
-  const file = path.join(path.dirname(workspace), LAST_USED_FILE);
+  const folder = path.dirname(workspace);
   try {
-    utimesSync(file, when, when);
-  } catch {
+    // Only in a real scope folder inside a real root: a folder Berth refused because it is a
+    // link (to anywhere) gets nothing written through it.
+    if (!lstatSync(folder).isDirectory() || !lstatSync(path.dirname(folder)).isDirectory()) return;
+    // O_NOFOLLOW: a link planted in place of the file itself is not followed either.
+    const descriptor = openSync(path.join(folder, LAST_USED_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
     try {
-      writeFileSync(file, '', { mode: 0o600 });
-      utimesSync(file, when, when);
-    } catch {
-      // The folder is gone (purged) or read-only: the last use is simply not recorded.
+      futimesSync(descriptor, when, when);
+    } finally {
+      closeSync(descriptor);
     }
+  } catch {
+    // The folder is gone (purged), read-only, or a link: the last use is simply not recorded.
   }
 }
 

@@ -17,7 +17,6 @@ export interface Harness {
   readonly docker: Dockerode;
   readonly runId: string;
   readonly sandboxDir: string;
-  readonly networkName: string;
   /** A backend whose containers carry this run's label and prefix. */
   backend(config?: TerminalConfigInput, options?: Partial<DockerBackendOptions>): DockerBackend;
   /** The request of `platform:id` (or a task) with the given gateway environment. */
@@ -46,21 +45,18 @@ export async function createHarness(): Promise<Harness> {
   await assertEngine(docker);
   const runId = randomBytes(4).toString('hex');
   const sandboxDir = await mkdtemp(path.join(tmpdir(), 'berth-docker-test-'));
-  const networkName = `berth-test-${runId}`;
   const backends: DockerBackend[] = [];
   const baseConfig = (config: TerminalConfigInput = {}): TerminalConfigInput => ({ docker_image: TEST_IMAGE, sandbox_dir: sandboxDir, docker_network: false, container_memory: 256, lifetime_seconds: 0, ...config });
   return {
     docker,
     runId,
     sandboxDir,
-    networkName,
     backend(config, options) {
       const backend = createDockerBackend({
         config: parseTerminalConfig(baseConfig(config)),
         docker,
         namePrefix: `berth-t${runId}-`,
         labels: { [TEST_LABEL]: runId },
-        networkName,
         ...options,
       });
       backends.push(backend);

@@ -48,6 +48,24 @@ export function registerIsolationTests(fixture: BackendFixture): void {
       await fixture.run('alice', `kill $(pidof sleep) 2>/dev/null; true`);
     });
 
+    it('sandbox names and hostnames say nothing about whose sandbox it is', { timeout: TEST_TIMEOUT_MS }, async () => {
+      // A name is visible to every process that can list the engine's sandboxes, and inside a
+      // sandbox through its hostname, DNS and the engine's own files: it must hold no platform or id.
+      for (const name of ['alice', 'bob'] as const) {
+        const user = fixture.user(name);
+        const scope = user.request.scope;
+        const telltales = scope.kind === 'user' ? [scope.identity.platform, scope.identity.id, String(user.session?.userId ?? '')].filter((value) => value.length >= 4) : [];
+        const hostname = await fixture.run(name, 'hostname');
+        expect(hostname.exitCode).toBe(0);
+        const entries = await fixture.entriesOf(name);
+        expect(entries.length, `${name} has a sandbox listed`).toBeGreaterThan(0);
+        for (const telltale of telltales) {
+          for (const entry of entries) expect(entry.containerName.toLowerCase(), `${name}'s sandbox name`).not.toContain(telltale.toLowerCase());
+          expect(hostname.stdout.toLowerCase(), `${name}'s hostname`).not.toContain(telltale.toLowerCase());
+        }
+      }
+    });
+
     it("a user's variables are absent from another user's environment", { timeout: TEST_TIMEOUT_MS }, async () => {
       const aliceToken = fixture.user('alice').variables.GITHUB_TOKEN!;
       const bobToken = fixture.user('bob').variables.TOKEN!;

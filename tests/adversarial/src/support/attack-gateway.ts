@@ -97,6 +97,9 @@ export async function removeContainersUnder(sandboxDir: string): Promise<void> {
     containers.map(async (container) => {
       if (container.State === 'paused') await thaw(container.Id);
       await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+      // Each sandbox has a network of its own, named as the container.
+      const network = container.HostConfig?.NetworkMode;
+      if (network && network === (container.Names?.[0] ?? '').replace(/^\//, '')) await docker.getNetwork(network).remove().catch(() => undefined);
     }),
   );
 }

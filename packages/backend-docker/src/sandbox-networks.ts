@@ -1,0 +1,147 @@
+import { createHash } from 'node:crypto';
+import { SandboxError } from '@berth/core';
+import type Dockerode from 'dockerode';
+import { LABELS, MANAGED_BY } from './engine/container-spec.js';
+import { engineMessage, engineStatus, isConflict, isGone, mapEngineError } from './engine/map-engine-error.js';
+
+/** Every sandbox network is a /29: its gateway, the sandbox, and nothing else. */
+const SUBNET_PREFIX = 29;
+/** Free subnets tried before giving up on a crowded pool. */
+const MAX_ATTEMPTS = 64;
+
+/** An IPv4 CIDR as a 32-bit base address and a prefix length. */
+interface Cidr {
+  readonly base: number;
+  readonly prefix: number;
+}
+
+function parseCidr(text: string): Cidr | undefined {
+  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(text.trim());
+  if (!match) return undefined;
+  const octets = match.slice(1, 5).map(Number);
+  const prefix = Number(match[5]);
+  if (octets.some((octet) => octet > 255) || prefix > 32) return undefined;
+  const address = ((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0;
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  return { base: (address & mask) >>> 0, prefix };
+}
+
+function formatAddress(address: number): string {
+  return [24, 16, 8, 0].map((shift) => (address >>> shift) & 255).join('.');
+}
+
+function overlaps(a: Cidr, b: Cidr): boolean {
+  const prefix = Math.min(a.prefix, b.prefix);
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  return ((a.base & mask) >>> 0) === ((b.base & mask) >>> 0);
+}
+
+/** The per-sandbox networks of a Docker backend. */
+export interface SandboxNetworks {
+  /** The `NetworkMode` of the sandbox named `name`: its own network, or `none` without networking. */
+  modeOf(name: string): string;
+  /** Makes sure the sandbox's network exists, allocating it a free /29 of the pool. */
+  prepare(name: string): Promise<void>;
+  /** Removes a removed sandbox's own network; never throws (an engine that refuses leaves it). */
+  release(networkMode: string, name: string): Promise<void>;
+}
+
+/**
+ * One bridge network per sandbox, each on its own /29 taken from `terminal.docker_network_pool`.
+ * Alone on its network, a sandbox cannot reach another one's address, and nothing on its network
+ * (DNS answers, ARP, the addresses in use) says who else is there or how many. Docker's own
+ * address pools hold about thirty networks, so the subnets come from Berth's pool, probed from a
+ * point derived from the name so that concurrent gateways rarely race for one; a subnet the
+ * engine calls taken is skipped.
+ */
+export function createSandboxNetworks(options: {
+  docker: Dockerode;
+  endpoint: string;
+  /** `terminal.docker_network`. */
+  enabled: boolean;
+  /** `terminal.docker_network_pool`, an IPv4 CIDR. */
+  pool: string;
+  /** Labels added to every network (a test run's marker, say). */
+  labels?: Readonly<Record<string, string>>;
+}): SandboxNetworks {
+  const { docker, endpoint } = options;
+  const pool = parseCidr(options.pool);
+  if (!pool || pool.prefix > SUBNET_PREFIX) {
+    throw new SandboxError('OPTIONS_INVALID', `terminal.docker_network_pool ${JSON.stringify(options.pool)} is not an IPv4 range of /${SUBNET_PREFIX} or larger, e.g. 10.217.0.0/16`);
+  }
+  const count = 2 ** (SUBNET_PREFIX - pool.prefix);
+  const subnetAt = (index: number): Cidr => ({ base: (pool.base + index * 2 ** (32 - SUBNET_PREFIX)) >>> 0, prefix: SUBNET_PREFIX });
+  const fail = (error: unknown, action: string): never => {
+    throw mapEngineError(error, { engine: 'docker', endpoint, action });
+  };
+
+  const subnetsInUse = async (): Promise<Cidr[]> => {
+    let networks: Dockerode.NetworkInspectInfo[];
+    try {
+      networks = await docker.listNetworks();
+    } catch (error) {
+      return fail(error, 'list networks');
+    }
+    return networks.flatMap((network) => (network.IPAM?.Config ?? []).map((config) => parseCidr(config.Subnet ?? '')).filter((cidr): cidr is Cidr => cidr !== undefined));
+  };
+
+  const create = async (name: string): Promise<void> => {
+    const used = await subnetsInUse();
+    const start = Number.parseInt(createHash('sha256').update(name).digest('hex').slice(0, 8), 16) % count;
+    let attempts = 0;
+    for (let step = 0; step < count && attempts < MAX_ATTEMPTS; step++) {
+      const subnet = subnetAt((start + step) % count);
+      if (used.some((cidr) => overlaps(cidr, subnet))) continue;
+      attempts++;
+      try {
+        await docker.createNetwork({
+          Name: name,
+          Driver: 'bridge',
+          CheckDuplicate: true,
+          IPAM: { Driver: 'default', Config: [{ Subnet: `${formatAddress(subnet.base)}/${SUBNET_PREFIX}` }] },
+          Options: { 'com.docker.network.bridge.enable_icc': 'false' },
+          Labels: { ...options.labels, [LABELS.managedBy]: MANAGED_BY },
+        });
+        return;
+      } catch (error) {
+        // 409: another process made this sandbox's network at the same moment.
+        if (isConflict(error)) return;
+        // 403 "Pool overlaps": the subnet was taken since the list; try the next one.
+        if (engineStatus(error) === 403 && /overlap/i.test(engineMessage(error))) {
+          used.push(subnet);
+          continue;
+        }
+        fail(error, `create network ${name}`);
+      }
+    }
+    throw new SandboxError(
+      'NETWORK_POOL_FULL',
+      `no free /${SUBNET_PREFIX} is left in terminal.docker_network_pool ${options.pool} (room for ${count} sandboxes); give a larger pool, or remove unused sandboxes with berth rm`,
+    );
+  };
+
+  return {
+    modeOf: (name) => (options.enabled ? name : 'none'),
+    async prepare(name) {
+      if (!options.enabled) return;
+      try {
+        const info = await docker.getNetwork(name).inspect();
+        if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) {
+          throw new SandboxError('NETWORK_NAME_TAKEN', `docker network ${name} exists but is not Berth's; remove it (docker network rm ${name}) or set another name prefix`);
+        }
+        return;
+      } catch (error) {
+        if (!isGone(error)) fail(error, `inspect network ${name}`);
+      }
+      await create(name);
+    },
+    async release(networkMode, name) {
+      if (networkMode !== name) return;
+      try {
+        await docker.getNetwork(name).remove();
+      } catch {
+        // Gone already, or still in use by a container someone made by hand: leave it.
+      }
+    },
+  };
+}
