@@ -97,6 +97,11 @@ try {
     pkg.dependencies = pin(pkg.dependencies);
     pkg.peerDependencies = pin(pkg.peerDependencies);
     if (file === path.join(stage, 'package.json')) {
+      // The archive carries its own @berth/core: a peer dependency elsewhere (one copy per
+      // process), here it is the one copy, so it is a bundled dependency like the rest.
+      for (const [name, range] of Object.entries(pkg.peerDependencies ?? {})) {
+        if (versions.has(name)) pkg.dependencies = { ...pkg.dependencies, [name]: range };
+      }
       // npm packs every bundled dependency with everything it needs from the same tree.
       pkg.bundleDependencies = Object.keys(pkg.dependencies ?? {});
     }

@@ -102,7 +102,9 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     expect(existsSync(path.join(workspaceOf(alice), 'token.txt'))).toBe(false);
     const containers = await containersUnderRoot();
     expect(containers).toHaveLength(2);
-    expect(new Set(containers.map((container) => container.Names[0]))).toEqual(new Set([`/${handles.alice!.runtimeId}`, `/${handles.bob!.runtimeId}`]));
+    expect(new Set(containers.map((container) => container.Mounts.find((mount) => mount.Destination === '/workspace')?.Source))).toEqual(new Set([workspaceOf(alice), workspaceOf(bob)]));
+    expect(handles.alice!.runtimeId).not.toBe(handles.bob!.runtimeId);
+    for (const handle of [handles.alice!, handles.bob!]) expect(handle.runtimeId).not.toMatch(new RegExp(`${alice}|${bob}|telegram`));
     for (const container of containers) {
       const inspected = JSON.stringify(await docker.getContainer(container.Id).inspect());
       expect(inspected).not.toContain(tokens.alice);

@@ -89,9 +89,9 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
     return starting;
   };
 
-  const scopeOfRuntime = async (containerName: string): Promise<{ berth: Berth; scopeKey: string | undefined; running: boolean }> => {
+  const scopeOfRuntime = async (runtimeId: string): Promise<{ berth: Berth; scopeKey: string | undefined; running: boolean }> => {
     const { berth } = await start();
-    const info = (await berth.backend.list()).find((sandbox) => sandbox.containerName === containerName);
+    const info = (await berth.backend.list()).find((sandbox) => runtimeIdOf(sandbox.scopeKey) === runtimeId);
     return { berth, scopeKey: info?.scopeKey, running: info?.state === 'running' };
   };
 

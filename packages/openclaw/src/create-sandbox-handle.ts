@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { SandboxRequest, SessionContext } from '@berth/core';
 import { sandboxCommandArgv, type Berth } from '@berth/gateway-plugin';
 import { createSandboxFsBridge, SANDBOX_WORKSPACE } from './create-sandbox-fs-bridge.js';
@@ -22,9 +23,14 @@ export interface CreateSandboxHandleOptions {
   readonly node?: string;
 }
 
-/** The runtime id of a scope's sandbox: its container's name, `berth-{slug}`. */
-export function runtimeIdOf(request: SandboxRequest): string {
-  return `berth-${request.scope.slug}`;
+/**
+ * The id OpenClaw's sandbox registry keeps for a scope's sandbox (`openclaw sandbox list`): a
+ * digest of the scope key, stable across restarts, that names no platform or user. It is not
+ * the container's name (Berth keys that with the installation's secret); the manager finds the
+ * sandbox by comparing digests.
+ */
+export function runtimeIdOf(scopeKey: string): string {
+  return `berth-${createHash('sha256').update(`openclaw-runtime:${scopeKey}`, 'utf8').digest('hex').slice(0, 20)}`;
 }
 
 /**
@@ -37,7 +43,7 @@ export function createSandboxHandle(options: CreateSandboxHandleOptions): OpenCl
   const { berth, socket, sessionKey, request } = options;
   const session: SessionContext = { sessionKey };
   const shell = createSandboxShell({ berth, session });
-  const runtimeId = runtimeIdOf(request);
+  const runtimeId = runtimeIdOf(request.scope.key);
   return {
     id: BERTH_SANDBOX_BACKEND_ID,
     runtimeId,
