@@ -35,8 +35,31 @@ export const RESULT_SEPARATOR = '\n==========\n';
  * The text a Telegram user sends to make the fake model run `calls`, one after another, then
  * answer `RESULT <label>:` followed by every tool result. `label` also names the timings.
  */
-export function scriptedMessage(label: string, calls: readonly ScriptedToolCall[]): string {
-  return `RUN:${Buffer.from(JSON.stringify({ label, calls })).toString('base64')}`;
+export function scriptedMessage(label: string, calls: readonly ScriptedToolCall[], options: { repeat?: number } = {}): string {
+  return `RUN:${Buffer.from(JSON.stringify({ label, calls, repeat: options.repeat ?? 1 })).toString('base64')}`;
+}
+
+/** A script as the user's message carries it; `{n}` in an argument is the call's number. */
+interface Script {
+  readonly label: string;
+  readonly calls: readonly ScriptedToolCall[];
+  readonly repeat: number;
+}
+
+function readScript(encoded: string): Script | undefined {
+  try {
+    const script = JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as Partial<Script>;
+    return typeof script.label === 'string' && Array.isArray(script.calls) ? { label: script.label, calls: script.calls, repeat: script.repeat ?? 1 } : undefined;
+  } catch {
+    // A copy OpenClaw shortened (old history, a summary) is not the user's script.
+    return undefined;
+  }
+}
+
+function callAt(script: Script, index: number): ScriptedToolCall | undefined {
+  if (index >= script.calls.length * script.repeat) return undefined;
+  const call = script.calls[index % script.calls.length]!;
+  return { name: call.name, arguments: JSON.parse(JSON.stringify(call.arguments).replaceAll('{n}', String(index))) as Record<string, unknown> };
 }
 
 function textOf(message: { content?: unknown }): string {
@@ -56,15 +79,18 @@ interface Decision {
  * Decides from the conversation alone (so concurrent sessions need no state): the newest user
  * message holding a script, and the tool results after it, say which call comes next.
  */
-function decide(messages: ReadonlyArray<{ role?: string; content?: unknown }>): Decision {
+function decide(messages: ReadonlyArray<{ role?: string; content?: unknown }>, tools: readonly string[]): Decision {
   for (let at = messages.length - 1; at >= 0; at--) {
     const message = messages[at]!;
     if (message.role !== 'user') continue;
     const found = INSTRUCTION.exec(textOf(message));
-    if (!found) continue;
-    const script = JSON.parse(Buffer.from(found[1]!, 'base64').toString('utf8')) as { label: string; calls: ScriptedToolCall[] };
+    const script = found ? readScript(found[1]!) : undefined;
+    if (!script) continue;
     const results = messages.slice(at + 1).filter((later) => later.role === 'tool').map(textOf);
-    if (results.length < script.calls.length) return { tool: script.calls[results.length]!, label: script.label, index: results.length };
+    const next = callAt(script, results.length);
+    // A request without the tool (a summary, a title) gets text: only the agent's turn calls tools.
+    if (next && tools.includes(next.name)) return { tool: next, label: script.label, index: results.length };
+    if (next) return { text: 'Summary: the user asked for scripted tool calls.' };
     return { text: `RESULT ${script.label}:\n${results.join(RESULT_SEPARATOR)}`, label: script.label, index: results.length };
   }
   return { text: 'There is nothing to do.' };
@@ -94,8 +120,12 @@ export async function startFakeModel(): Promise<FakeModel> {
         return;
       }
       requests++;
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { messages?: Array<{ role?: string; content?: unknown }>; stream?: boolean };
-      const decision = decide(body.messages ?? []);
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as {
+        messages?: Array<{ role?: string; content?: unknown }>;
+        tools?: Array<{ function?: { name?: string } }>;
+        stream?: boolean;
+      };
+      const decision = decide(body.messages ?? [], (body.tools ?? []).map((tool) => tool.function?.name ?? ''));
       if (decision.label !== undefined && decision.index !== undefined && decision.index > 0) {
         const key = `${decision.label}#${decision.index - 1}`;
         const start = started.get(key);
