@@ -56,6 +56,8 @@ export function createSandboxHandle(options: CreateSandboxHandleOptions): OpenCl
     workdirValidation: 'backend',
     workdirRoots: ['/'],
     async validateWorkdir(workdir) {
+      // The workspace is the sandbox's mount point and always there: no command for OpenClaw's default.
+      if (workdir === SANDBOX_WORKSPACE) return workdir;
       const result = await shell.run('cd -- "$1" && pwd', { args: [workdir] });
       return result.exitCode === 0 && result.stdout.trim() ? result.stdout.trim() : null;
     },

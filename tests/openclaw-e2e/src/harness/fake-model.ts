@@ -28,6 +28,7 @@ export interface FakeModel {
 }
 
 const INSTRUCTION = /RUN:([A-Za-z0-9+/=]+)/;
+const OPENCLAW_CONTEXT = '<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>';
 /** What separates the tool results in the model's final answer. */
 export const RESULT_SEPARATOR = '\n==========\n';
 
@@ -83,7 +84,11 @@ function decide(messages: ReadonlyArray<{ role?: string; content?: unknown }>, t
   for (let at = messages.length - 1; at >= 0; at--) {
     const message = messages[at]!;
     if (message.role !== 'user') continue;
-    const found = INSTRUCTION.exec(textOf(message));
+    const text = textOf(message);
+    // OpenClaw appends context of its own as a user message, quoting earlier messages (scripts
+    // included); only what the user sent counts.
+    if (text.trimStart().startsWith(OPENCLAW_CONTEXT)) continue;
+    const found = INSTRUCTION.exec(text);
     const script = found ? readScript(found[1]!) : undefined;
     if (!script) continue;
     const results = messages.slice(at + 1).filter((later) => later.role === 'tool').map(textOf);
@@ -126,6 +131,8 @@ export async function startFakeModel(): Promise<FakeModel> {
         stream?: boolean;
       };
       const decision = decide(body.messages ?? [], (body.tools ?? []).map((tool) => tool.function?.name ?? ''));
+      if (process.env.BERTH_E2E_DUMP) (await import('node:fs')).writeFileSync(process.env.BERTH_E2E_DUMP, JSON.stringify(body.messages ?? [], null, 1));
+      if (process.env.BERTH_E2E_VERBOSE) process.stderr.write(`[fake model] ${JSON.stringify({ messages: body.messages?.length, tools: body.tools?.length ?? 0, label: decision.label, index: decision.index, tool: decision.tool?.name, text: decision.text?.slice(0, 40) })}\n`);
       if (decision.label !== undefined && decision.index !== undefined && decision.index > 0) {
         const key = `${decision.label}#${decision.index - 1}`;
         const start = started.get(key);
