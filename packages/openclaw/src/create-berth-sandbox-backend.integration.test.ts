@@ -203,6 +203,17 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     expect((await spawnExec(handles.alice!, 'cat /workspace/own.txt')).stdout).toBe('alice');
   });
 
+  it('answers the manager without serving a socket (openclaw sandbox list may run in a CLI process)', async () => {
+    const cliSocket = path.join(root, 'cli-run', 'berth.sock');
+    const cli = createBerthSandboxBackend({ pluginConfig: { ...pluginConfig, socket: cliSocket }, environment });
+    try {
+      expect(await cli.registration.manager!.describeRuntime({ entry: { containerName: handles.alice!.runtimeId }, config: {} })).toMatchObject({ running: true });
+      expect(existsSync(cliSocket)).toBe(false);
+    } finally {
+      await cli.close();
+    }
+  });
+
   it('removes its socket when closed', async () => {
     await backend.close();
     expect(existsSync(pluginConfig.socket)).toBe(false);

@@ -14,6 +14,7 @@ export interface CreateBerthSandboxBackendOptions {
   readonly pluginConfig?: unknown;
   /** The gateway's environment: `HERMES_USER_…` credentials, `docker_forward_env`. @default process.env */
   readonly environment?: Readonly<Record<string, string | undefined>>;
+  /** Where Berth's lines go: the gateway's log. */
   readonly logger?: HostLogger;
   /** Builds the Berth (the default is `@berth/gateway-plugin`'s `createBerth`). */
   readonly createBerth?: (options: CreateBerthOptions) => Promise<Berth>;
@@ -57,13 +58,24 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
   const config = loadPluginConfig(options.pluginConfig, environment);
   const build = options.createBerth ?? createGatewayBerth;
 
+  let building: Promise<Berth> | undefined;
   let starting: Promise<Running> | undefined;
   let closed = false;
+  const closedError = (): Error => new Error('the Berth sandbox backend was closed (the gateway is stopping or reloaded the plugin)');
+
+  // The Berth alone: what the manager needs (`openclaw sandbox list` may run in a CLI process,
+  // which must not serve a socket of its own).
+  const getBerth = (): Promise<Berth> => {
+    if (closed) return Promise.reject(closedError());
+    building ??= build({ config: config.terminal, environment, ...(logger ? { logger } : {}) });
+    building.catch(() => (building = undefined));
+    return building;
+  };
 
   const start = (): Promise<Running> => {
-    if (closed) return Promise.reject(new Error('the Berth sandbox backend was closed (the gateway is stopping or reloaded the plugin)'));
+    if (closed) return Promise.reject(closedError());
     starting ??= (async (): Promise<Running> => {
-      const berth = await build({ config: config.terminal, environment, ...(logger ? { logger } : {}) });
+      const berth = await getBerth();
       let ownedFolder: string | undefined;
       let socket: string;
       if (config.plugin.socket) {
@@ -79,7 +91,6 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
         logger?.info(`berth: serving sandboxes on ${server.socket} (terminal settings from ${config.source})`);
         return { berth, server, socket: server.socket, ownedFolder };
       } catch (error) {
-        await berth.close();
         if (ownedFolder) rmSync(ownedFolder, { recursive: true, force: true });
         throw error;
       }
@@ -90,7 +101,7 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
   };
 
   const scopeOfRuntime = async (runtimeId: string): Promise<{ berth: Berth; scopeKey: string | undefined; running: boolean }> => {
-    const { berth } = await start();
+    const berth = await getBerth();
     const info = (await berth.backend.list()).find((sandbox) => runtimeIdOf(sandbox.scopeKey) === runtimeId);
     return { berth, scopeKey: info?.scopeKey, running: info?.state === 'running' };
   };
@@ -136,18 +147,15 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
     },
     async close() {
       closed = true;
-      const pending = starting;
+      const [serving, berth] = [starting, building];
       starting = undefined;
-      if (!pending) return;
-      let running: Running;
-      try {
-        running = await pending;
-      } catch {
-        return;
+      building = undefined;
+      const running = await serving?.catch(() => undefined);
+      if (running) {
+        await running.server.close();
+        if (running.ownedFolder) rmSync(running.ownedFolder, { recursive: true, force: true });
       }
-      await running.server.close();
-      await running.berth.close();
-      if (running.ownedFolder) rmSync(running.ownedFolder, { recursive: true, force: true });
+      await (await berth?.catch(() => undefined))?.close();
     },
   };
 }
