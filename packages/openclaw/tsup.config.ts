@@ -1,14 +1,6 @@
-import { defineConfig } from 'tsup';
+import { defineConfig, type Options } from 'tsup';
+import base from '../../tsup.config.js';
 
-export default defineConfig({
-  // index: the entry OpenClaw loads (it imports openclaw/plugin-sdk/*, which only a gateway
-  // provides); backend: the same pieces without OpenClaw, for embedding and tests.
-  entry: { index: 'src/index.ts', backend: 'src/backend.ts' },
-  format: ['esm'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'node22',
-  // Only the gateway resolves the host SDK; never bundle or resolve it at build time.
-  external: [/^openclaw(\/|$)/],
-});
+// The repository's one build config (entries from this package's exports), plus: the host SDK
+// (`openclaw/plugin-sdk/*`) is resolved by the gateway that loads the plugin, never bundled.
+export default defineConfig({ ...(base as Options), external: [/^openclaw(\/|$)/] });

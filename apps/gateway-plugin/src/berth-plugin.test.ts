@@ -53,6 +53,16 @@ describe('the plugin', () => {
     await expect(plugin.register(host)).rejects.toBeInstanceOf(UnsupportedSpecificationError);
   });
 
+  it("accepts Hermes' own terminal keys and names the ignored ones in one warning", async () => {
+    const warnings: string[] = [];
+    const plugin = createBerthPlugin({ backend: createRecordingBackend() });
+    const terminal = createInProcessTerminalRegistry();
+    const config = { sandbox_dir: tempDir(), docker_orphan_reaper: true, home_mode: 'auto', env_passthrough: ['TEAM'] };
+    await plugin.register({ specificationVersion: 'v1', terminal, config, environment: {}, logger: { info: () => {}, warn: (line) => warnings.push(line), error: () => {} } });
+    expect(warnings).toEqual(['berth: ignoring terminal.docker_orphan_reaper, terminal.home_mode: Hermes settings with no meaning for a Berth sandbox (see docs/configuration.md)']);
+    await plugin.close();
+  });
+
   it('validates the config section the host passes, naming the key', async () => {
     await expect(setUp({ config: { docker_image: 'x', container_memroy: 1 } })).rejects.toThrow(/terminal\.container_memroy/);
     await expect(setUp({ config: { timeout: 'soon' } })).rejects.toBeInstanceOf(ConfigError);
@@ -154,14 +164,15 @@ describe('the plugin', () => {
     expect(warnings.join('')).not.toContain('31415926');
   });
 
-  it('gives each user only their own variables, and masks them in the output', async () => {
+  it("gives each user's backend request only their own variables, and their secrets to mask", async () => {
     const environmentVariables = { HERMES_USER_TELEGRAM_1_GITHUB_TOKEN: 'ghp_one_secret', HERMES_USER_TELEGRAM_2_GITHUB_TOKEN: 'ghp_two_secret', SHARED: 'shared-value' };
     const { backend, terminal } = await setUp({ environment: environmentVariables, config: { docker_forward_env: ['SHARED'] } });
-    backend.respond = (request) => ({ stdout: `token=${request.environment.variables.GITHUB_TOKEN} shared=${request.environment.variables.SHARED}\n`, stderr: 'warn ghp_one_secret' });
     const environment = await terminal.get('berth-docker').createEnvironment({});
-    const result = await runWithSession({ platform: 'telegram', userId: '1' }, () => environment.execute('env'));
-    expect(result.output).toBe('token=*** shared=***\nwarn ***');
-    expect(backend.execs[0]!.request.environment.variables).toEqual({ GITHUB_TOKEN: 'ghp_one_secret', SHARED: 'shared-value' });
+    await runWithSession({ platform: 'telegram', userId: '1' }, () => environment.execute('env'));
+    const { request } = backend.execs[0]!;
+    expect(request.environment.variables).toEqual({ GITHUB_TOKEN: 'ghp_one_secret', SHARED: 'shared-value' });
+    // The backend masks what it returns (one place, where the output cut is known); it is told what.
+    expect([...request.environment.secrets].sort()).toEqual(['ghp_one_secret', 'shared-value']);
   });
 
   it('returns 124 after a timeout, and passes cwd, timeout and stdin through', async () => {

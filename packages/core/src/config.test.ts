@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseConfigText, parseTerminalConfig } from './config.js';
+import { describeIgnoredKeys, IGNORED_GATEWAY_KEYS, loadConfig, parseConfigText, parseTerminalConfig } from './config.js';
 import { ConfigError } from './errors.js';
 
 const message = (fn: () => unknown): string => {
@@ -71,5 +71,82 @@ describe('config', () => {
     const loaded = loadConfig({ environment: { HERMES_HOME: home } });
     expect(loaded.file).toBe(path.join(home, 'config.yaml'));
     expect(loaded.config.docker_image).toBe('alpine:3');
+  });
+
+  describe("Hermes Agent's own terminal: keys", () => {
+    // Hermes 0.19.0's default terminal: section as `hermes config` writes it, plus the keys its
+    // terminal tool reads (docker_orphan_reaper, docker_persist_across_processes, sandbox_dir).
+    const HERMES_0_19_0_TERMINAL = `
+terminal:
+  backend: docker
+  modal_mode: auto
+  cwd: .
+  timeout: 180
+  lifetime_seconds: 300
+  env_passthrough: []
+  shell_init_files: []
+  auto_source_bashrc: true
+  docker_image: nikolaik/python-nodejs:python3.11-nodejs20
+  docker_forward_env: []
+  docker_env: {}
+  singularity_image: docker://nikolaik/python-nodejs:python3.11-nodejs20
+  modal_image: nikolaik/python-nodejs:python3.11-nodejs20
+  daytona_image: nikolaik/python-nodejs:python3.11-nodejs20
+  container_cpu: 1
+  container_memory: 5120
+  container_disk: 51200
+  container_persistent: true
+  docker_volumes: []
+  docker_mount_cwd_to_workspace: false
+  docker_extra_args: []
+  docker_run_as_host_user: false
+  docker_network: true
+  docker_persist_across_processes: true
+  docker_orphan_reaper: true
+  sandbox_dir: /srv/hermes/sandboxes
+  persistent_shell: true
+  daemon_term_grace_seconds: 2.0
+  home_mode: auto
+  ssh_host: null
+  ssh_user: null
+  ssh_port: 22
+  ssh_key: null
+`;
+
+    it('accepts a real Hermes 0.19.0 config and names the keys it ignores in one line', () => {
+      const config = parseConfigText(HERMES_0_19_0_TERMINAL, 'config.yaml');
+      expect(config).toMatchObject({ backend: 'docker', timeout: 180, container_memory: 5120, sandbox_dir: '/srv/hermes/sandboxes', docker_network: true });
+      const warning = describeIgnoredKeys(config)!;
+      expect(warning.split('\n')).toHaveLength(1);
+      for (const key of ['docker_orphan_reaper', 'modal_mode', 'daemon_term_grace_seconds', 'home_mode', 'shell_init_files', 'auto_source_bashrc', 'docker_run_as_host_user', 'docker_extra_args', 'docker_persist_across_processes']) {
+        expect(warning).toContain(`terminal.${key}`);
+      }
+      // Keys Berth honours are not called ignored.
+      for (const key of ['timeout', 'docker_image', 'sandbox_dir', 'env_passthrough', 'docker_network']) expect(warning).not.toContain(`terminal.${key},`);
+    });
+
+    it('accepts each key Hermes knows with the value types Hermes uses, and still refuses a key neither knows', () => {
+      for (const key of IGNORED_GATEWAY_KEYS) expect(() => parseTerminalConfig({ [key]: { any: ['value'] } })).not.toThrow();
+      expect(message(() => parseTerminalConfig({ docker_orphan_reaper: true, docker_orphan_reapr: true }))).toBe(
+        'unknown key terminal.docker_orphan_reapr; remove it or check its spelling (known keys are listed in docs/configuration.md)',
+      );
+    });
+
+    it('says nothing when no ignored key is set', () => {
+      expect(describeIgnoredKeys(parseTerminalConfig({ timeout: 30 }))).toBeUndefined();
+    });
+
+    it('honours env_passthrough as more forwarded names, checked like docker_forward_env', () => {
+      const config = parseTerminalConfig({ docker_forward_env: ['TEAM'], env_passthrough: ['OPENAI_API_KEY', 'TEAM'] });
+      expect(config.docker_forward_env).toEqual(['TEAM', 'OPENAI_API_KEY']);
+      expect(message(() => parseTerminalConfig({ env_passthrough: ['not a name'] }))).toMatch(/^terminal\.env_passthrough\.0 .*variable name/);
+      const perUser = message(() => parseTerminalConfig({ env_passthrough: ['HERMES_USER_TELEGRAM_1_TOKEN'] }));
+      expect(perUser).toMatch(/^terminal\.env_passthrough\.0 .*per-user variable/);
+    });
+
+    it("reads berth_docker, the name Hermes' provider API gives Berth, as the docker backend", () => {
+      expect(parseTerminalConfig({ backend: 'berth_docker' }).backend).toBe('docker');
+      expect(message(() => parseTerminalConfig({ backend: 'local' }))).toMatch(/^terminal\.backend is the string "local": expected one of "docker", "podman", "berth_docker"$/);
+    });
   });
 });

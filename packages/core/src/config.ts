@@ -33,21 +33,40 @@ const volume = z.string().regex(/^\/[^:]*:\/[^:]*(?::(?:ro|rw))?$/, { message: '
 /** Capability names as the engines spell them, without the CAP_ prefix. */
 const capability = z.string().regex(/^[A-Z_]+$/, { message: 'expected a capability name such as CHOWN' });
 
-/** Keys the Python gateway's `terminal:` section may carry that Berth accepts and does not use. */
+/**
+ * Keys of Hermes Agent's own `terminal:` section (its 0.19.0 defaults and the settings its
+ * terminal tool reads) that mean nothing for a Berth sandbox: accepted with any value, so one
+ * config file serves both, and named once as ignored by {@link describeIgnoredKeys}.
+ * `container_disk` is accepted here until it becomes a real limit.
+ */
 export const IGNORED_GATEWAY_KEYS = [
-  'cwd',
-  'env_type',
-  'singularity_image',
-  'modal_image',
-  'daytona_image',
+  'auto_source_bashrc',
   'container_disk',
+  'cwd',
+  'daemon_term_grace_seconds',
+  'daytona_image',
+  'docker_extra_args',
   'docker_mount_cwd_to_workspace',
+  'docker_orphan_reaper',
+  'docker_persist_across_processes',
+  'docker_run_as_host_user',
+  'env_type',
+  'home_mode',
+  'local_persistent',
+  'modal_image',
+  'modal_mode',
   'persistent_shell',
+  'shell_init_files',
+  'singularity_image',
   'ssh_host',
-  'ssh_user',
-  'ssh_port',
   'ssh_key',
+  'ssh_persistent',
+  'ssh_port',
+  'ssh_user',
 ] as const;
+
+/** The terminal backends a config may name: Berth's engines, and `berth_docker`, the name Hermes' provider API gives Berth (meaning `docker`). */
+const BACKENDS = ['docker', 'podman', 'berth_docker'] as const;
 
 /** The capabilities a shell needs to own, chmod and switch users among its own files. */
 export const DEFAULT_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID'] as const;
@@ -58,7 +77,10 @@ export const DEFAULT_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID'
  */
 export const terminalConfigSchema = z
   .strictObject({
-    backend: z.enum(['docker', 'podman']).default('docker'),
+    backend: z
+      .enum(BACKENDS)
+      .default('docker')
+      .transform((value): 'docker' | 'podman' => (value === 'berth_docker' ? 'docker' : value)),
     docker_user_sandbox: z.boolean().default(true),
     docker_user_env_prefix: z.string().regex(ENV_PREFIX, { message: 'expected upper-case words joined by "_", like HERMES_USER' }).default('HERMES_USER'),
     docker_forward_env: z.array(variableName).default([]),
@@ -77,10 +99,16 @@ export const terminalConfigSchema = z
     lifetime_seconds: z.number().int().min(0).max(31_536_000).default(300),
     sandbox_dir: z.string().min(1).optional(),
     docker_volumes: z.array(volume).default([]),
+    // Hermes' name for variables that reach sandboxes from the gateway's environment: Berth adds
+    // them to docker_forward_env, so every check on forwarded names applies to them too.
+    env_passthrough: z.array(variableName).default([]),
     // Berth's own keys.
     docker_exec_mode: z.enum(['auto', 'session', 'exec']).default('auto'),
     docker_mask_secrets: z.boolean().default(true),
-    docker_max_running: z.number().int().min(0).default(0),
+    // 'auto': as many as the host's memory, CPUs and pid_max hold (see docs/configuration.md); 0: no cap.
+    docker_max_running: z.union([z.literal('auto'), z.number().int().min(0)]).default('auto'),
+    docker_max_sandboxes: z.number().int().min(0).default(256),
+    docker_remove_after_seconds: z.number().int().min(0).max(315_360_000).default(604_800),
     docker_pids_limit: z.number().int().min(16).max(1_000_000).default(512),
     docker_cap_add: z.array(capability).default([...DEFAULT_CAPABILITIES]),
     docker_no_new_privileges: z.boolean().default(true),
@@ -98,6 +126,19 @@ export const terminalConfigSchema = z
     const reserved = new Set(['PATH', 'HOME', 'HOSTNAME']);
     for (const name of Object.keys(value.docker_env ?? {})) {
       if (reserved.has(name)) context.addIssue({ code: 'custom', path: ['docker_env', name], message: `${name} is set by the sandbox; remove it` });
+    }
+    // A per-user variable forwarded to every sandbox would give one user's credential to everyone.
+    const userHead = `${value.docker_user_env_prefix}_`;
+    for (const key of ['docker_forward_env', 'env_passthrough'] as const) {
+      value[key].forEach((name, index) => {
+        if (name.startsWith(userHead)) {
+          context.addIssue({
+            code: 'custom',
+            path: [key, index],
+            message: `${name} is a per-user variable; forwarding it would give one user's credential to everyone — remove it (it reaches its user by itself)`,
+          });
+        }
+      });
     }
   });
 
@@ -126,6 +167,7 @@ function describeValue(value: unknown): string {
 const EXPECTED_FORM: Record<string, string> = {
   docker_env: 'expected a string, number or boolean value',
   container_memory: 'expected megabytes as a number (5120) or a size like "512m" or "2g"',
+  docker_max_running: 'expected "auto" or a whole number of sandboxes (0: no cap)',
   docker_tmp_size: 'expected megabytes as a number (512) or a size like "512m"',
 };
 
@@ -158,7 +200,10 @@ function valueAt(root: unknown, keyPath: readonly PropertyKey[]): unknown {
 export function parseTerminalConfig(section: unknown, source = 'terminal'): TerminalConfig {
   const input = section ?? {};
   const result = terminalConfigSchema.safeParse(input);
-  if (result.success) return result.data;
+  if (result.success) {
+    const forwarded = [...new Set([...result.data.docker_forward_env, ...result.data.env_passthrough])];
+    return { ...result.data, docker_forward_env: forwarded };
+  }
   const issue = result.error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0]!;
@@ -171,6 +216,18 @@ export function parseTerminalConfig(section: unknown, source = 'terminal'): Term
   const expected = expectation(issue);
   const redacted = /env|token|secret|key|password/i.test(keyPath.join('.')) && typeof given === 'string' ? 'a string' : describeValue(given);
   throw new ConfigError(full, `${full} is ${redacted}: ${expected}`);
+}
+
+/**
+ * The one warning line for the gateway keys a config sets that Berth accepts and does not use
+ * (see {@link IGNORED_GATEWAY_KEYS}), or `undefined` when it sets none. `berth serve` and the
+ * plugin's `register()` log it once.
+ */
+export function describeIgnoredKeys(config: TerminalConfig, source = 'terminal'): string | undefined {
+  const present = IGNORED_GATEWAY_KEYS.filter((key) => (config as Record<string, unknown>)[key] !== undefined);
+  if (present.length === 0) return undefined;
+  const names = present.map((key) => `${source}.${key}`).join(', ');
+  return `berth: ignoring ${names}: Hermes settings with no meaning for a Berth sandbox (see docs/configuration.md)`;
 }
 
 /** The default config file: `${HERMES_HOME:-~/.hermes}/config.yaml`. */

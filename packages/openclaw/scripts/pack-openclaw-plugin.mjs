@@ -79,7 +79,8 @@ try {
         if (!String(spec).startsWith('workspace:')) return [name, spec];
         const version = versions.get(name) ?? fail(`${name} is a workspace dependency but is not in the bundle`);
         const range = String(spec).slice('workspace:'.length);
-        return [name, range === '*' ? version : range === '~' ? `~${version}` : `^${version}`];
+        // As pnpm publishes them: `*` the exact version, `^`/`~` that prefix, anything else the range itself.
+        return [name, range === '*' ? version : range === '^' || range === '~' ? `${range}${version}` : range];
       }),
     );
   };

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SandboxRequest, SessionContext } from '@berth/core';
-import { sandboxCommandArgv, type Berth } from '@berth/gateway-plugin';
+import type { Berth } from '@berth/gateway-plugin';
+import { sandboxCommandArgv } from '@berth/gateway-plugin/socket';
 import { createSandboxFsBridge, SANDBOX_WORKSPACE } from './create-sandbox-fs-bridge.js';
 import { createSandboxShell } from './create-sandbox-shell.js';
 import type { OpenClawSandboxBackendHandle } from './openclaw-sdk-types.js';

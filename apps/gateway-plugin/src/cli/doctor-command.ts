@@ -1,18 +1,18 @@
 import { constants, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
-import { defaultConfigPath, isBerthError, resolveSandboxDir, type LoadedConfig } from '@berth/core';
+import { defaultConfigPath, hermesHome, isBerthError, resolveSandboxDir, type BackendDescription, type LoadedConfig, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
 import { createBackend } from '../create-backend.js';
 import { createBerthResolver } from '../create-berth.js';
-import { engineVersion, imageExists } from '../engine-client.js';
-import { findEngine } from '../find-engine.js';
+import { findIsolationRisks } from '../isolation-risks.js';
+import { capacityReport, localHostSize, type HostSize } from '@berth/sandbox-runtime';
 import { colorsFor, type CliIo } from './cli-io.js';
 import { loadCliConfig } from './load-cli-config.js';
 import type { CliOptions } from './parse-cli-arguments.js';
 
 /** The outcome of one doctor check. */
 export interface DoctorCheck {
-  readonly name: 'config' | 'engine' | 'backend' | 'image' | 'sandbox-root' | 'variables';
+  readonly name: 'config' | 'engine' | 'backend' | 'image' | 'sandbox-root' | 'variables' | 'isolation' | 'capacity';
   readonly status: 'ok' | 'problem' | 'warning' | 'skipped';
   readonly detail: string;
   /** The one thing to do, for problems and warnings. */
@@ -22,7 +22,7 @@ export interface DoctorCheck {
 /** What `berth doctor --json` prints. */
 export interface DoctorReport {
   readonly ok: boolean;
-  readonly engine: { readonly name: string; readonly endpoint: string; readonly how: string; readonly reachable: boolean; readonly version: string | null; readonly apiVersion: string | null };
+  readonly engine: { readonly name: string; readonly endpoint: string | null; readonly how: string | null; readonly reachable: boolean; readonly version: string | null; readonly apiVersion: string | null };
   readonly config: { readonly file: string | null; readonly valid: boolean; readonly error: string | null };
   readonly image: { readonly name: string | null; readonly present: boolean | null };
   readonly sandboxRoot: { readonly path: string; readonly exists: boolean; readonly writable: boolean };
@@ -51,6 +51,20 @@ async function sandboxRootState(root: string): Promise<{ exists: boolean; writab
   }
 }
 
+/** The running sandboxes' limits added up against the host: memory, CPUs, pids against pid_max. */
+function capacityCheck(config: TerminalConfig, host: HostSize): DoctorCheck {
+  const report = capacityReport(config, host);
+  const cap = config.docker_max_running === 'auto' ? `${report.maxRunning} at once (docker_max_running: auto)` : `${report.maxRunning} at once`;
+  const sums = `their limits add up to ${report.memoryMb.sum} of ${report.memoryMb.host} MB of memory, ${report.cpus.sum} of ${report.cpus.host} CPUs and ${report.pids.sum} of ${report.pids.host} pids (pid_max); at most ${config.docker_max_sandboxes || 'any number of'} sandboxes exist (docker_max_sandboxes)`;
+  if (report.maxRunning === 0) {
+    return { name: 'capacity', status: 'warning', detail: `docker_max_running is 0: any number of sandboxes run at once, each with ${config.container_memory} MB and ${config.docker_pids_limit} pids`, fix: 'set terminal.docker_max_running to auto' };
+  }
+  if (report.memoryMb.sum > report.memoryMb.host || report.pids.sum > report.pids.host) {
+    return { name: 'capacity', status: 'problem', detail: `up to ${cap}: ${sums}, more than the host has`, fix: 'lower terminal.docker_max_running (or set it to auto), container_memory or docker_pids_limit' };
+  }
+  return { name: 'capacity', status: 'ok', detail: `up to ${cap}: ${sums}` };
+}
+
 /** Runs every check; never throws for a failed check. */
 export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
@@ -69,49 +83,57 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
   }
   const config = loaded?.config;
   const backendName = config?.backend ?? 'docker';
-  const endpoint = findEngine(backendName, io.environment);
-  let version: Awaited<ReturnType<typeof engineVersion>> | undefined;
-  try {
-    version = await engineVersion(endpoint);
-    checks.push({ name: 'engine', status: 'ok', detail: `${version.product} ${version.version} (API ${version.apiVersion}) at ${endpoint.display}, found via ${endpoint.how}` });
-  } catch (error) {
-    checks.push({
-      name: 'engine',
-      status: 'problem',
-      detail: `no ${backendName} engine answers at ${endpoint.display} (found via ${endpoint.how})`,
-      fix: `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket${isBerthError(error) ? '' : ` (${(error as Error).message})`}`,
-    });
-  }
+  let description: BackendDescription | undefined;
+  let unreachable: string | undefined;
   if (config) {
+    let backend: SandboxBackendV1 | undefined;
     try {
-      const backend = await createBackend(config, { environment: io.environment });
-      await backend.close();
+      backend = await createBackend(config, { environment: io.environment });
       checks.push({ name: 'backend', status: 'ok', detail: `the ${backend.name} backend is available` });
     } catch (error) {
-      checks.push({ name: 'backend', status: 'problem', detail: (error as Error).message, fix: 'set terminal.backend to docker' });
+      checks.push({ name: 'backend', status: 'problem', detail: (error as Error).message, fix: 'install the backend package, or set terminal.backend to docker' });
+    }
+    if (backend) {
+      // The backend finds its engine as it does for sandboxes: one discovery, in the gateway's environment.
+      try {
+        description = await backend.describe({ image: config.docker_image });
+        checks.push({ name: 'engine', status: 'ok', detail: `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}, found via ${description.discovery}` });
+        for (const warning of description.warnings) checks.push({ name: 'engine', status: 'warning', detail: warning, fix: 'see docs/backend-' + description.engine + '.md' });
+      } catch (error) {
+        unreachable = isBerthError(error) && 'endpoint' in error ? String((error as { endpoint: unknown }).endpoint) : undefined;
+        checks.push({
+          name: 'engine',
+          status: 'problem',
+          detail: (error as Error).message,
+          fix: `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket`,
+        });
+      } finally {
+        await backend.close().catch(() => undefined);
+      }
     }
   }
-  let present: boolean | null = null;
-  if (config && version) {
-    try {
-      present = await imageExists(endpoint, config.docker_image);
-      checks.push(
-        present
-          ? { name: 'image', status: 'ok', detail: `${config.docker_image} is on the engine` }
-          : {
-              name: 'image',
-              status: 'problem',
-              detail: `${config.docker_image} is not on the engine; the first command will try to pull it`,
-              fix: `pull it (${backendName} pull ${config.docker_image}) or set terminal.docker_image to an image the engine has`,
-            },
-      );
-    } catch (error) {
-      checks.push({ name: 'image', status: 'problem', detail: (error as Error).message, fix: 'check the engine' });
-    }
+  const present = description?.image?.present ?? null;
+  if (config && description?.image) {
+    checks.push(
+      present
+        ? { name: 'image', status: 'ok', detail: `${config.docker_image} is on the engine` }
+        : {
+            name: 'image',
+            status: 'problem',
+            detail: `${config.docker_image} is not on the engine; the first command will try to pull it`,
+            fix: `pull it (${backendName} pull ${config.docker_image}) or set terminal.docker_image to an image the engine has`,
+          },
+    );
   } else {
     checks.push({ name: 'image', status: 'skipped', detail: config ? 'the engine did not answer' : 'the config is not valid' });
   }
   const root = resolveSandboxDir(config?.sandbox_dir, io.environment as NodeJS.ProcessEnv);
+  if (config) {
+    const risks = findIsolationRisks(config, { sandboxDir: root, hermesHome: hermesHome(io.environment as NodeJS.ProcessEnv), ...(description?.runtimes ? { runtimes: description.runtimes } : {}) });
+    for (const risk of risks) checks.push({ name: 'isolation', status: 'problem', detail: `${risk.key}: ${risk.risk}`, fix: `remove it from the terminal config unless every user may have that (docs/configuration.md)` });
+    if (risks.length === 0) checks.push({ name: 'isolation', status: 'ok', detail: 'no setting undoes the sandboxes\' isolation (mounts, capabilities, no-new-privileges, runtime)' });
+    checks.push(capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }));
+  }
   const state = await sandboxRootState(root);
   checks.push(
     state.writable
@@ -138,7 +160,14 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
   }
   return {
     ok: checks.every((check) => check.status === 'ok' || check.status === 'warning'),
-    engine: { name: backendName, endpoint: endpoint.display, how: endpoint.how, reachable: version !== undefined, version: version?.version ?? null, apiVersion: version?.apiVersion ?? null },
+    engine: {
+      name: backendName,
+      endpoint: description?.endpoint ?? unreachable ?? null,
+      how: description?.discovery ?? null,
+      reachable: description !== undefined,
+      version: description?.version ?? null,
+      apiVersion: description?.apiVersion ?? null,
+    },
     config: { file: loaded?.file ?? (options.config ? path.resolve(io.cwd, options.config) : null), valid: loaded !== undefined, error: configError },
     image: { name: config?.docker_image ?? null, present },
     sandboxRoot: { path: root, exists: state.exists, writable: state.writable },

@@ -1,4 +1,4 @@
-import type { HostLogger } from '@berth/core';
+import { describeIgnoredKeys, type HostLogger } from '@berth/core';
 import { createBerth } from '../create-berth.js';
 import { serveSandboxes } from '../socket/serve-sandboxes.js';
 import { progressReporter, type CliIo } from './cli-io.js';
@@ -43,6 +43,8 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
     signals.once('SIGINT', stop);
     signals.once('SIGTERM', stop);
   });
+  const ignored = describeIgnoredKeys(config);
+  if (ignored) io.stderr.write(`${ignored}\n`);
   io.stdout.write(
     `berth serve: listening on ${server.socket} (${berth.backend.name}, config ${file ?? 'defaults'}, sandboxes under ${berth.resolver.sandboxDir}); stop with Ctrl-C or SIGTERM\n`,
   );

@@ -1,0 +1,191 @@
+"""The terminal environment Hermes gets from Berth: one handle for every chat, the user read per command."""
+
+from __future__ import annotations
+
+import copy
+import os
+import posixpath
+from typing import Any, Mapping
+
+from .server import BerthServer, CommandInterrupted, locate_berth
+
+# Seconds to wait for Berth's answer beyond the command's own timeout (a first command may
+# create the container, or pull its image).
+ANSWER_GRACE_SECONDS = 300
+DEFAULT_TIMEOUT_SECONDS = 180
+MAX_TIMEOUT_SECONDS = 86_400
+
+SESSION_FIELDS = {
+    "HERMES_SESSION_PLATFORM": "platform",
+    "HERMES_SESSION_USER_ID": "userId",
+    "HERMES_SESSION_CHAT_ID": "chatId",
+    "HERMES_SESSION_KEY": "sessionKey",
+}
+
+
+def read_session() -> dict[str, str]:
+    """The session of the message being handled, read now with Hermes' ``get_session_env``.
+
+    In the gateway these are ContextVars, set per message and carried into the agent's threads;
+    they are never taken from Berth's own process environment. The request names them explicitly.
+    """
+    try:
+        from gateway.session_context import get_session_env  # type: ignore[import-not-found]
+    except ImportError:  # Hermes without a gateway package: its CLI keeps the session in os.environ
+
+        def get_session_env(name: str, default: str = "") -> str:
+            return os.environ.get(name, default)
+
+    values = {field: str(get_session_env(name, "") or "").strip() for name, field in SESSION_FIELDS.items()}
+    session: dict[str, str] = {}
+    # Berth takes a user as platform and id together.
+    if values["platform"] and values["userId"]:
+        session["platform"] = values["platform"]
+        session["userId"] = values["userId"]
+    for field in ("chatId", "sessionKey"):
+        if values[field]:
+            session[field] = values[field]
+    return session
+
+
+def _interrupted() -> bool:
+    try:
+        from tools.interrupt import is_interrupted  # type: ignore[import-not-found]
+    except ImportError:
+        return False
+    return bool(is_interrupted())
+
+
+def container_path(path: str) -> str:
+    """``~`` means the sandbox's home, ``/root``; everything else is the sandbox's own path."""
+    if path == "~":
+        return "/root"
+    if path.startswith("~/"):
+        return "/root/" + path[2:]
+    return path
+
+
+def starting_folder(cwd: str | None) -> str:
+    """The folder a handle reports (file tools resolve relative paths there): ``/workspace``, where
+    Berth's sessions start, or Hermes' resolved ``cwd`` when the operator put it inside ``/workspace``.
+
+    Hermes' own docker backend starts in ``/root``, and hands container backends a host path
+    when ``terminal.cwd`` is a placeholder; neither is where a Berth session starts.
+    """
+    path = container_path(cwd or "")
+    if posixpath.isabs(path):
+        normal = posixpath.normpath(path)
+        if normal == "/workspace" or normal.startswith("/workspace/"):
+            return normal
+    return "/workspace"
+
+
+def _combine(stdout: str, stderr: str) -> str:
+    """stdout then stderr, as a terminal (and Hermes' own docker backend) shows them."""
+    if stdout and stderr and not stdout.endswith("\n"):
+        return f"{stdout}\n{stderr}"
+    return stdout + stderr
+
+
+def _base_environment() -> type:
+    try:
+        from tools.environments.base import BaseEnvironment  # type: ignore[import-not-found]
+
+        return BaseEnvironment
+    except ImportError:  # a Hermes that moved it: a duck type still serves
+
+        class _Standalone:
+            def __init__(self, cwd: str, timeout: int, env: dict | None = None) -> None:
+                self.cwd = cwd
+                self.timeout = timeout
+                self.env = env or {}
+
+        return _Standalone
+
+
+_environment_class: type | None = None
+
+
+def environment_class() -> type:
+    """``BerthDockerEnvironment``, a subclass of Hermes' ``BaseEnvironment`` (built when Hermes is importable).
+
+    Its name contains ``docker`` on purpose: Hermes' file tools decide container paths (``~`` is
+    ``/root``, no host paths) from the environment's class name.
+    """
+    global _environment_class
+    if _environment_class is not None:
+        return _environment_class
+    base = _base_environment()
+
+    class BerthDockerEnvironment(base):  # type: ignore[misc, valid-type]
+        """Runs every command in the sandbox of the user whose message is being handled."""
+
+        def __init__(self, *, server: BerthServer, cwd: str, timeout: int, task_id: str = "default") -> None:
+            super().__init__(cwd=starting_folder(cwd), timeout=timeout or DEFAULT_TIMEOUT_SECONDS, env={})
+            self._berth_server = server
+            self._berth_task_id = task_id or "default"
+            self._berth_bound_session: Mapping[str, str] | None = None
+            self._berth_released = False
+
+        def execute(
+            self,
+            command: str,
+            cwd: str = "",
+            *,
+            timeout: int | None = None,
+            stdin_data: str | None = None,
+            **kwargs: Any,
+        ) -> dict:
+            """Runs ``command`` in the active user's sandbox; returns ``{"output", "returncode"}`` as Hermes expects.
+
+            The user is read at this moment, so one handle serves every chat. Without a user the
+            command runs in the task layout, ``{sandbox_dir}/docker/{task_id}``, as Hermes does
+            today. Berth's failures raise one line (``berth: …``), never a traceback.
+            """
+            session = dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
+            effective_timeout = timeout or self.timeout or DEFAULT_TIMEOUT_SECONDS
+            request: dict[str, Any] = {"v": 1, **session, "taskId": self._berth_task_id, "command": command}
+            if cwd:
+                request["cwd"] = container_path(cwd)
+            request["timeout"] = min(effective_timeout, MAX_TIMEOUT_SECONDS)
+            if stdin_data is not None:
+                request["stdin"] = stdin_data
+            try:
+                answer = self._berth_server.request(
+                    request, read_timeout=float(effective_timeout) + ANSWER_GRACE_SECONDS, interrupted=_interrupted
+                )
+            except CommandInterrupted:
+                return {"output": "[Command interrupted]", "returncode": 130}
+            output = _combine(str(answer.get("stdout") or ""), str(answer.get("stderr") or ""))
+            returncode = int(answer["exitCode"])
+            if answer.get("timedOut"):
+                output = f"{output.rstrip()}\n[Command timed out after {effective_timeout}s]".lstrip("\n")
+                returncode = 124
+            return {"output": output, "returncode": returncode}
+
+        def init_session(self) -> None:
+            """Nothing to prepare: Berth keeps one persistent shell per sandbox (Hermes' snapshot is for its own backends)."""
+
+        def bound_to(self, session: Mapping[str, str]) -> "BerthDockerEnvironment":
+            """The same handle, pinned to ``session``: for work that outlives the message (a background job's poller)."""
+            bound = copy.copy(self)
+            bound._berth_bound_session = dict(session)
+            return bound
+
+        def cleanup(self) -> None:
+            """Releases the handle. Never deletes a sandbox: its container and files stay (Berth stops idle ones)."""
+            self._berth_released = True
+
+    _environment_class = BerthDockerEnvironment
+    return BerthDockerEnvironment
+
+
+def create_environment(server: BerthServer, *, cwd: str, timeout: int, task_id: str = "default") -> Any:
+    """A new handle; checks that Node and Berth are installed (one line saying how to install them) but starts nothing yet."""
+    locate_berth(os.environ)
+    return environment_class()(server=server, cwd=cwd, timeout=timeout, task_id=task_id)
+
+
+def is_berth_environment(value: Any) -> bool:
+    return _environment_class is not None and isinstance(value, _environment_class)
+

@@ -1,0 +1,165 @@
+"""``register(ctx)``: how Berth takes over the docker environments of a Hermes gateway.
+
+* Hermes 0.19.0 has no way to register a terminal backend, so Berth replaces
+  ``tools.terminal_tool._create_environment``: the ``docker`` backend gets Berth's environment,
+  every other backend Hermes' original. File tools, background processes and ``execute_code``
+  look that function up when they run, so they all get Berth's environment.
+* A Hermes whose ``PluginContext`` has ``register_terminal_environment_provider`` gets a provider
+  named ``berth_docker`` instead (``terminal.backend: berth_docker``), and nothing is replaced.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import Any, Callable
+
+from .environment import create_environment, is_berth_environment, read_session
+from .errors import BerthNotInstalledError
+from .server import BerthServer, locate_berth, server_for
+from .settings import BridgeSettings
+
+logger = logging.getLogger("berth_hermes")
+
+PROVIDER_NAME = "berth_docker"
+"""The name Berth's provider takes where Hermes has the provider API (built-in names are reserved; ``[a-z0-9_]``)."""
+
+
+def register(ctx: Any) -> None:
+    """Hermes' plugin entry point: called once, at start-up, with the gateway's ``PluginContext``."""
+    settings = BridgeSettings.load()
+    server = server_for(settings.socket, home=settings.home, config_file=settings.config_file)
+    try:
+        locate_berth(os.environ)
+    except BerthNotInstalledError as missing:
+        logger.warning("%s", missing)
+    register_provider = getattr(ctx, "register_terminal_environment_provider", None)
+    if callable(register_provider):
+        register_provider(create_provider(server))
+        logger.info("berth: registered the terminal backend %s (set terminal.backend: %s); berth serve on %s", PROVIDER_NAME, PROVIDER_NAME, settings.socket)
+        if settings.backend == "docker":
+            logger.warning("berth: terminal.backend is docker, which this Hermes serves itself; set terminal.backend: %s for one sandbox per messaging user", PROVIDER_NAME)
+    elif settings.backend == PROVIDER_NAME:
+        logger.warning("berth: this Hermes cannot register terminal backends, so it does not know terminal.backend: %s; set terminal.backend: docker", PROVIDER_NAME)
+        replace_create_environment(server)
+    elif not settings.user_sandbox:
+        logger.info("berth: terminal.docker_user_sandbox is false, so Hermes' own docker backend keeps serving every environment")
+        return
+    else:
+        replace_create_environment(server)
+        logger.info("berth: docker environments now run in one Berth sandbox per messaging user; berth serve on %s", settings.socket)
+    bind_background_jobs()
+
+
+def replace_create_environment(server: BerthServer) -> None:
+    """Hermes 0.19.0's seam: ``_create_environment`` for ``docker`` is Berth's, for anything else Hermes' own."""
+    import tools.terminal_tool as terminal_tool  # type: ignore[import-not-found]
+
+    original: Callable[..., Any] = terminal_tool._create_environment
+    if getattr(original, "__berth_original__", None) is not None:
+        return  # registered twice in one process: one replacement is enough
+
+    # Hermes 0.19.0's exact signature, so every caller's arguments mean what they meant.
+    @functools.wraps(original)
+    def _create_environment(
+        env_type: str,
+        image: str,
+        cwd: str,
+        timeout: int,
+        ssh_config: dict | None = None,
+        container_config: dict | None = None,
+        local_config: dict | None = None,
+        task_id: str = "default",
+        host_cwd: str | None = None,
+    ) -> Any:
+        if env_type != "docker":
+            return original(
+                env_type,
+                image,
+                cwd,
+                timeout,
+                ssh_config=ssh_config,
+                container_config=container_config,
+                local_config=local_config,
+                task_id=task_id,
+                host_cwd=host_cwd,
+            )
+        # image and container_config come from the same terminal: section that berth serve reads.
+        return create_environment(server, cwd=cwd, timeout=timeout, task_id=task_id)
+
+    _create_environment.__berth_original__ = original  # type: ignore[attr-defined]
+    terminal_tool._create_environment = _create_environment
+
+
+def create_provider(server: BerthServer) -> Any:
+    """A ``TerminalEnvironmentProvider`` named ``berth_docker`` (a duck type when Hermes has no such class)."""
+    try:
+        from agent.terminal_env_provider import TerminalEnvironmentProvider  # type: ignore[import-not-found]
+    except ImportError:
+        TerminalEnvironmentProvider = object  # noqa: N806 - Hermes' name for the base class
+
+    class BerthDockerProvider(TerminalEnvironmentProvider):  # type: ignore[misc, valid-type]
+        """One Docker sandbox per messaging user, served by Berth."""
+
+        is_remote = True
+        is_container = True
+        session_isolated_when_nonpersistent = False
+
+        @property
+        def name(self) -> str:
+            return PROVIDER_NAME
+
+        @property
+        def display_name(self) -> str:
+            return "Berth (a Docker sandbox per messaging user)"
+
+        def is_available(self) -> bool:
+            """Node and Berth are installed; no process is started and nothing is asked over the network."""
+            try:
+                locate_berth(os.environ)
+                return True
+            except BerthNotInstalledError:
+                return False
+
+        def create_environment(
+            self,
+            *,
+            cwd: str,
+            timeout: int,
+            task_id: str = "default",
+            image: str | None = None,
+            container_config: dict | None = None,
+            **kwargs: Any,
+        ) -> Any:
+            return create_environment(server, cwd=cwd, timeout=timeout, task_id=task_id)
+
+    return BerthDockerProvider()
+
+
+def bind_background_jobs() -> None:
+    """Pins a background job to the session that started it.
+
+    Hermes polls a background job of a container backend from a thread of its own, where the
+    message's session ContextVars are not set; without this, the poller's commands would run
+    in the task's sandbox instead of the user's.
+    """
+    try:
+        import tools.process_registry as process_registry  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    registry = getattr(process_registry, "ProcessRegistry", None)
+    original = getattr(registry, "spawn_via_env", None)
+    if registry is None or original is None or getattr(original, "__berth_original__", None) is not None:
+        return
+
+    @functools.wraps(original)
+    def spawn_via_env(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if args and is_berth_environment(args[0]):
+            args = (args[0].bound_to(read_session()), *args[1:])
+        elif is_berth_environment(kwargs.get("env")):
+            kwargs["env"] = kwargs["env"].bound_to(read_session())
+        return original(self, *args, **kwargs)
+
+    spawn_via_env.__berth_original__ = original  # type: ignore[attr-defined]
+    registry.spawn_via_env = spawn_via_env

@@ -1,0 +1,90 @@
+"""Where the bridge finds Hermes' home, the shared config file and the socket of `berth serve`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+# Linux's sun_path holds 108 bytes, the terminating NUL included.
+_MAX_SOCKET_PATH_BYTES = 107
+
+
+def hermes_home(environment: Mapping[str, str] = os.environ) -> Path:
+    """Hermes' own answer (its active profile) when Hermes is importable, else ``${HERMES_HOME:-~/.hermes}``."""
+    try:
+        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
+
+        return Path(get_hermes_home())
+    except ImportError:
+        return Path(environment.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+
+
+def default_socket(home: Path) -> Path:
+    """``$HERMES_HOME/run/berth.sock``, or a short per-user path when that is too long for a Unix socket."""
+    socket = home / "run" / "berth.sock"
+    if len(os.fsencode(socket)) <= _MAX_SOCKET_PATH_BYTES:
+        return socket
+    digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"berth-{os.getuid()}" / f"{digest}.sock"
+
+
+def read_terminal_section(config_file: Path) -> dict[str, Any]:
+    """The ``terminal:`` mapping of Hermes' config, or ``{}`` when it cannot be read.
+
+    Only ``docker_user_sandbox`` is read here; `berth serve` validates the whole section and
+    names any problem in its own one-line error. PyYAML comes with Hermes itself (it pins it);
+    without it, a file written as JSON (which is YAML) still reads.
+    """
+    try:
+        text = config_file.read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    document: Any
+    try:
+        import yaml  # type: ignore[import-untyped]
+
+        document = yaml.safe_load(text)
+    except ImportError:
+        try:
+            document = json.loads(text)
+        except ValueError:
+            return {}
+    except Exception:  # a malformed file: berth serve names the line
+        return {}
+    terminal = document.get("terminal") if isinstance(document, dict) else None
+    return terminal if isinstance(terminal, dict) else {}
+
+
+@dataclass(frozen=True)
+class BridgeSettings:
+    """What one gateway's bridge uses; read once, in ``register(ctx)``."""
+
+    home: Path
+    """Hermes' home (``$HERMES_HOME``): the config file and Berth's default sandbox root live there."""
+    config_file: Path | None
+    """``$HERMES_HOME/config.yaml``, the one file that configures Hermes and Berth; ``None`` when absent."""
+    socket: Path
+    """The socket `berth serve` listens on: ``$BERTH_SOCKET``, else ``$HERMES_HOME/run/berth.sock``."""
+    user_sandbox: bool
+    """``terminal.docker_user_sandbox`` (default true): false leaves Hermes' own docker backend in place."""
+    backend: str = "local"
+    """``terminal.backend`` as the file says it (Hermes' default is ``local``)."""
+
+    @classmethod
+    def load(cls, environment: Mapping[str, str] = os.environ) -> "BridgeSettings":
+        home = hermes_home(environment)
+        config_file = home / "config.yaml"
+        terminal = read_terminal_section(config_file) if config_file.is_file() else {}
+        socket = Path(environment["BERTH_SOCKET"]).expanduser() if environment.get("BERTH_SOCKET") else default_socket(home)
+        return cls(
+            home=home,
+            config_file=config_file if config_file.is_file() else None,
+            socket=socket.absolute(),
+            user_sandbox=terminal.get("docker_user_sandbox", True) is not False,
+            backend=str(terminal.get("backend") or "local"),
+        )

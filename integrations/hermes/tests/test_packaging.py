@@ -1,0 +1,80 @@
+"""berth-hermes as Hermes finds it: a directory plugin or a pip package; and the bridge's small rules."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import PACKAGE_ROOT, session_of, unique_user
+
+sys.path.insert(0, str(PACKAGE_ROOT))
+sys.path.insert(0, str(PACKAGE_ROOT / "build_backend"))
+import berth_hermes_build  # noqa: E402
+from berth_hermes import environment, errors, server  # noqa: E402
+
+
+def test_the_wheel_carries_the_plugin_its_entry_point_and_a_valid_record():
+    with tempfile.TemporaryDirectory() as folder:
+        name = berth_hermes_build.build_wheel(folder)
+        assert name == "berth_hermes-0.1.0-py3-none-any.whl"
+        with zipfile.ZipFile(Path(folder) / name) as wheel:
+            files = set(wheel.namelist())
+            assert {"berth_hermes/__init__.py", "berth_hermes/plugin.py", "berth_hermes/server.py", "berth_hermes/environment.py",
+                    "berth_hermes/settings.py", "berth_hermes/errors.py", "berth_hermes/plugin.yaml",
+                    "berth_hermes/exit_with_gateway.mjs"} <= files
+            dist_info = "berth_hermes-0.1.0.dist-info"
+            assert wheel.read(f"{dist_info}/entry_points.txt").decode() == "[hermes_agent.plugins]\nberth = berth_hermes\n\n"
+            metadata = wheel.read(f"{dist_info}/METADATA").decode()
+            assert "Name: berth-hermes\n" in metadata and "Requires-Python: >=3.11\n" in metadata
+            for line in wheel.read(f"{dist_info}/RECORD").decode().splitlines():
+                path, digest, size = line.split(",")
+                if digest:
+                    data = wheel.read(path)
+                    assert digest == "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                    assert int(size) == len(data)
+
+
+def test_the_directory_plugins_manifest_is_named_berth_as_plugins_enabled_says():
+    manifest = (PACKAGE_ROOT / "berth_hermes" / "plugin.yaml").read_text()
+    assert manifest.splitlines()[0] == "name: berth"
+
+
+def test_installed_with_pip_hermes_loads_it_from_its_entry_point(make_gateway, engine):
+    gateway = make_gateway(install="entrypoint")
+    assert gateway.ready == {"ready": True, "loaded": ["berth"], "errors": {}}
+    a = unique_user()
+    assert gateway.terminal("echo via-pip", session=session_of(a))["output"] == "via-pip"
+    assert gateway.state()["environments"]["default"]["module"] == "berth_hermes.environment"
+    assert [c["Labels"].get("dev.berth.user") for c in engine.containers_under(gateway.home)] == [a]
+
+
+@pytest.mark.parametrize(("given", "folder"), [
+    ("/root", "/workspace"), ("/home/operator/project", "/workspace"), ("", "/workspace"), (".", "/workspace"),
+    ("/workspace/project", "/workspace/project"), ("/workspace/../etc", "/workspace"), ("/workspacefoo", "/workspace"),
+])
+def test_a_handle_reports_a_folder_that_exists_in_every_sandbox(given, folder):
+    assert environment.starting_folder(given) == folder
+
+
+def test_tilde_is_the_sandboxs_home():
+    assert environment.container_path("~") == "/root"
+    assert environment.container_path("~/notes") == "/root/notes"
+    assert environment.container_path("/tmp") == "/tmp"
+
+
+def test_errors_are_one_line_whatever_they_are_given():
+    assert str(errors.BerthBridgeError("berth: a\nb\r\n  c")) == "berth: a b c"
+    assert isinstance(errors.BerthNotInstalledError("x"), ImportError)
+
+
+def test_a_request_over_one_mebibyte_is_refused_before_anything_is_sent(tmp_path):
+    instance = server.BerthServer(tmp_path / "none.sock", home=tmp_path, config_file=None)
+    with pytest.raises(errors.BerthBridgeError, match="larger than 1 MiB"):
+        instance.request({"v": 1, "command": "cat", "stdin": "x" * (1024 * 1024 + 10)}, read_timeout=1, interrupted=lambda: False)
+    assert not (tmp_path / "none.sock").exists()

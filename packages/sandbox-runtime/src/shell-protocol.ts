@@ -1,0 +1,264 @@
+/**
+ * The text Berth writes into a persistent `/bin/sh` inside a sandbox. Everything here is pure
+ * string building, so the quoting is unit-tested without an engine. The scripts use only POSIX
+ * shell features and, on the paths that must work under a fork bomb, only builtins.
+ */
+
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** Quotes `value` as one single-quoted shell word. Throws on NUL, which no shell word can hold. */
+export function quoteShell(value: string): string {
+  if (value.includes('\0')) throw new TypeError('a shell word cannot contain a NUL byte');
+  return `'${value.replaceAll("'", `'\\''`)}'`;
+}
+
+/**
+ * A single-quoted `printf` format that prints exactly `bytes`: `%` and `\` are escaped, and
+ * NUL, quotes and every byte outside printable ASCII are written as three-digit octal escapes
+ * (a digit right after an escape is escaped too, so no shell reads a longer number). A leading
+ * `-` is escaped so that printf never takes the format for an option.
+ */
+export function encodePrintfFormat(bytes: Uint8Array): string {
+  let out = "'";
+  let afterEscape = false;
+  for (const byte of bytes) {
+    const printable = (byte >= 0x20 && byte < 0x7f) || byte === 0x0a;
+    const digit = byte >= 0x30 && byte <= 0x39;
+    // A leading `-` would be read as an option by printf.
+    const leadingDash = byte === 0x2d && out === "'";
+    if (!printable || leadingDash || byte === 0x27 || byte === 0x5c || byte === 0x25 || (digit && afterEscape)) {
+      out += `\\${byte.toString(8).padStart(3, '0')}`;
+      afterEscape = true;
+    } else {
+      out += String.fromCharCode(byte);
+      afterEscape = false;
+    }
+  }
+  return `${out}'`;
+}
+
+/** `export NAME='value'` lines for `variables`, and `unset` for names no longer present. */
+export function buildEnvironmentScript(variables: Readonly<Record<string, string>>, removed: Iterable<string> = []): string {
+  let script = '';
+  for (const name of removed) {
+    if (VARIABLE_NAME.test(name) && !(name in variables)) script += `unset ${name}\n`;
+  }
+  for (const [name, value] of Object.entries(variables)) {
+    // Core validates names; a malformed one is skipped rather than written into a script.
+    if (!VARIABLE_NAME.test(name)) continue;
+    script += `export ${name}=${quoteShell(value)}\n`;
+  }
+  return script;
+}
+
+/**
+ * What each command's child shell runs: take the session's exports and directory from the
+ * state file, source the command file, and save them again — when the command returns, and on
+ * `exit` through an EXIT trap (a command that sets its own EXIT trap and then exits replaces
+ * that one; the session notices, as the `saved` flag stays empty, and says so). `$0` is the
+ * state folder. The session's own shell holds none of the user's variables, so an `unset` in
+ * one command persists like an `export`. Should the state file be lost (a full `/tmp` when it
+ * was written), the session's initial environment in `init` is used.
+ */
+const CHILD_SCRIPT = `__berth_dir=$0
+if [ -s "$__berth_dir/state" ]; then . "$__berth_dir/state" 2>/dev/null; else . "$__berth_dir/init" 2>/dev/null; fi
+cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
+__berth_save() { __BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_dir/state" && echo 1 > "$__berth_dir/saved"; }
+trap __berth_save EXIT
+. "$__berth_dir/cmd"
+__berth_st=$?
+__berth_save
+exit $__berth_st`;
+
+/**
+ * The script that turns a fresh `/bin/sh` into a Berth session: a private state folder whose
+ * state file holds the environment (sent here, over stdin, so it is never in the container's
+ * or the exec's stored configuration) and the directory, and `__berth_run`, which runs one
+ * command in a child with its own process group (`setsid` when the image has it) and frames
+ * its output. Ends with frame `readyId`, whose status says whether `setsid` is available (0)
+ * or not (1).
+ *
+ * After each command the session looks, with builtins only, whether a process it left behind
+ * still holds the session's stdout or stderr (`__berth_holders`); the stderr frame's status
+ * then carries `L`, and the runtime retires the session, so nothing that process writes later
+ * reaches the gateway (its writes go to a pipe nobody reads). `T`: the command's own EXIT trap
+ * kept its `cd` and `export` from being saved. `D`: the command deleted the state folder. Status
+ * 125 with `G`: the state folder was gone before the command, which did not run. (The session
+ * uses `true >` rather than `: >` for its bookkeeping: a failed redirection on a special builtin
+ * makes a POSIX shell exit.)
+ */
+export function buildSessionInit(options: {
+  stateDir: string;
+  readyId: string;
+  variables: Readonly<Record<string, string>>;
+  cwd?: string;
+  /** Take over a retired session's state folder: its cd and exports go on, with today's variables over them. */
+  inherit?: { readonly previousNames: readonly string[] };
+}): string {
+  const state = `${buildEnvironmentScript(options.variables)}export __BERTH_CWD=${quoteShell(options.cwd ?? '/workspace')}`;
+  const writeState = options.inherit
+    ? `if [ -s "$__berth_d/state" ]; then printf '%s\\n' ${quoteShell(buildEnvironmentScript(options.variables, options.inherit.previousNames))} >> "$__berth_d/state" || exit 97; else printf '%s\\n' "$__berth_e" > "$__berth_d/state" || exit 97; fi`
+    : `printf '%s\\n' "$__berth_e" > "$__berth_d/state" || exit 97`;
+  return `__berth_d=${quoteShell(options.stateDir)}
+mkdir -m 700 -p "$__berth_d" || exit 97
+__berth_e=${quoteShell(state)}
+printf '%s\n' "$__berth_e" > "$__berth_d/init" || exit 97
+${writeState}
+unset __berth_e
+__berth_child=${quoteShell(CHILD_SCRIPT)}
+if command -v setsid >/dev/null 2>&1; then __berth_ss=1; else __berth_ss=0; fi
+__berth_holders() {
+  for __berth_q in /proc/[0-9]*/fd; do
+    # Itself, and its parent (outside the sandbox on an engine; the test host's runner locally).
+    # No redirection on these loops: some shells run a redirected loop in a subshell, which holds the pipes too.
+    case "$__berth_q" in "/proc/$$/fd" | "/proc/$PPID/fd") continue ;; esac
+    for __berth_f in "$__berth_q"/*; do
+      if [ "$__berth_f" -ef "/proc/$$/fd/1" ] || [ "$__berth_f" -ef "/proc/$$/fd/2" ]; then return 0; fi
+    done
+  done
+  return 1
+}
+__berth_run() {
+  printf '__BERTH_%s_S__\n' "$1"; printf '__BERTH_%s_S__\n' "$1" >&2
+  if [ ! -f "$__berth_d/init" ]; then
+    printf '\n__BERTH_%s_E_125%s\n' "$1" G; printf '\n__BERTH_%s_E_125%s\n' "$1" G >&2
+    return
+  fi
+  if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
+  true > "$__berth_d/saved"
+  if [ "$__berth_ss" = 1 ]; then
+    setsid /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+  else
+    /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+  fi
+  __berth_p=$!
+  echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
+  wait "$__berth_p"; __berth_s=$?
+  true > "$__berth_d/pid" 2>/dev/null
+  __berth_x=
+  if __berth_holders; then __berth_x=L; fi
+  if [ ! -f "$__berth_d/init" ]; then
+    __berth_x="\${__berth_x}D"
+  else
+    read -r __berth_v < "$__berth_d/saved" 2>/dev/null || __berth_v=
+    if [ "$__berth_v" != 1 ] && [ "$__berth_s" -lt 128 ]; then __berth_x="\${__berth_x}T"; fi
+  fi
+  printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s%s\n' "$1" "$__berth_s" "$__berth_x" >&2
+}
+printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss"
+printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss" >&2
+`;
+}
+
+/** Appends an environment change to a session's state file: later lines win when it is sourced. */
+export function buildEnvironmentUpdate(variables: Readonly<Record<string, string>>, removed: Iterable<string>): string {
+  return `__berth_e=${quoteShell(buildEnvironmentScript(variables, removed))}
+printf '%s\n' "$__berth_e" >> "$__berth_d/init"
+printf '%s\n' "$__berth_e" >> "$__berth_d/state"
+unset __berth_e
+`;
+}
+
+/** The command file's text: an optional `cd` for this command, then the command itself. */
+export function buildCommandFile(command: string, cwd?: string): string {
+  const prefix = cwd === undefined ? '' : `cd -- ${quoteShell(cwd)} || exit 1\n`;
+  return `${prefix}${command}\n`;
+}
+
+/** What Berth writes into a session to run one framed command. */
+export function buildCommandScript(options: { id: string; command: string; cwd?: string; stdin?: Uint8Array }): string {
+  const file = buildCommandFile(options.command, options.cwd);
+  const input = options.stdin === undefined ? '' : `printf ${encodePrintfFormat(options.stdin)} > "$__berth_d/in"\n`;
+  return `__berth_c=${quoteShell(file)}
+printf '%s' "$__berth_c" > "$__berth_d/cmd"
+${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}
+`;
+}
+
+/**
+ * Defines `__berth_kill DIR`, which kills the process tree of the command running in the
+ * session whose state folder is DIR: its process group, and every descendant found through
+ * /proc (stopped first, so nothing forks while the walk runs). Builtins only, so it works
+ * while a fork bomb holds every pid the container may have. When the kill shell's stdin ends
+ * (its connection to the gateway is gone), it kills the command of the session it watches.
+ */
+export const KILLER_INIT = `__berth_session=
+trap '[ -n "$__berth_session" ] && __berth_kill "$__berth_session"' EXIT
+__berth_kill() {
+  read -r __berth_p __berth_ss < "$1/pid" 2>/dev/null || return 0
+  [ -n "$__berth_p" ] || return 0
+  if [ "$__berth_ss" = 1 ]; then kill -STOP "-$__berth_p" 2>/dev/null; fi
+  __berth_all=" $__berth_p "
+  __berth_more=1
+  while [ "$__berth_more" = 1 ]; do
+    __berth_more=0
+    for __berth_f in /proc/[0-9]*/stat; do
+      read -r __berth_l < "$__berth_f" 2>/dev/null || continue
+      __berth_pid=\${__berth_l%% *}
+      set -- \${__berth_l##*) }
+      case "$__berth_all" in
+        *" $2 "*) case "$__berth_all" in *" $__berth_pid "*) ;; *) __berth_all="$__berth_all$__berth_pid "; __berth_more=1; kill -STOP "$__berth_pid" 2>/dev/null ;; esac ;;
+      esac
+    done
+  done
+  if [ "$__berth_ss" = 1 ]; then kill -KILL "-$__berth_p" 2>/dev/null; fi
+  for __berth_pid in $__berth_all; do kill -KILL "$__berth_pid" 2>/dev/null; done
+  return 0
+}
+`;
+
+/** Asks a killer shell to kill the running command of the session with state folder `stateDir`. */
+export function buildKillRequest(stateDir: string): string {
+  return `__berth_kill ${quoteShell(stateDir)}\n`;
+}
+
+/**
+ * Tells a killer shell which session is current: when its own connection ends (the gateway
+ * died, or closed it), it kills that session's running command, so no command outlives the
+ * gateway that gave it a timeout.
+ */
+export function buildWatchRequest(stateDir: string): string {
+  return `__berth_session=${quoteShell(stateDir)}\n`;
+}
+
+/**
+ * The fallback mode's `/bin/sh -c` script, for images whose shell cannot hold a session: it
+ * reads the environment and the command from stdin up to a marker line (`$2`), so neither is
+ * stored in the exec's configuration; the rest of stdin is the command's input. `$1` is the
+ * state folder that carries the directory and exports from one command to the next.
+ */
+export const FALLBACK_PRELUDE = `__berth_b=
+while IFS= read -r __berth_l; do
+  [ "$__berth_l" = "$2" ] && break
+  __berth_b="$__berth_b$__berth_l
+"
+done
+eval "$__berth_b"
+unset __berth_b __berth_l
+__berth_d=$1
+mkdir -m 700 -p "$__berth_d" 2>/dev/null
+if [ -s "$__berth_d/state" ]; then
+  . "$__berth_d/state" 2>/dev/null; cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
+  if [ "$__berth_apply" = 1 ]; then eval "$__berth_env"; fi
+else
+  eval "$__berth_env"
+fi
+unset __berth_env __berth_apply
+echo "$$ 1" > "$__berth_d/pid" 2>/dev/null
+trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_d/state" 2>/dev/null' EXIT
+set --
+eval "$__berth_c"
+`;
+
+/**
+ * What the fallback mode writes on stdin before the command's own input: the environment
+ * (applied on the first command, and again when `changed`, over what earlier commands left),
+ * and the command.
+ */
+export function buildFallbackInput(options: { marker: string; command: string; cwd?: string; variables: Readonly<Record<string, string>>; changed: boolean }): string {
+  return `__berth_env=${quoteShell(buildEnvironmentScript(options.variables))}
+__berth_apply=${options.changed ? 1 : 0}
+__berth_c=${quoteShell(buildCommandFile(options.command, options.cwd))}
+${options.marker}
+`;
+}
