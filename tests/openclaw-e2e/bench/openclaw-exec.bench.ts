@@ -125,6 +125,7 @@ try {
     }
   };
 
+  const loadAtStart = round(os.loadavg()[0]!);
   // Warm-up: each backend creates its sandbox (and Berth its shell) once.
   await send('berth', 'berth-warm', 1);
   await send('docker', 'docker-warm', 1);
@@ -140,7 +141,8 @@ try {
     image: IMAGE,
     node: process.version,
     dockerenvHidden: hideDockerenv,
-    machine: { cpus: os.cpus().length, memoryGb: Math.round(os.totalmem() / 1024 ** 3) },
+    // The CI machines are shared: the load says how much the figures can be trusted.
+    machine: { cpus: os.cpus().length, memoryGb: Math.round(os.totalmem() / 1024 ** 3), loadAverageAtStart: loadAtStart, loadAverageAtEnd: round(os.loadavg()[0]!) },
     method: 'exec tool calls of `true` through a real OpenClaw gateway; each from the model\'s tool call to the model request carrying its result',
     berth: summary(times('berth')),
     openclawDocker: summary(times('docker')),
@@ -153,7 +155,7 @@ try {
   ].map((row) => row.map(String));
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  '));
-  console.log(`berth / docker median: ${Math.round(ratio * 100) / 100}`);
+  console.log(`berth / docker median: ${Math.round(ratio * 100) / 100} (load average ${loadAtStart} → ${results.machine.loadAverageAtEnd} on ${results.machine.cpus} cores)`);
   const out = path.join(import.meta.dirname, '..', 'bench-results');
   mkdirSync(out, { recursive: true });
   writeFileSync(path.join(out, 'openclaw-exec.json'), `${JSON.stringify({ ...results, ratio: Math.round(ratio * 100) / 100 }, null, 2)}\n`);

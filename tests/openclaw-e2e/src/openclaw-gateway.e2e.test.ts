@@ -42,6 +42,7 @@ const replies: Record<string, SentMessage> = {};
 let containers: SandboxContainer[] = [];
 const execs = { roundOne: 0, roundTwo: 0 };
 const timings: Record<string, number> = {};
+let gatewayRssMb = 0;
 
 const direct = (user: User, text: string): IncomingMessage => ({ from: { id: users[user], first_name: user }, chat: { id: users[user], type: 'private', first_name: user }, text });
 const exec = (command: string): ScriptedToolCall => ({ name: 'exec', arguments: { command } });
@@ -61,6 +62,7 @@ const roundTwo = (user: 'alice' | 'bob'): string => {
     exec(`echo "other=[$(cat ${theirs}/own.txt 2>&1)]"; echo "other-token=[$(cat ${theirs}/token.txt 2>&1)]"; echo "escape=[$(cat /workspace/../telegram@${users[other(user)]}/workspace/own.txt 2>&1)]"; echo "still=[$(cat /workspace/own.txt)]"`),
     { name: 'read', arguments: { path: `${theirs}/own.txt` } },
     { name: 'read', arguments: { path: `../telegram@${users[other(user)]}/workspace/own.txt` } },
+    { name: 'read', arguments: { path: 'tool-note.txt' } },
   ]);
 };
 
@@ -179,6 +181,8 @@ beforeAll(async () => {
   replies['alice-2'] = await telegram.waitForMessage(resultTo(users.alice, 'alice-2'), REPLY_TIMEOUT_MS, 'with Alice\'s second result');
   replies['bob-2'] = await telegram.waitForMessage(resultTo(users.bob, 'bob-2'), REPLY_TIMEOUT_MS, 'with Bob\'s second result');
   timings.roundTwoMs = performance.now() - started;
+  const status = existsSync(`/proc/${gateway.process.pid}/status`) ? readFileSync(`/proc/${gateway.process.pid}/status`, 'utf8') : '';
+  gatewayRssMb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
   containers = await sandboxContainersUnder(root);
   const ids = containers.map((container) => container.id);
   const until = Math.ceil(Date.now() / 1000) + 1;
@@ -190,7 +194,9 @@ afterAll(async () => {
   await gateway?.stop();
   await Promise.all([proxy?.close(), telegram?.close(), model?.close()]);
   await removeSandboxContainersUnder(root);
-  console.info(`[openclaw e2e] ${Object.entries(timings).map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`).join(', ')}; outbound attempts refused: ${JSON.stringify([...new Set(proxy?.attempts() ?? [])])}`);
+  console.info(
+    `[openclaw e2e] ${Object.entries(timings).map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`).join(', ')}; gateway RSS ${Math.round(gatewayRssMb)} MB; outbound attempts refused: ${JSON.stringify([...new Set(proxy?.attempts() ?? [])])}`,
+  );
   if (process.env.BERTH_E2E_VERBOSE) console.info(JSON.stringify({ replies, execs, sent: telegram?.sent() }, null, 1));
   rmSync(root, { recursive: true, force: true });
 });
@@ -251,8 +257,12 @@ describe('Berth inside a real OpenClaw gateway', () => {
   it('lands files OpenClaw writes through its fs bridge in the same user\'s sandbox', () => {
     expect(readFileSync(path.join(folderOf('alice'), 'workspace', 'tool-note.txt'), 'utf8')).toBe(notes.alice);
     expect(readFileSync(path.join(folderOf('bob'), 'workspace', 'tool-note.txt'), 'utf8')).toBe(notes.bob);
-    // The command that ran next in the sandbox saw the file the write tool made.
+    // The command that ran next in the sandbox saw the file the write tool made, and the read
+    // tool reads it back from the same place.
     expect(replies['alice-1']!.text).toContain(`note=[${notes.alice}]`);
+    expect(replies['alice-2']!.text).toContain(notes.alice);
+    expect(replies['bob-2']!.text).toContain(notes.bob);
+    expect(replies['alice-2']!.text).not.toContain(notes.bob);
     expect(replies['alice-1']!.text).toContain(`own=[${marks.alice}]`);
     expect(foldersHolding(notes.alice)).toEqual([`telegram@${users.alice}`]);
   });
