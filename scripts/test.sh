@@ -14,6 +14,7 @@ run pnpm -s test
 run pnpm -s test:integration
 run bash packages/backend-podman/scripts/run-rootless-suite.sh
 run bash integrations/hermes/scripts/test.sh
+run pnpm -s --filter @berth/openclaw-e2e test:e2e
 run pnpm -s test:attack
 node scripts/summarize-tests.mjs .test-results || status=1
 exit "$status"

@@ -1,0 +1,57 @@
+import type { HostLogger } from '@berth/core';
+import { definePluginEntry } from 'openclaw/plugin-sdk/plugin-entry';
+import { registerSandboxBackend } from 'openclaw/plugin-sdk/sandbox';
+import { createBerthSandboxBackend, type BerthSandboxBackend } from './create-berth-sandbox-backend.js';
+import { BERTH_SANDBOX_BACKEND_ID } from './create-sandbox-handle.js';
+import type { OpenClawPluginApi, OpenClawPluginEntry } from './openclaw-sdk-types.js';
+
+export type * from './openclaw-sdk-types.js';
+
+/** The plugin id in `openclaw.plugin.json` and `plugins.entries`. */
+export const BERTH_PLUGIN_ID = 'berth';
+
+// One live backend per gateway process: a reload's new registration replaces it.
+let current: { backend: BerthSandboxBackend; restore: () => void } | undefined;
+
+function hostLogger(api: OpenClawPluginApi): HostLogger {
+  return { info: (message) => api.logger.info(message), warn: (message) => api.logger.warn(message), error: (message) => api.logger.error(message) };
+}
+
+/**
+ * Registers the `berth` sandbox backend with the gateway (`agents.defaults.sandbox.backend:
+ * "berth"`), reading `plugins.entries.berth.config` and the gateway's environment. Only the
+ * live gateway (`registrationMode: "full"`) registers it; OpenClaw's read-only passes
+ * (discovery, CLI metadata) leave no socket or client behind.
+ */
+export function registerBerth(api: OpenClawPluginApi): void {
+  if (api.registrationMode !== 'full') return;
+  const logger = hostLogger(api);
+  const backend = createBerthSandboxBackend({ pluginConfig: api.pluginConfig, environment: process.env, logger });
+  const previous = current;
+  current = { backend, restore: registerSandboxBackend(BERTH_SANDBOX_BACKEND_ID, backend.registration) };
+  if (previous) void previous.backend.close().catch((error: unknown) => logger.warn(`berth: closing the previous backend failed: ${String(error)}`));
+  api.registerService({
+    id: 'berth-sandboxes',
+    // The socket is served from the gateway's start, so the first command finds it warm.
+    start: async () => {
+      await backend.start();
+    },
+    stop: async () => {
+      if (current?.backend === backend) {
+        current.restore();
+        current = undefined;
+      }
+      await backend.close();
+    },
+  });
+}
+
+/** The OpenClaw plugin entry: `openclaw.extensions` points here. */
+const berthPluginEntry: OpenClawPluginEntry = definePluginEntry({
+  id: BERTH_PLUGIN_ID,
+  name: 'Berth',
+  description: 'One sandbox per messaging user: the berth sandbox backend.',
+  register: registerBerth,
+});
+
+export default berthPluginEntry;
