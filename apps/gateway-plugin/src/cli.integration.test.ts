@@ -5,8 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { requestEngine } from './engine-client.js';
-import { findEngine } from './find-engine.js';
+import { requestEngine } from './testing/engine-client.js';
+import { findEngine } from './testing/find-engine.js';
 
 // The CLI as a user runs it: the built dist/cli.js in a subprocess, against the real engine.
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));

@@ -1,28 +1,33 @@
 import { assertSandboxBackend, ConfigError, type HostLogger, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
-import { findEngine } from './find-engine.js';
+import { sandboxSettings, type ProgressEvent } from '@berth/sandbox-runtime';
 
 /** A progress event of a long engine operation (pulling an image, creating a first container). */
-export type BackendProgressListener = (event: unknown) => void;
+export type BackendProgressListener = (event: ProgressEvent) => void;
 
 /** Options of {@link createBackend}. */
 export interface CreateBackendOptions {
-  /** The gateway's environment, read for `DOCKER_HOST` / `CONTAINER_HOST`. */
+  /** The gateway's environment, where each backend looks for its engine (`DOCKER_HOST`, `CONTAINER_HOST`, …). */
   readonly environment?: Readonly<Record<string, string | undefined>>;
   readonly logger?: HostLogger;
   readonly onProgress?: BackendProgressListener;
 }
 
-/** The options every Berth backend factory takes. */
+/** What every Berth backend factory takes from the plugin: the settings it uses, and where to look for its engine. */
 interface BackendFactoryOptions {
-  config: TerminalConfig;
-  socketPath?: string;
+  settings: ReturnType<typeof sandboxSettings>;
+  environment?: Readonly<Record<string, string | undefined>>;
   logger?: HostLogger;
   onProgress?: BackendProgressListener;
 }
 
 type BackendFactory = (options: BackendFactoryOptions) => SandboxBackendV1;
 
-// Loaded on demand, so that a gateway on one engine never loads the other engine's backend.
+/** The package and factory of each backend name; loaded on demand, so a gateway on one engine never loads another's. */
+const BACKENDS: Record<TerminalConfig['backend'], { package: string; factory: string }> = {
+  docker: { package: '@berth/backend-docker', factory: 'createDockerBackend' },
+  podman: { package: '@berth/backend-podman', factory: 'createPodmanBackend' },
+};
+
 async function loadFactory(specifier: string, exportName: string): Promise<BackendFactory | undefined> {
   try {
     const loaded = (await import(specifier)) as Record<string, unknown>;
@@ -33,38 +38,24 @@ async function loadFactory(specifier: string, exportName: string): Promise<Backe
   }
 }
 
-function notAvailable(backend: string): ConfigError {
-  return new ConfigError(
-    'terminal.backend',
-    backend === 'docker'
-      ? 'terminal.backend is docker, but the package @berth/backend-docker cannot be loaded; reinstall @berth/gateway-plugin with its dependencies'
-      : `terminal.backend is ${backend}, but the ${backend} backend is not available in this build of Berth; set terminal.backend to docker`,
-  );
-}
-
 /**
- * Builds the backend named by `terminal.backend`, talking to the engine that `findEngine` picks.
- * Builds only: no engine is contacted until the first sandbox is needed.
+ * Builds the backend `terminal.backend` names, with only the settings a backend uses. Each
+ * backend finds its engine itself, in the gateway's environment (one discovery per engine,
+ * shared with `berth doctor`, which asks the backend). Builds only: no engine is contacted
+ * until the first sandbox is needed.
  */
 export async function createBackend(config: TerminalConfig, options: CreateBackendOptions = {}): Promise<SandboxBackendV1> {
-  const endpoint = findEngine(config.backend, options.environment);
-  const factoryOptions: BackendFactoryOptions = {
-    config,
-    ...(endpoint.socketPath ? { socketPath: endpoint.socketPath } : {}),
+  const entry = BACKENDS[config.backend];
+  const factory = await loadFactory(entry.package, entry.factory);
+  if (!factory) {
+    throw new ConfigError('terminal.backend', `terminal.backend is ${config.backend}, but the package ${entry.package} cannot be loaded; install it next to @berth/gateway-plugin (npm install ${entry.package})`);
+  }
+  const backend = factory({
+    settings: sandboxSettings(config),
+    ...(options.environment ? { environment: options.environment } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-  };
-  let factory: BackendFactory | undefined;
-  switch (config.backend) {
-    case 'docker':
-      factory = await loadFactory('@berth/backend-docker', 'createDockerBackend');
-      break;
-    case 'podman':
-      factory = await loadFactory('@berth/backend-podman', 'createPodmanBackend');
-      break;
-  }
-  if (!factory) throw notAvailable(config.backend);
-  const backend = factory(factoryOptions);
+  });
   assertSandboxBackend(backend);
   return backend;
 }

@@ -1,5 +1,4 @@
 import {
-  createRedactor,
   SessionAttributionError,
   createSandboxResolver,
   type ExecResult,
@@ -66,7 +65,7 @@ export interface Berth {
   request(target?: ExecuteTarget): SandboxRequest;
   /**
    * Runs a command in the target's sandbox, exactly as the terminal tool does; stdout and stderr
-   * have the scope's secrets masked unless `docker_mask_secrets` is false.
+   * have the scope's secrets masked (by the backend) unless `docker_mask_secrets` is false.
    */
   execute(command: string, options?: BerthExecuteOptions): Promise<ExecResult & { readonly scopeKey: string }>;
   /** Runs a command for an already resolved request. */
@@ -98,17 +97,15 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
       throw error;
     }
   };
-  const executeRequest: Berth['executeRequest'] = async (sandboxRequest, command, executeOptions = {}) => {
-    const result = await backend.doExec(sandboxRequest, {
+  // The backend masks the scope's secrets in what it returns (the contract says so, and the
+  // conformance suite checks it): masking happens once, where the output cut is known.
+  const executeRequest: Berth['executeRequest'] = (sandboxRequest, command, executeOptions = {}) =>
+    backend.doExec(sandboxRequest, {
       command,
       timeout: executeOptions.timeout ?? config.timeout,
       ...(executeOptions.cwd !== undefined ? { cwd: executeOptions.cwd } : {}),
       ...(executeOptions.stdin !== undefined ? { stdin: executeOptions.stdin } : {}),
     });
-    if (!config.docker_mask_secrets) return result;
-    const redactor = createRedactor(sandboxRequest.environment.secrets);
-    return redactor.active ? { ...result, stdout: redactor.redact(result.stdout), stderr: redactor.redact(result.stderr) } : result;
-  };
   return {
     config,
     resolver,

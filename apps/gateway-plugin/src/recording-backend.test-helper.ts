@@ -25,9 +25,6 @@ export function createRecordingBackend(name = 'docker'): RecordingBackend {
     removed: [],
     closed: 0,
     respond: (request, exec) => ({ stdout: `${request.scope.key} ${exec.command}\n` }),
-    async doAcquire() {
-      return 'container-id';
-    },
     async doExec(request, exec) {
       backend.execs.push({ request, exec });
       const partial = await backend.respond(request, exec);
@@ -36,12 +33,11 @@ export function createRecordingBackend(name = 'docker'): RecordingBackend {
     async list(): Promise<SandboxInfo[]> {
       return [];
     },
-    async stop() {},
     async remove(scopeKey, options = {}) {
       backend.removed.push({ scopeKey, purge: options.purge ?? false, ...(options.paths ? { paths: options.paths } : {}) });
     },
-    async reap() {
-      return [];
+    async describe() {
+      return { engine: name, endpoint: 'nowhere', discovery: 'a test', version: '0', apiVersion: '0', warnings: [] };
     },
     async close() {
       backend.closed += 1;

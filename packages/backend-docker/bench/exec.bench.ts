@@ -32,7 +32,7 @@ const docker = new Dockerode();
 const sandboxDir = await mkdtemp(path.join(tmpdir(), 'berth-bench-'));
 const environment: Record<string, string> = {};
 const config = parseTerminalConfig({ docker_image: image, sandbox_dir: sandboxDir, docker_network: false, container_memory: 256, lifetime_seconds: 0, docker_mask_secrets: false });
-const backend = createDockerBackend({ config, docker, namePrefix: `berth-b${benchId}-`, labels: { [label]: benchId } });
+const backend = createDockerBackend({ settings: config, docker, namePrefix: `berth-b${benchId}-`, labels: { [label]: benchId } });
 const registry = createPlatformRegistry();
 let resolver = createSandboxResolver({ config, registry, environment });
 const requestOf = (userId: string): SandboxRequest => resolver.resolve({ session: { platform: 'telegram', userId } });

@@ -25,7 +25,7 @@ beforeAll(async () => {
 testBackend({
   name: 'docker',
   image,
-  create: (config) => createDockerBackend({ config, docker }),
+  create: (config) => createDockerBackend({ settings: config, docker }),
   engine: {
     async removeContainer(containerId) {
       await docker.getContainer(containerId).remove({ force: true });

@@ -1,56 +1,106 @@
+import { SandboxError, type HostLogger } from '@berth/core';
+import { createSandboxRuntime, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
-import { createEngineBackend, type EngineBackend } from './engine/create-engine-backend.js';
-import { engineBackendOptionsSchema, validateEngineBackendOptions, type EngineBackendFactoryOptions } from './engine/engine-backend-options.js';
+import { z } from 'zod';
+import { createDockerApiDriver } from './create-docker-api-driver.js';
+import { findDockerEngine } from './find-docker-engine.js';
+import { mapDockerError } from './map-docker-error.js';
 import { createSandboxNetworks } from './sandbox-networks.js';
 
-/** The Docker socket used when neither `socketPath` nor `DOCKER_HOST` says otherwise. */
-export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
-
-/** Options of {@link createDockerBackend}. */
-export interface DockerBackendOptions extends EngineBackendFactoryOptions {
-  /** An existing client; else one is made from `socketPath`, `DOCKER_HOST` or the default socket. */
-  docker?: Dockerode;
-  /** The engine's Unix socket. @default `$DOCKER_HOST` or /var/run/docker.sock */
-  socketPath?: string;
+/** Options of {@link createDockerDriver}. */
+export interface DockerDriverOptions {
+  /** An existing client; else one is made for the engine `findDockerEngine` finds. */
+  readonly docker?: Dockerode;
+  /** The engine's Unix socket. @default `$DOCKER_HOST`, else the first default socket that exists */
+  readonly socketPath?: string;
+  /** The gateway's environment, read for `DOCKER_HOST`. @default process.env */
+  readonly environment?: Readonly<Record<string, string | undefined>>;
+  /** The IPv4 range each sandbox's own /29 network is taken from (`terminal.docker_network_pool`). @default '10.217.0.0/16' */
+  readonly networkPool?: string;
+  /** Labels on every network Berth makes (a test run's marker, say). */
+  readonly labels?: Readonly<Record<string, string>>;
 }
 
-/** The Docker backend: the contract, plus `ping()`, `engineInfo()` and `containerName()`. */
-export type DockerBackend = EngineBackend;
+/** The Docker driver: hardened containers, each on a bridge network of its own. */
+export function createDockerDriver(options: DockerDriverOptions = {}) {
+  const found = findDockerEngine({ ...(options.socketPath ? { socketPath: options.socketPath } : {}), ...(options.environment ? { environment: options.environment } : {}) });
+  return createDockerApiDriver({
+    engine: 'docker',
+    capabilities: { networkIsolation: true, hostFolders: true, processList: true },
+    specRevision: 'docker-1',
+    mapError: mapDockerError,
+    connect: async () => {
+      const docker = options.docker ?? new Dockerode(found.connection);
+      const endpoint = options.docker ? 'the given client' : found.endpoint;
+      return {
+        docker,
+        endpoint,
+        discovery: options.docker ? 'the docker option' : found.discovery,
+        networks: createSandboxNetworks({ docker, endpoint, pool: options.networkPool ?? '10.217.0.0/16', ...(options.labels ? { labels: options.labels } : {}) }),
+      };
+    },
+  });
+}
 
-/** Where a Docker client talks, from the options or `DOCKER_HOST`. */
-export function resolveDockerEndpoint(socketPath?: string, environment: NodeJS.ProcessEnv = process.env): { socketPath: string } | { host: string; port: number; protocol: 'http' | 'https' } {
-  if (socketPath) return { socketPath };
-  const host = environment.DOCKER_HOST;
-  if (!host) return { socketPath: DEFAULT_DOCKER_SOCKET };
-  if (host.startsWith('unix://')) return { socketPath: host.slice('unix://'.length) };
-  const url = new URL(host.replace(/^tcp:\/\//, 'http://'));
-  return { host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol === 'https:' ? 'https' : 'http' };
+/** Options of {@link createDockerBackend}. */
+export interface DockerBackendOptions extends DockerDriverOptions {
+  /** The settings the sandboxes follow (`sandboxSettings(config)` of `@berth/sandbox-runtime`; a raw `terminal:` part is validated). */
+  readonly settings: SandboxSettingsInput;
+  /** Overrides `settings.docker_image`. */
+  readonly image?: string;
+  /** Where Berth logs what it does; never a secret value. */
+  readonly logger?: HostLogger;
+  /** Progress of pulls, creates and starts, for a user waiting on a first command. */
+  readonly onProgress?: (event: ProgressEvent) => void;
+  /** Prefix of container names. @default 'berth-' */
+  readonly namePrefix?: string;
+  /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
+  readonly reapIntervalMs?: number;
+}
+
+/** The Docker backend: the sandbox runtime over the Docker driver. */
+export type DockerBackend = SandboxRuntime;
+
+const optionsSchema = z.object({
+  settings: z.custom<SandboxSettingsInput>((value) => value !== null && typeof value === 'object', { message: 'expected the sandbox settings (sandboxSettings(config))' }),
+  docker: z.custom<Dockerode>((value) => value === undefined || (value !== null && typeof value === 'object')).optional(),
+  socketPath: z.string().min(1).optional(),
+  // process.env is no plain object, which z.record refuses.
+  environment: z.custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), { message: 'expected the environment as an object of strings' }).optional(),
+  networkPool: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
+  logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
+  onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
+  namePrefix: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' }).optional(),
+  reapIntervalMs: z.number().int().min(0).optional(),
+});
+
+/** Checks a factory's options (one-line `OPTIONS_INVALID` naming the factory and the option). */
+export function validateBackendOptions<T>(factory: string, schema: z.ZodType, options: T): T {
+  const parsed = schema.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new SandboxError('OPTIONS_INVALID', `${factory}: option ${issue.path.join('.') || '(root)'} is invalid: ${issue.message}`);
+  }
+  return options;
 }
 
 /**
- * Creates the Docker backend: one hardened container per scope on a Docker Engine, commands
- * through a persistent shell. See docs/backend-docker.md.
+ * Creates the Docker backend: one hardened container per scope on a Docker Engine, each on a
+ * network of its own, commands through a persistent shell. See docs/backend-docker.md.
  */
 export function createDockerBackend(options: DockerBackendOptions): DockerBackend {
-  const config = validateEngineBackendOptions('createDockerBackend', options, engineBackendOptionsSchema);
-  const target = resolveDockerEndpoint(options.socketPath);
-  const endpoint = 'socketPath' in target ? target.socketPath : `${target.protocol}://${target.host}:${target.port}`;
-  const docker = options.docker ?? new Dockerode(target);
-  const labels = options.labels ?? {};
-  const networks = createSandboxNetworks({ docker, endpoint, enabled: config.docker_network, pool: config.docker_network_pool, labels });
-  return createEngineBackend({
-    engine: 'docker',
-    docker,
-    endpoint,
-    config,
-    networkModeOf: networks.modeOf,
-    prepareNetwork: networks.prepare,
-    releaseNetwork: networks.release,
-    labels,
+  validateBackendOptions('createDockerBackend', optionsSchema, options);
+  const settings = sandboxSettings(options.settings);
+  return createSandboxRuntime({
+    driver: createDockerDriver({ ...options, networkPool: options.networkPool ?? settings.docker_network_pool }),
+    settings,
     ...(options.image ? { image: options.image } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
+    ...(options.labels ? { labels: options.labels } : {}),
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });
 }

@@ -1,9 +1,9 @@
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ImageNotFoundError, parseTerminalConfig } from '@berth/core';
+import { ImageNotFoundError } from '@berth/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildContainerSpec, LABELS } from './engine/container-spec.js';
-import { prepareHostFolders } from './engine/host-folders.js';
+import { buildSandboxSpec, LABELS, sandboxSettings } from '@berth/sandbox-runtime';
+import { toContainerCreateOptions } from './to-container-options.js';
 import { createHarness, engineExec, TEST_IMAGE, TEST_LABEL, type Harness } from './testing/integration-harness.js';
 
 let harness: Harness;
@@ -55,9 +55,10 @@ describe('one container per scope', () => {
   it('adopts and renames a sandbox an earlier release named after its user, with no duplicate and no file lost', async () => {
     const request = harness.request({ platform: 'telegram', userId: '2020' });
     const legacyName = `berth-t${harness.runId}-telegram-2020-${request.scope.slug.slice(-16)}`;
-    const { spec } = buildContainerSpec({ config: parseTerminalConfig({ docker_image: TEST_IMAGE, docker_network: false }), image: TEST_IMAGE, name: legacyName, scope: request.scope, paths: request.paths, engine: 'docker', networkMode: 'none', extraLabels: { [TEST_LABEL]: harness.runId } });
-    await prepareHostFolders(request.paths);
-    const legacy = await harness.docker.createContainer({ ...spec, Hostname: undefined });
+    const { spec } = buildSandboxSpec({ settings: sandboxSettings({ docker_image: TEST_IMAGE, docker_network: false }), image: TEST_IMAGE, name: legacyName, scope: request.scope, paths: request.paths, engine: 'docker', specRevision: 'an earlier release', extraLabels: { [TEST_LABEL]: harness.runId } });
+    await mkdir(request.paths.workspace, { recursive: true, mode: 0o700 });
+    await mkdir(request.paths.home, { recursive: true, mode: 0o700 });
+    const legacy = await harness.docker.createContainer({ ...toContainerCreateOptions(spec, 'none'), Hostname: undefined });
     await legacy.start();
     expect((await engineExec(harness.docker, legacy.id, 'echo kept > /workspace/old.txt')).exitCode).toBe(0);
     const backend = harness.backend();

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
-import { LABELS, MANAGED_BY } from './engine/container-spec.js';
-import { engineMessage, engineStatus, isConflict, isGone, mapEngineError } from './engine/map-engine-error.js';
+import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime';
+import { engineMessage, engineStatus, isConflict, isGone, mapDockerError } from './map-docker-error.js';
 
 /** Every sandbox network is a /29: its gateway, the sandbox, and nothing else. */
 const SUBNET_PREFIX = 29;
@@ -39,7 +39,7 @@ function overlaps(a: Cidr, b: Cidr): boolean {
 /** The per-sandbox networks of a Docker backend. */
 export interface SandboxNetworks {
   /** The `NetworkMode` of the sandbox named `name`: its own network, or `none` without networking. */
-  modeOf(name: string): string;
+  modeOf(name: string, network: boolean): string;
   /** Makes sure the sandbox's network exists, allocating it a free /29 of the pool. */
   prepare(name: string): Promise<void>;
   /** Removes a removed sandbox's own network; never throws (an engine that refuses leaves it). */
@@ -56,9 +56,9 @@ export interface SandboxNetworks {
  */
 export function createSandboxNetworks(options: {
   docker: Dockerode;
+  /** The engine's name, for messages. @default 'docker' */
+  engine?: string;
   endpoint: string;
-  /** `terminal.docker_network`. */
-  enabled: boolean;
   /** `terminal.docker_network_pool`, an IPv4 CIDR. */
   pool: string;
   /** Labels added to every network (a test run's marker, say). */
@@ -72,7 +72,7 @@ export function createSandboxNetworks(options: {
   const count = 2 ** (SUBNET_PREFIX - pool.prefix);
   const subnetAt = (index: number): Cidr => ({ base: (pool.base + index * 2 ** (32 - SUBNET_PREFIX)) >>> 0, prefix: SUBNET_PREFIX });
   const fail = (error: unknown, action: string): never => {
-    throw mapEngineError(error, { engine: 'docker', endpoint, action });
+    throw mapDockerError(error, { engine: options.engine ?? 'docker', endpoint, action });
   };
 
   const subnetsInUse = async (): Promise<Cidr[]> => {
@@ -121,9 +121,8 @@ export function createSandboxNetworks(options: {
   };
 
   return {
-    modeOf: (name) => (options.enabled ? name : 'none'),
+    modeOf: (name, network) => (network ? name : 'none'),
     async prepare(name) {
-      if (!options.enabled) return;
       try {
         const info = await docker.getNetwork(name).inspect();
         if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) {

@@ -50,7 +50,7 @@ async function apiExec(docker: Dockerode, id: string): Promise<void> {
 async function main(): Promise<void> {
   const sandboxDir = await mkdtemp(path.join(tmpdir(), 'berth-podman-bench-'));
   const config = parseTerminalConfig({ docker_image: image, sandbox_dir: sandboxDir, docker_network: false, lifetime_seconds: 0 });
-  const backend = createPodmanBackend({ config, socketPath, namePrefix: 'berth-bench-', labels: { 'dev.berth.test': 'bench' } });
+  const backend = createPodmanBackend({ settings: config, socketPath, namePrefix: 'berth-bench-', labels: { 'dev.berth.test': 'bench' } });
   const request = createSandboxResolver({ config, registry: createPlatformRegistry(), environment: {} }).resolve({ session: { platform: 'telegram', userId: '4242' } });
   const docker = new Dockerode({ socketPath });
   try {

@@ -37,7 +37,7 @@ NODE_BIN="$REPO/.tools/node/bin/node"
 [ -x "$NODE_BIN" ] || NODE_BIN="$(command -v node || true)"
 [ -n "$NODE_BIN" ] || die "no Node found (neither $REPO/.tools/node/bin/node nor node on PATH); run the set-up"
 
-for built in core testkit backend-docker; do
+for built in core sandbox-runtime testkit backend-docker; do
   [ -f "$REPO/packages/$built/dist/index.js" ] || die "packages/$built is not built; run: pnpm --filter @berth/backend-podman... build"
 done
 [ -f "$REPO/node_modules/vitest/vitest.mjs" ] || die "vitest is not installed in $REPO/node_modules; run pnpm install"
@@ -50,7 +50,7 @@ say "staging the built packages in $STAGE for $RUN_USER"
 cp -a "$REPO/package.json" "$REPO/vitest.shared.ts" "$REPO/tsconfig.base.json" "$STAGE/"
 cp -a "$REPO/node_modules" "$STAGE/node_modules"
 mkdir -p "$STAGE/packages" "$STAGE/.test-results"
-for built in core testkit backend-docker; do
+for built in core sandbox-runtime testkit backend-docker; do
   mkdir -p "$STAGE/packages/$built"
   cp -a "$REPO/packages/$built/package.json" "$REPO/packages/$built/dist" "$STAGE/packages/$built/"
   [ -d "$REPO/packages/$built/node_modules" ] && cp -a "$REPO/packages/$built/node_modules" "$STAGE/packages/$built/"

@@ -1,8 +1,9 @@
-import { buildContainerSpec } from '@berth/backend-docker';
-import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig } from '@berth/core';
+import { toContainerCreateOptions } from '@berth/backend-docker';
+import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig, type TerminalConfig } from '@berth/core';
+import { buildSandboxSpec, sandboxSettings } from '@berth/sandbox-runtime';
 import type Dockerode from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import { adjustPodmanHostConfig, transformPodmanCreate } from './adjust-podman-spec.js';
+import { adjustPodmanCreate, adjustPodmanHostConfig } from './adjust-podman-spec.js';
 import { decidePodmanHost, type PodmanHost } from './read-podman-host.js';
 import { toLibpodSpec } from './to-libpod-spec.js';
 
@@ -11,12 +12,10 @@ const request = createSandboxResolver({ config, registry: createPlatformRegistry
 const rootful: PodmanHost = { rootless: false, cgroupVersion: 'v2', resourceLimits: true, selinuxEnforcing: false, version: '4.3.1' };
 const rootlessV1: PodmanHost = { ...rootful, rootless: true, cgroupVersion: 'v1', resourceLimits: false };
 
-const specFor = (host: PodmanHost, networkMode = 'slirp4netns'): Dockerode.ContainerCreateOptions => {
-  const { spec } = buildContainerSpec({
-    config, image: config.docker_image, name: 'berth-x', scope: request.scope, paths: request.paths, engine: 'podman', networkMode,
-    adjustHostConfig: (hostConfig) => adjustPodmanHostConfig(hostConfig, { host, pidsLimit: config.docker_pids_limit }),
-  });
-  return transformPodmanCreate(spec, host);
+/** The create request the Podman driver sends: the runtime's spec, Docker's translation, Podman's last word. */
+const specFor = (host: PodmanHost, networkMode = 'slirp4netns', settings: TerminalConfig = config): Dockerode.ContainerCreateOptions => {
+  const { spec } = buildSandboxSpec({ settings: sandboxSettings(settings), image: settings.docker_image, name: 'berth-x', scope: request.scope, paths: request.paths, engine: 'podman', specRevision: 'test' });
+  return adjustPodmanCreate(toContainerCreateOptions(spec, networkMode), host);
 };
 
 describe('adjustPodmanHostConfig', () => {
@@ -46,10 +45,7 @@ describe('adjustPodmanHostConfig', () => {
 
   it('SELinux enforcing: the workspace and home become private-label binds; other mounts stay as they are', () => {
     const withVolume = parseTerminalConfig({ ...config, docker_volumes: ['/srv/shared:/shared:ro'] });
-    const { spec } = buildContainerSpec({
-      config: withVolume, image: 'i', name: 'n', scope: request.scope, paths: request.paths, engine: 'podman', networkMode: 'none',
-      adjustHostConfig: (hostConfig) => adjustPodmanHostConfig(hostConfig, { host: { ...rootful, selinuxEnforcing: true }, pidsLimit: 512 }),
-    });
+    const spec = specFor({ ...rootful, selinuxEnforcing: true }, 'none', withVolume);
     expect(spec.HostConfig!.Binds).toEqual([`${request.paths.workspace}:/workspace:rw,Z`, `${request.paths.home}:/root:rw,Z`]);
     expect(spec.HostConfig!.Mounts).toEqual([{ Type: 'bind', Source: '/srv/shared', Target: '/shared', ReadOnly: true }]);
   });
@@ -79,7 +75,7 @@ describe('toLibpodSpec', () => {
     expect(libpod).toMatchObject({
       name: 'berth-x',
       image: config.docker_image,
-      entrypoint: ['/bin/sh', '-c'],
+      entrypoint: ['/bin/sh', '-c', expect.stringContaining('trap "exit 0" TERM')],
       work_dir: '/workspace',
       env: { HOME: '/root' },
       cap_drop: ['ALL'],

@@ -1,4 +1,4 @@
-import { HOME_TARGET, WORKSPACE_TARGET } from '@berth/backend-docker';
+import { HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
 import type { PodmanHost } from './read-podman-host.js';
@@ -77,4 +77,13 @@ export function transformPodmanCreate(spec: Dockerode.ContainerCreateOptions, ho
   if (!host.rootless) return spec;
   const env = (spec.Env ?? []).filter((entry) => !entry.startsWith('HOME='));
   return { ...spec, Env: [...env, `HOME=${HOME_TARGET}`] };
+}
+
+/**
+ * Podman's last word on a create request: the host configuration adjusted as above (the pids
+ * limit it falls back to is the request's own), and the rootless `HOME`.
+ */
+export function adjustPodmanCreate(request: Dockerode.ContainerCreateOptions, host: PodmanHost): Dockerode.ContainerCreateOptions {
+  const hostConfig = adjustPodmanHostConfig(request.HostConfig ?? {}, { host, pidsLimit: request.HostConfig?.PidsLimit ?? 512 });
+  return transformPodmanCreate({ ...request, HostConfig: hostConfig }, host);
 }

@@ -26,7 +26,7 @@ beforeAll(async () => {
 testBackend({
   name: 'podman',
   image,
-  create: (config) => createPodmanBackend({ config, socketPath }),
+  create: (config) => createPodmanBackend({ settings: config, socketPath }),
   engine: {
     async removeContainer(containerId) {
       await docker.getContainer(containerId).remove({ force: true });

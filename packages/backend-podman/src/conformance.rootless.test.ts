@@ -30,7 +30,7 @@ beforeAll(async () => {
 testBackend({
   name: 'podman rootless',
   image,
-  create: (config) => createPodmanBackend({ config }),
+  create: (config) => createPodmanBackend({ settings: config }),
   engine: {
     async removeContainer(containerId) {
       await engine().getContainer(containerId).remove({ force: true });

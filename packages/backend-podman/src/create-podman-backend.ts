@@ -1,65 +1,60 @@
-import {
-  createEngineBackend,
-  engineStatus,
-  mapEngineError,
-  validateEngineBackendOptions,
-  type EngineBackend,
-  type EngineBackendFactoryOptions,
-  type EngineInfo,
-} from '@berth/backend-docker';
-import { EngineUnavailableError, SandboxError, sandboxName, type BackendCapabilities, type SandboxRequest } from '@berth/core';
+import { createDockerApiDriver, engineStatus, validateBackendOptions, type DockerApiConnection } from '@berth/backend-docker';
+import { EngineUnavailableError, SandboxError, type HostLogger } from '@berth/core';
+import { createSandboxRuntime, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
-import { adjustPodmanHostConfig, PODMAN_SANDBOX_NETWORK, transformPodmanCreate } from './adjust-podman-spec.js';
+import { z } from 'zod';
+import { adjustPodmanCreate, PODMAN_SANDBOX_NETWORK } from './adjust-podman-spec.js';
 import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js';
+import { mapPodmanError } from './map-podman-error.js';
 import { readPodmanHost, type PodmanHost } from './read-podman-host.js';
 import { createThroughLibpod } from './to-libpod-spec.js';
 import { unlockForPurge } from './unlock-for-purge.js';
-import { wrapPodmanClient } from './wrap-podman-client.js';
 
-/** Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s. */
-export interface PodmanBackendOptions extends EngineBackendFactoryOptions {
+/** Options of {@link createPodmanDriver}. */
+export interface PodmanDriverOptions {
   /** An existing client for Podman's Docker-compatible API; else one is made from `socketPath` or discovery. */
-  docker?: Dockerode;
+  readonly docker?: Dockerode;
   /**
    * The Podman API socket. Without it (and without `docker`), discovery tries `CONTAINER_HOST`,
    * then `$XDG_RUNTIME_DIR/podman/podman.sock`, then `/run/podman/podman.sock`.
    */
-  socketPath?: string;
+  readonly socketPath?: string;
+  /** The gateway's environment, read by discovery. @default process.env */
+  readonly environment?: Readonly<Record<string, string | undefined>>;
+  /** Where the driver says what it cannot apply on this host. */
+  readonly logger?: HostLogger;
 }
 
-/** The Podman backend: the contract, the engine extras, and what it found out about the engine. */
-export interface PodmanBackend extends EngineBackend {
+/** The Podman driver, and what it found out about the engine. */
+export interface PodmanDriver extends ReturnType<typeof createDockerApiDriver> {
   /** The endpoint in use and the engine facts the sandboxes are adapted to (rootless, cgroups, SELinux). */
   podmanHost(): Promise<PodmanHost & { readonly endpoint: string }>;
 }
 
-
-interface Connected {
-  readonly backend: EngineBackend;
-  readonly host: PodmanHost;
-  readonly endpoint: string;
-}
-
 /** Connects to the engine the options name (or discovery finds) and reads what it must adapt to. */
-async function connect(options: PodmanBackendOptions): Promise<{ docker: Dockerode; endpoint: string; host: PodmanHost }> {
+async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerode; endpoint: string; discovery: string; host: PodmanHost }> {
   let docker: Dockerode;
   let endpoint: string;
+  let discovery: string;
   if (options.docker) {
     docker = options.docker;
     const modem = docker.modem as { socketPath?: unknown; host?: unknown; port?: unknown };
     endpoint = typeof modem.socketPath === 'string' ? modem.socketPath : `${String(modem.host ?? 'the given client')}${modem.port ? `:${String(modem.port)}` : ''}`;
+    discovery = 'the docker option';
   } else if (options.socketPath) {
     docker = new Dockerode({ socketPath: options.socketPath });
     endpoint = options.socketPath;
+    discovery = 'the socketPath option';
   } else {
-    const found = await findPodmanSocket();
+    const found = await findPodmanSocket({ environment: (options.environment ?? process.env) as NodeJS.ProcessEnv });
     docker = new Dockerode(found.endpoint);
     endpoint = found.label;
+    discovery = found.source === 'CONTAINER_HOST' ? '$CONTAINER_HOST' : `the ${found.source} socket`;
   }
   try {
-    return { docker, endpoint, host: await readPodmanHost(docker) };
+    return { docker, endpoint, discovery, host: await readPodmanHost(docker) };
   } catch (error) {
-    const mapped = mapEngineError(error, { engine: 'podman', endpoint, action: 'read the Podman host information' });
+    const mapped = mapPodmanError(error, { engine: 'podman', endpoint, action: 'read the Podman host information' });
     if (mapped.code === 'ENGINE_UNAVAILABLE') {
       const command = endpoint.startsWith('/') ? `podman system service --time=0 unix://${endpoint}` : podmanServiceCommand();
       throw new EngineUnavailableError(endpoint, `the Podman API at ${endpoint} did not answer (${(error as { code?: string }).code ?? 'no answer'}); start it with \`${command}\``, { cause: error });
@@ -72,104 +67,103 @@ async function connect(options: PodmanBackendOptions): Promise<{ docker: Dockero
 }
 
 /**
- * Creates the Podman backend: the shared engine layer of `@berth/backend-docker` (one hardened
- * container per scope, persistent shell, adoption, recovery, reaping, purge) on Podman's
- * Docker-compatible API, with what Podman needs on top: engine discovery, rootless user
- * namespaces (keep-id), a private slirp4netns network per sandbox, SELinux relabelling, and
- * Podman's status codes. The engine is found and probed on first use. See docs/backend-podman.md.
+ * The Podman driver: the Docker-API driver on Podman's compatible service, with what Podman
+ * needs: engine discovery, a private slirp4netns stack per sandbox (Podman 4.3 has no switch
+ * against traffic between containers on one bridge), rootless user namespaces (keep-id) and
+ * Podman's own create endpoint where the compatible one drops settings, SELinux relabelling,
+ * and its status codes.
+ */
+export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDriver {
+  let found: { host: PodmanHost; endpoint: string } | undefined;
+  const driver = createDockerApiDriver({
+    engine: 'podman',
+    capabilities: { networkIsolation: true, hostFolders: true, processList: true },
+    specRevision: 'podman-1',
+    mapError: mapPodmanError,
+    // Rootless, the gateway is not root: a folder a command made read-only would stop the purge.
+    beforePurge: unlockForPurge,
+    connect: async (): Promise<DockerApiConnection> => {
+      const { docker, endpoint, discovery, host } = await connect(options);
+      found = { host, endpoint };
+      const warnings: string[] = [];
+      if (!host.resourceLimits) {
+        const warning = `rootless Podman on cgroup ${host.cgroupVersion} cannot limit memory, CPU or pids; each sandbox is bounded by the nproc ulimit (the pids limit) instead — move the host to cgroup v2 for full limits`;
+        warnings.push(warning);
+        options.logger?.warn(`berth: ${warning}`);
+      }
+      return {
+        docker,
+        endpoint,
+        discovery,
+        warnings,
+        networks: { modeOf: (_name, network) => (network ? PODMAN_SANDBOX_NETWORK : 'none'), prepare: async () => undefined, release: async () => undefined },
+        adjustCreate: (request) => adjustPodmanCreate(request, host),
+        // Rootless, the compatible create drops the ulimits; Podman's own create keeps them.
+        ...(host.rootless ? { createContainer: (request: Dockerode.ContainerCreateOptions) => createThroughLibpod(docker, request) } : {}),
+      };
+    },
+  });
+  return {
+    ...driver,
+    async podmanHost() {
+      await driver.connection();
+      return { ...found!.host, endpoint: found!.endpoint };
+    },
+  };
+}
+
+/** Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s. */
+export interface PodmanBackendOptions extends PodmanDriverOptions {
+  /** The settings the sandboxes follow (`sandboxSettings(config)` of `@berth/sandbox-runtime`; a raw `terminal:` part is validated). */
+  readonly settings: SandboxSettingsInput;
+  /** Overrides `settings.docker_image`. */
+  readonly image?: string;
+  /** Progress of pulls, creates and starts, for a user waiting on a first command. */
+  readonly onProgress?: (event: ProgressEvent) => void;
+  /** Prefix of container names. @default 'berth-' */
+  readonly namePrefix?: string;
+  /** Labels added to every sandbox, and required of every sandbox this backend lists, adopts or reaps. */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
+  readonly reapIntervalMs?: number;
+}
+
+/** The Podman backend: the sandbox runtime over the Podman driver, and the engine facts it adapted to. */
+export interface PodmanBackend extends SandboxRuntime {
+  podmanHost(): Promise<PodmanHost & { readonly endpoint: string }>;
+}
+
+const optionsSchema = z.object({
+  settings: z.custom<SandboxSettingsInput>((value) => value !== null && typeof value === 'object', { message: 'expected the sandbox settings (sandboxSettings(config))' }),
+  docker: z.custom<Dockerode>((value) => value === undefined || (value !== null && typeof value === 'object')).optional(),
+  socketPath: z.string().min(1).optional(),
+  // process.env is no plain object, which z.record refuses.
+  environment: z.custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), { message: 'expected the environment as an object of strings' }).optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
+  logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
+  onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
+  namePrefix: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' }).optional(),
+  reapIntervalMs: z.number().int().min(0).optional(),
+});
+
+/**
+ * Creates the Podman backend: one hardened container per scope on Podman (rootful or
+ * rootless), commands through a persistent shell; the engine is found and probed on first use.
+ * See docs/backend-podman.md.
  */
 export function createPodmanBackend(options: PodmanBackendOptions): PodmanBackend {
-  const config = validateEngineBackendOptions('createPodmanBackend', options);
-  const namePrefix = options.namePrefix ?? 'berth-';
-  const logger = options.logger;
-  const capabilities: BackendCapabilities = {
-    persistentSession: config.docker_exec_mode !== 'exec',
-    // Each sandbox has its own slirp4netns stack (or none): no shared segment to reach another over.
-    networkIsolation: true,
-    idleStop: true,
-    adoption: true,
-  };
-  let connecting: Promise<Connected> | undefined;
-  let closed = false;
-
-  const ready = (): Promise<Connected> => {
-    if (closed) return Promise.reject(new SandboxError('BACKEND_CLOSED', 'the podman backend was closed; create a new one'));
-    connecting ??= (async () => {
-      const { docker, endpoint, host } = await connect(options);
-      if (!host.resourceLimits) {
-        logger?.warn(
-          `berth: rootless Podman on cgroup ${host.cgroupVersion} cannot limit memory, CPU or pids; each sandbox is bounded by the nproc ulimit (${Math.min(config.docker_nproc, config.docker_pids_limit)}) instead — move the host to cgroup v2 for full limits`,
-        );
-      }
-      const client = wrapPodmanClient(docker, {
-        transformCreate: (spec) => transformPodmanCreate(spec, host),
-        // Rootless, the compatible create drops the ulimits; Podman's own create keeps them.
-        ...(host.rootless ? { createContainer: (spec: Dockerode.ContainerCreateOptions) => createThroughLibpod(docker, spec) } : {}),
-      });
-      const backend = createEngineBackend({
-        engine: 'podman',
-        docker: client,
-        endpoint,
-        config,
-        // Each sandbox's own slirp4netns stack: nothing to make beforehand, nothing to remove after.
-        networkModeOf: () => (config.docker_network ? PODMAN_SANDBOX_NETWORK : 'none'),
-        prepareNetwork: async () => undefined,
-        adjustHostConfig: (hostConfig) => adjustPodmanHostConfig(hostConfig, { host, pidsLimit: config.docker_pids_limit }),
-        capabilities,
-        ...(options.labels ? { labels: options.labels } : {}),
-        ...(options.image ? { image: options.image } : {}),
-        ...(logger ? { logger } : {}),
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-        ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
-        ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
-      });
-      return { backend, host, endpoint };
-    })().catch((error: unknown) => {
-      connecting = undefined;
-      throw error;
-    });
-    return connecting;
-  };
-
-  // An idle lifetime needs the reaper running from the start, also after a gateway restart
-  // with no message yet: connect now (a failure is logged and retried on first use).
-  if (config.lifetime_seconds > 0) {
-    ready().catch((error: unknown) => logger?.warn(`berth: ${(error as Error).message}`));
-  }
-
-  return {
-    specificationVersion: 'v1',
-    name: 'podman',
-    capabilities,
-    // The shared layer's formula, needed before the engine is reached.
-    containerName: (request: SandboxRequest) => sandboxName({ root: request.paths.root, scopeKey: request.scope.key, prefix: namePrefix }),
-    doAcquire: async (request) => (await ready()).backend.doAcquire(request),
-    doExec: async (request, exec) => (await ready()).backend.doExec(request, exec),
-    list: async () => (await ready()).backend.list(),
-    stop: async (scopeKey) => (await ready()).backend.stop(scopeKey),
-    async remove(scopeKey, removeOptions) {
-      const { backend } = await ready();
-      if (removeOptions?.purge && removeOptions.paths) {
-        // Rootless, the gateway is not root: a folder a command made read-only would stop the
-        // purge. The container goes first, so nothing in it can change the folders meanwhile.
-        await backend.remove(scopeKey);
-        await unlockForPurge(removeOptions.paths);
-      }
-      return backend.remove(scopeKey, removeOptions);
-    },
-    reap: async () => (await ready()).backend.reap(),
-    ping: async () => (await ready()).backend.ping(),
-    engineInfo: async (): Promise<EngineInfo> => (await ready()).backend.engineInfo(),
-    podmanHost: async () => {
-      const { host, endpoint } = await ready();
-      return { ...host, endpoint };
-    },
-    async close() {
-      const pending = connecting;
-      closed = true;
-      if (!pending) return;
-      const connected = await pending.catch(() => undefined);
-      await connected?.backend.close();
-    },
-  };
+  validateBackendOptions('createPodmanBackend', optionsSchema, options);
+  const driver = createPodmanDriver(options);
+  const runtime = createSandboxRuntime({
+    driver,
+    settings: sandboxSettings(options.settings),
+    ...(options.image ? { image: options.image } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
+    ...(options.labels ? { labels: options.labels } : {}),
+    ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
+  });
+  return { ...runtime, podmanHost: () => driver.podmanHost() };
 }

@@ -1,8 +1,4 @@
-export * from './create-podman-backend.js';
-export * from './find-podman-socket.js';
-export * from './read-podman-host.js';
-export * from './adjust-podman-spec.js';
-export * from './normalize-podman-error.js';
-export * from './wrap-podman-client.js';
-export * from './unlock-for-purge.js';
-export * from './to-libpod-spec.js';
+export { createPodmanBackend, createPodmanDriver, type PodmanBackend, type PodmanBackendOptions, type PodmanDriver, type PodmanDriverOptions } from './create-podman-backend.js';
+export { findPodmanSocket, podmanCandidates, podmanServiceCommand, type FindPodmanSocketOptions, type FoundPodmanSocket, type PodmanCandidate, type PodmanEndpoint } from './find-podman-socket.js';
+export { readPodmanHost, type PodmanHost } from './read-podman-host.js';
+export { mapPodmanError } from './map-podman-error.js';

@@ -25,7 +25,7 @@ const configOf = (overrides: TerminalConfigInput = {}) =>
   parseTerminalConfig({ docker_image: image, sandbox_dir: sandboxDir, docker_network: false, lifetime_seconds: 0, container_memory: 256, ...overrides });
 
 function setUp(overrides: TerminalConfigInput = {}): PodmanBackend {
-  const backend = createPodmanBackend({ config: configOf(overrides), namePrefix: `berth-rl${runId}-` });
+  const backend = createPodmanBackend({ settings: configOf(overrides), namePrefix: `berth-rl${runId}-` });
   backends.push(backend);
   return backend;
 }

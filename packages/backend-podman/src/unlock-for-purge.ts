@@ -1,6 +1,6 @@
 import { chmod, lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { assertScopeFolder } from '@berth/backend-docker';
+import { assertScopeFolder } from '@berth/sandbox-runtime';
 import type { SandboxPaths } from '@berth/core';
 
 async function unlock(folder: string): Promise<void> {

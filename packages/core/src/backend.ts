@@ -1,3 +1,4 @@
+import type { DriverDescription } from './driver.js';
 import { UnsupportedSpecificationError } from './errors.js';
 import type { ResolvedEnvironment } from './resolve-environment.js';
 import type { SandboxPaths } from './sandbox-paths.js';
@@ -62,33 +63,41 @@ export interface BackendCapabilities {
   readonly persistentSession: boolean;
   /** Sandboxes of different scopes cannot reach each other over the network. */
   readonly networkIsolation: boolean;
-  /** Idle sandboxes are stopped by `reap()`. */
+  /** Sandboxes idle for longer than `lifetime_seconds` are stopped by the backend itself. */
   readonly idleStop: boolean;
   /** A gateway restart adopts existing sandboxes. */
   readonly adoption: boolean;
 }
 
+/** The engine behind a backend, for `berth doctor`. */
+export interface BackendDescription extends DriverDescription {
+  /** Whether the image asked about is on the engine. */
+  readonly image?: { readonly name: string; readonly present: boolean };
+}
+
 /**
- * The sandbox backend contract (v1). A backend owns one sandbox (container) per scope: it
- * creates it on first use, reuses it after, and recreates it when it is gone.
+ * The sandbox backend contract (v1): what hosts, the plugin and the CLI call. A backend owns
+ * one sandbox per scope: it creates it on first use, reuses it after, recreates it when it is
+ * gone, and stops it when idle. Berth's own backends are `@berth/sandbox-runtime` over an engine
+ * driver (`SandboxDriverV1`); a third party may implement either.
  */
 export interface SandboxBackendV1 {
   readonly specificationVersion: 'v1';
   /** Short name, e.g. `docker`. */
   readonly name: string;
   readonly capabilities: BackendCapabilities;
-  /** Makes sure the scope's sandbox exists and runs; returns its container id. Plugin use. */
-  doAcquire(request: SandboxRequest): Promise<string>;
-  /** Runs one command in the scope's sandbox, acquiring it first. Plugin use. */
+  /**
+   * Runs one command in the request's sandbox, making or restarting the sandbox first. The
+   * result's stdout and stderr have every value of `request.environment.secrets` masked, unless
+   * the backend was made with masking off (`docker_mask_secrets: false`). Plugin use.
+   */
   doExec(request: SandboxRequest, exec: ExecRequest): Promise<ExecResult>;
   /** Every sandbox this backend owns on its engine. */
   list(): Promise<SandboxInfo[]>;
-  /** Stops a scope's sandbox; it restarts on the next command. */
-  stop(scopeKey: string): Promise<void>;
-  /** Removes a scope's container; with `purge`, its workspace and home too. */
+  /** Removes a scope's sandbox; with `purge`, its workspace and home too. */
   remove(scopeKey: string, options?: { purge?: boolean; paths?: SandboxPaths }): Promise<void>;
-  /** Stops sandboxes idle for longer than the configured lifetime. Returns the scope keys stopped. */
-  reap(): Promise<string[]>;
+  /** The engine in use (throws `EngineUnavailableError` when it does not answer); with `image`, whether it is there. */
+  describe(options?: { image?: string }): Promise<BackendDescription>;
   /** Releases connections and timers; sandboxes keep running. */
   close(): Promise<void>;
 }

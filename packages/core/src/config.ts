@@ -124,16 +124,19 @@ export const terminalConfigSchema = z
     for (const name of Object.keys(value.docker_env ?? {})) {
       if (reserved.has(name)) context.addIssue({ code: 'custom', path: ['docker_env', name], message: `${name} is set by the sandbox; remove it` });
     }
+    // A per-user variable forwarded to every sandbox would give one user's credential to everyone.
     const userHead = `${value.docker_user_env_prefix}_`;
-    value.env_passthrough.forEach((name, index) => {
-      if (name.startsWith(userHead)) {
-        context.addIssue({
-          code: 'custom',
-          path: ['env_passthrough', index],
-          message: `${name} is a per-user variable; passing it through would give one user's credential to everyone — remove it (it reaches its user by itself)`,
-        });
-      }
-    });
+    for (const key of ['docker_forward_env', 'env_passthrough'] as const) {
+      value[key].forEach((name, index) => {
+        if (name.startsWith(userHead)) {
+          context.addIssue({
+            code: 'custom',
+            path: [key, index],
+            message: `${name} is a per-user variable; forwarding it would give one user's credential to everyone — remove it (it reaches its user by itself)`,
+          });
+        }
+      });
+    }
   });
 
 /** A validated `terminal:` section with every default filled in. */

@@ -15,5 +15,6 @@ export * from './environment-index.js';
 export * from './resolve-environment.js';
 export * from './redact.js';
 export * from './backend.js';
+export * from './driver.js';
 export * from './host.js';
 export * from './sandbox-resolver.js';

@@ -79,9 +79,9 @@ describe('environment resolution', () => {
     expect(resolver.resolve({ session: { platform: 'signal', userId: 'a' } }).environment.variables).toEqual({});
   });
 
-  it('refuses to forward a per-user variable to everybody', () => {
-    const resolver = resolverFor({ HERMES_USER_TELEGRAM_1_TOKEN: 'x' }, { docker_forward_env: ['HERMES_USER_TELEGRAM_1_TOKEN'] });
-    expect(() => resolver.resolve({ session: { platform: 'telegram', userId: '2' } })).toThrow(ConfigError);
+  it('refuses to forward a per-user variable to everybody, when the config is read (not at the first command)', () => {
+    expect(() => resolverFor({ HERMES_USER_TELEGRAM_1_TOKEN: 'x' }, { docker_forward_env: ['HERMES_USER_TELEGRAM_1_TOKEN'] })).toThrow(ConfigError);
+    expect(() => resolverFor({}, { docker_user_env_prefix: 'TEAM', docker_forward_env: ['TEAM_TELEGRAM_1_TOKEN'] })).toThrow(/terminal\.docker_forward_env\.0 .*per-user variable/);
   });
 
   it('names the exact prefix an operator writes for a user', () => {

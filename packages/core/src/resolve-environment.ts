@@ -1,4 +1,3 @@
-import { ConfigError } from './errors.js';
 import { formatIdentity } from './identity.js';
 import type { EnvironmentIndex } from './environment-index.js';
 import type { SandboxScope } from './scope.js';
@@ -46,14 +45,8 @@ export function resolveEnvironment(scope: SandboxScope, config: EnvironmentConfi
   for (const [name, value] of Object.entries(config.docker_env)) {
     result.set(name, { name, value, source: 'static', from: `terminal.docker_env.${name}`, secret: false });
   }
-  const userHead = `${config.docker_user_env_prefix}_`;
+  // The schema refuses forwarded names under the user prefix (config.ts), so none reach here.
   for (const name of config.docker_forward_env) {
-    if (name.startsWith(userHead)) {
-      throw new ConfigError(
-        'terminal.docker_forward_env',
-        `terminal.docker_forward_env names ${name}, a per-user variable; forwarding it would give one user's credential to everyone — remove it (it reaches its user by itself)`,
-      );
-    }
     const value = index.environment[name];
     if (value !== undefined) result.set(name, { name, value, source: 'forwarded', from: name, secret: true });
   }

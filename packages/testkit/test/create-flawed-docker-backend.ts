@@ -47,11 +47,7 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
     const half = Math.floor(limit / 2) - 100;
     return { text: `${buffer.subarray(0, half).toString('utf8')}\n[... ${buffer.length - 2 * half} bytes cut ...]\n${buffer.subarray(buffer.length - half).toString('utf8')}`, cut: true };
   };
-  const backend: SandboxBackend = {
-    specificationVersion: 'v1',
-    name: 'flawed',
-    capabilities: { persistentSession: false, networkIsolation: true, idleStop: true, adoption: true },
-    doAcquire(request) {
+  const acquire = (request: Parameters<SandboxBackend['doExec']>[0]): Promise<string> => {
       const key = request.scope.key;
       const previous = locks.get(key) ?? Promise.resolve('');
       const next = previous.catch(() => '').then(async () => {
@@ -77,10 +73,30 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
       });
       locks.set(key, next);
       return next;
-    },
+  };
+  const stopScope = async (key: string): Promise<void> => {
+    for (const entry of await backend.list()) if (entry.scopeKey === key) await runDocker(['stop', '-t', '0', entry.containerId]);
+  };
+  // Idle sandboxes are stopped by the backend itself, as the contract says.
+  const reaper =
+    config.lifetime_seconds > 0
+      ? setInterval(() => {
+          for (const [key, at] of lastUsed) {
+            if (Date.now() - at > config.lifetime_seconds * 1000) {
+              lastUsed.delete(key);
+              void stopScope(key);
+            }
+          }
+        }, 500)
+      : undefined;
+  reaper?.unref();
+  const backend: SandboxBackend = {
+    specificationVersion: 'v1',
+    name: 'flawed',
+    capabilities: { persistentSession: false, networkIsolation: true, idleStop: true, adoption: true },
     async doExec(request, exec) {
       const started = Date.now();
-      await backend.doAcquire(request);
+      await acquire(request);
       lastUsed.set(request.scope.key, Date.now());
       const env = Object.entries(request.environment.variables).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
       const seconds = exec.timeout ?? config.timeout;
@@ -99,9 +115,6 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
         return { scopeKey: key!, kind: key!.startsWith('user:') ? 'user' : 'task', containerId: id!, containerName: name!, state: state === 'running' ? 'running' : state === 'exited' ? 'stopped' : 'other', workspace: '', home: '' };
       });
     },
-    async stop(key) {
-      for (const entry of await backend.list()) if (entry.scopeKey === key) await runDocker(['stop', '-t', '0', entry.containerId]);
-    },
     async remove(key, options) {
       for (const entry of await backend.list()) if (entry.scopeKey === key) await runDocker(['rm', '-f', entry.containerId]);
       locks.delete(key);
@@ -111,18 +124,14 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
         await rm(options.paths.home, { recursive: true, force: true });
       }
     },
-    async reap() {
-      const stopped: string[] = [];
-      for (const [key, at] of lastUsed) {
-        if (Date.now() - at > config.lifetime_seconds * 1000) {
-          await backend.stop(key);
-          lastUsed.delete(key);
-          stopped.push(key);
-        }
-      }
-      return stopped;
+    async describe() {
+      const version = await runDocker(['version', '--format', '{{.Server.Version}} {{.Server.APIVersion}}']);
+      const [server, api] = version.out.toString().trim().split(' ');
+      return { engine: 'docker', endpoint: 'the docker CLI', discovery: 'the docker CLI', version: server ?? '', apiVersion: api ?? '', warnings: [] };
     },
-    async close() {},
+    async close() {
+      clearInterval(reaper);
+    },
   };
   return backend;
 }

@@ -1,11 +1,9 @@
 import { constants, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
-import { defaultConfigPath, isBerthError, resolveSandboxDir, type LoadedConfig } from '@berth/core';
+import { defaultConfigPath, isBerthError, resolveSandboxDir, type BackendDescription, type LoadedConfig, type SandboxBackendV1 } from '@berth/core';
 import { createBackend } from '../create-backend.js';
 import { createBerthResolver } from '../create-berth.js';
-import { engineVersion, imageExists } from '../engine-client.js';
-import { findEngine } from '../find-engine.js';
 import { colorsFor, type CliIo } from './cli-io.js';
 import { loadCliConfig } from './load-cli-config.js';
 import type { CliOptions } from './parse-cli-arguments.js';
@@ -22,7 +20,7 @@ export interface DoctorCheck {
 /** What `berth doctor --json` prints. */
 export interface DoctorReport {
   readonly ok: boolean;
-  readonly engine: { readonly name: string; readonly endpoint: string; readonly how: string; readonly reachable: boolean; readonly version: string | null; readonly apiVersion: string | null };
+  readonly engine: { readonly name: string; readonly endpoint: string | null; readonly how: string | null; readonly reachable: boolean; readonly version: string | null; readonly apiVersion: string | null };
   readonly config: { readonly file: string | null; readonly valid: boolean; readonly error: string | null };
   readonly image: { readonly name: string | null; readonly present: boolean | null };
   readonly sandboxRoot: { readonly path: string; readonly exists: boolean; readonly writable: boolean };
@@ -69,45 +67,47 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
   }
   const config = loaded?.config;
   const backendName = config?.backend ?? 'docker';
-  const endpoint = findEngine(backendName, io.environment);
-  let version: Awaited<ReturnType<typeof engineVersion>> | undefined;
-  try {
-    version = await engineVersion(endpoint);
-    checks.push({ name: 'engine', status: 'ok', detail: `${version.product} ${version.version} (API ${version.apiVersion}) at ${endpoint.display}, found via ${endpoint.how}` });
-  } catch (error) {
-    checks.push({
-      name: 'engine',
-      status: 'problem',
-      detail: `no ${backendName} engine answers at ${endpoint.display} (found via ${endpoint.how})`,
-      fix: `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket${isBerthError(error) ? '' : ` (${(error as Error).message})`}`,
-    });
-  }
+  let description: BackendDescription | undefined;
+  let unreachable: string | undefined;
   if (config) {
+    let backend: SandboxBackendV1 | undefined;
     try {
-      const backend = await createBackend(config, { environment: io.environment });
-      await backend.close();
+      backend = await createBackend(config, { environment: io.environment });
       checks.push({ name: 'backend', status: 'ok', detail: `the ${backend.name} backend is available` });
     } catch (error) {
-      checks.push({ name: 'backend', status: 'problem', detail: (error as Error).message, fix: 'set terminal.backend to docker' });
+      checks.push({ name: 'backend', status: 'problem', detail: (error as Error).message, fix: 'install the backend package, or set terminal.backend to docker' });
+    }
+    if (backend) {
+      // The backend finds its engine as it does for sandboxes: one discovery, in the gateway's environment.
+      try {
+        description = await backend.describe({ image: config.docker_image });
+        checks.push({ name: 'engine', status: 'ok', detail: `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}, found via ${description.discovery}` });
+        for (const warning of description.warnings) checks.push({ name: 'engine', status: 'warning', detail: warning, fix: 'see docs/backend-' + description.engine + '.md' });
+      } catch (error) {
+        unreachable = isBerthError(error) && 'endpoint' in error ? String((error as { endpoint: unknown }).endpoint) : undefined;
+        checks.push({
+          name: 'engine',
+          status: 'problem',
+          detail: (error as Error).message,
+          fix: `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket`,
+        });
+      } finally {
+        await backend.close().catch(() => undefined);
+      }
     }
   }
-  let present: boolean | null = null;
-  if (config && version) {
-    try {
-      present = await imageExists(endpoint, config.docker_image);
-      checks.push(
-        present
-          ? { name: 'image', status: 'ok', detail: `${config.docker_image} is on the engine` }
-          : {
-              name: 'image',
-              status: 'problem',
-              detail: `${config.docker_image} is not on the engine; the first command will try to pull it`,
-              fix: `pull it (${backendName} pull ${config.docker_image}) or set terminal.docker_image to an image the engine has`,
-            },
-      );
-    } catch (error) {
-      checks.push({ name: 'image', status: 'problem', detail: (error as Error).message, fix: 'check the engine' });
-    }
+  const present = description?.image?.present ?? null;
+  if (config && description?.image) {
+    checks.push(
+      present
+        ? { name: 'image', status: 'ok', detail: `${config.docker_image} is on the engine` }
+        : {
+            name: 'image',
+            status: 'problem',
+            detail: `${config.docker_image} is not on the engine; the first command will try to pull it`,
+            fix: `pull it (${backendName} pull ${config.docker_image}) or set terminal.docker_image to an image the engine has`,
+          },
+    );
   } else {
     checks.push({ name: 'image', status: 'skipped', detail: config ? 'the engine did not answer' : 'the config is not valid' });
   }
@@ -138,7 +138,14 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
   }
   return {
     ok: checks.every((check) => check.status === 'ok' || check.status === 'warning'),
-    engine: { name: backendName, endpoint: endpoint.display, how: endpoint.how, reachable: version !== undefined, version: version?.version ?? null, apiVersion: version?.apiVersion ?? null },
+    engine: {
+      name: backendName,
+      endpoint: description?.endpoint ?? unreachable ?? null,
+      how: description?.discovery ?? null,
+      reachable: description !== undefined,
+      version: description?.version ?? null,
+      apiVersion: description?.apiVersion ?? null,
+    },
     config: { file: loaded?.file ?? (options.config ? path.resolve(io.cwd, options.config) : null), valid: loaded !== undefined, error: configError },
     image: { name: config?.docker_image ?? null, present },
     sandboxRoot: { path: root, exists: state.exists, writable: state.writable },

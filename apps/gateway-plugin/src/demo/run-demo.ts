@@ -14,8 +14,7 @@ import {
 import { createBerthPlugin, providerNameFor } from '../berth-plugin.js';
 import { createBerthPlatformRegistry } from '../create-berth-platform-registry.js';
 import { createInProcessTerminalRegistry } from '../create-in-process-terminal-registry.js';
-import { engineVersion, imageExists, pullImage } from '../engine-client.js';
-import { findEngine } from '../find-engine.js';
+import { createBackend } from '../create-backend.js';
 
 /** The image the set-up builds locally; the demo falls back to it when no registry answers. */
 export const LOCAL_BASE_IMAGE = 'localhost/berth-busybox:latest';
@@ -78,20 +77,22 @@ function randomDigits(length: number): string {
 }
 
 async function chooseImage(options: DemoOptions, log: (line: string) => void): Promise<{ engine: string; image: string }> {
-  const endpoint = findEngine(options.config.backend, options.environment);
-  const version = await engineVersion(endpoint);
-  const engine = `${options.config.backend} ${version.version} (API ${version.apiVersion}) at ${endpoint.display}`;
   const configured = options.config.docker_image;
-  if (await imageExists(endpoint, configured)) return { engine, image: configured };
-  log(`image ${configured} is not on the engine; trying to pull it`);
-  const pulled = await pullImage(endpoint, configured, (line) => options.onProgress?.(`pulling ${configured}: ${line}`)).catch(() => false);
-  if (pulled) return { engine, image: configured };
   const fallback = options.fallbackImage ?? LOCAL_BASE_IMAGE;
-  if (await imageExists(endpoint, fallback)) {
-    log(`could not pull ${configured}; using the local base image ${fallback}`);
-    return { engine, image: fallback };
+  const backend = await createBackend(options.config, { ...(options.environment ? { environment: options.environment } : {}) });
+  try {
+    const description = await backend.describe({ image: configured });
+    const engine = `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}`;
+    if (description.image?.present) return { engine, image: configured };
+    if ((await backend.describe({ image: fallback })).image?.present) {
+      log(`image ${configured} is not on the engine; the demo uses the local base image ${fallback} (a gateway pulls ${configured} at its first command)`);
+      return { engine, image: fallback };
+    }
+    log(`image ${configured} is not on the engine; it is pulled at the first command`);
+    return { engine, image: configured };
+  } finally {
+    await backend.close();
   }
-  throw new ImageNotFoundError(configured, `image ${configured} is missing and cannot be pulled, and the local base image ${fallback} is missing too; run the set-up or set terminal.docker_image to a local image`);
 }
 
 /**

@@ -7,8 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { taskFolderName } from '@berth/core';
-import { requestEngine } from '../engine-client.js';
-import { findEngine } from '../find-engine.js';
+import { requestEngine } from '../testing/engine-client.js';
+import { findEngine } from '../testing/find-engine.js';
 import { sandboxCommandArgv } from './sandbox-command-argv.js';
 
 // `berth serve` and spawned `berth exec --socket` clients as a host runs them: the built

@@ -53,7 +53,7 @@ export async function createHarness(): Promise<Harness> {
     sandboxDir,
     backend(config, options) {
       const backend = createDockerBackend({
-        config: parseTerminalConfig(baseConfig(config)),
+        settings: parseTerminalConfig(baseConfig(config)),
         docker,
         namePrefix: `berth-t${runId}-`,
         labels: { [TEST_LABEL]: runId },

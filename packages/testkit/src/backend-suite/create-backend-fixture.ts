@@ -87,7 +87,7 @@ export interface BackendFixture {
   backend(variant: SuiteVariant): Promise<SandboxBackend>;
   /** Runs a command in a user's sandbox through `doExec`. */
   run(user: SuiteUserName, command: string, exec?: Omit<ExecRequest, 'command'>): Promise<ExecResult>;
-  /** The user's container id, through `doAcquire`. */
+  /** The user's container id: after a command, from `list()`. */
   containerOf(user: SuiteUserName): Promise<string>;
   /** The entries of a user's scope in `backend.list()`. */
   entriesOf(user: SuiteUserName): Promise<SandboxInfo[]>;
@@ -264,7 +264,11 @@ export function createBackendFixture(options: TestBackendOptions): BackendFixtur
       const user = fixture.user(name);
       const backend = await fixture.backend(user.variant);
       used.add(name);
-      return backend.doAcquire(user.request);
+      // The contract has no "acquire": a command makes the sandbox, the inventory names it.
+      await backend.doExec(user.request, { command: 'true' });
+      const entries = (await backend.list()).filter((entry) => entry.scopeKey === user.request.scope.key);
+      if (entries.length !== 1) throw new Error(`${backend.name} lists ${entries.length} sandboxes for ${user.request.scope.key} after a command; expected exactly one`);
+      return entries[0]!.containerId;
     },
 
     async entriesOf(name) {

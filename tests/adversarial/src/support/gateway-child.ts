@@ -3,7 +3,7 @@
  * request per line on stdin and answers one JSON line on stdout. Run with Node's type
  * stripping (`node gateway-child.ts`); it imports packages only, so no loader is needed.
  *
- * Requests: {"id":1,"platform":"telegram","userId":"1","command":"ls"}, {"id":2,"op":"reap"}.
+ * Requests: {"id":1,"platform":"telegram","userId":"1","command":"ls"}.
  * The `terminal:` section comes from $BERTH_ATTACK_CONFIG (JSON).
  */
 import { createInterface } from 'node:readline';
@@ -19,17 +19,15 @@ await plugin.register({
   environment: {},
 });
 const tool = await providers.get('berth-docker')!.createEnvironment({ taskId: 'child' });
-const berth = plugin.instances[0]!;
 const answer = (value: unknown): void => void process.stdout.write(`${JSON.stringify(value)}\n`);
 answer({ ready: process.pid });
 
 for await (const line of createInterface({ input: process.stdin })) {
   if (!line.trim()) continue;
-  const request = JSON.parse(line) as { id: number; op?: 'reap'; platform?: string; userId?: string; command?: string };
+  const request = JSON.parse(line) as { id: number; platform?: string; userId?: string; command?: string };
   // Requests run concurrently, as a gateway handles messages.
   void (async () => {
     try {
-      if (request.op === 'reap') return answer({ id: request.id, reaped: await berth.backend.reap() });
       const result = await runWithSession({ platform: request.platform!, userId: request.userId! }, () => tool.execute(request.command!));
       answer({ id: request.id, ...result });
     } catch (error) {

@@ -29,13 +29,18 @@ export interface InstalledProject {
   readonly tarballs: Readonly<Record<string, string>>;
   /** Runs `node file` in the project, with `environment` added; resolves with its output. */
   node(file: string, environment?: Record<string, string>): Promise<{ stdout: string; stderr: string }>;
+  /** Runs a program the project installed (`node_modules/.bin/NAME`). */
+  bin(name: string, args: readonly string[], environment?: Record<string, string>): Promise<{ stdout: string; stderr: string }>;
+  /** Runs a program of the machine's (`npm`, say) in the project's folder. */
+  command(name: string, args: readonly string[]): Promise<{ stdout: string; stderr: string }>;
 }
 
 /**
  * Packs every published package (they must be built), writes a project that depends on the
- * tarballs (`dependencies` names which), and installs it with npm, as a user would.
+ * tarballs (`dependencies` names which) and on `registryPackages` from the registry, and
+ * installs it with npm, as a user would (npm also installs the peer dependencies).
  */
-export async function installPacked(dependencies: readonly string[]): Promise<InstalledProject> {
+export async function installPacked(dependencies: readonly string[], registryPackages: Readonly<Record<string, string>> = {}): Promise<InstalledProject> {
   const root = await mkdtemp(path.join(os.tmpdir(), 'berth-install-'));
   const packs = path.join(root, 'packs');
   const folder = path.join(root, 'project');
@@ -51,12 +56,15 @@ export async function installPacked(dependencies: readonly string[]): Promise<In
   const overrides = Object.fromEntries(Object.entries(tarballs).map(([name, tarball]) => [name, `file:${tarball}`]));
   await writeFile(
     path.join(folder, 'package.json'),
-    JSON.stringify({ name: 'berth-consumer', private: true, type: 'module', dependencies: Object.fromEntries(dependencies.map((name) => [name, `file:${tarballs[name]}`])), overrides }, null, 2),
+    JSON.stringify({ name: 'berth-consumer', private: true, type: 'module', dependencies: { ...Object.fromEntries(dependencies.map((name) => [name, `file:${tarballs[name]}`])), ...registryPackages }, overrides }, null, 2),
   );
   await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: folder, maxBuffer: 16 * 1024 * 1024 });
   return {
     folder,
     tarballs,
     node: (file, environment = {}) => run(process.execPath, [file], { cwd: folder, env: { ...process.env, ...environment }, maxBuffer: 16 * 1024 * 1024 }),
+    command: (name, args) => run(name, [...args], { cwd: folder, maxBuffer: 16 * 1024 * 1024 }),
+    bin: (name, args, environment = {}) =>
+      run(path.join(folder, 'node_modules', '.bin', name), [...args], { cwd: folder, env: { ...process.env, ...environment }, maxBuffer: 16 * 1024 * 1024 }),
   };
 }

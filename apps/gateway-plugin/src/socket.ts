@@ -1,0 +1,14 @@
+// `@berth/gateway-plugin/socket`: for hosts that run each command in a process of its own
+// (OpenClaw): `berth serve`'s server, to embed, and its thin client and argv.
+export { serveSandboxes, SocketPathError, type SandboxSocketServer, type ServeSandboxesOptions } from './socket/serve-sandboxes.js';
+export { requestSandboxExec, SandboxSocketClientError } from './socket/request-sandbox-exec.js';
+export { sandboxCommandArgv, type SandboxCommandArgvOptions } from './socket/sandbox-command-argv.js';
+export { parseSandboxSocketRequest, SandboxSocketRequestError } from './socket/parse-sandbox-socket-request.js';
+export {
+  MAX_SANDBOX_SOCKET_REQUEST_BYTES,
+  SANDBOX_SOCKET_PROTOCOL_VERSION,
+  type SandboxSocketErrorResponse,
+  type SandboxSocketRequest,
+  type SandboxSocketResponse,
+  type SandboxSocketResult,
+} from './socket/protocol.js';

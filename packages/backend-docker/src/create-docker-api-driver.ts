@@ -1,0 +1,235 @@
+import { ImageNotFoundError, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
+import type Dockerode from 'dockerode';
+import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
+import { openExecChannel } from './open-exec-channel.js';
+import type { SandboxNetworks } from './sandbox-networks.js';
+import { toContainerCreateOptions } from './to-container-options.js';
+
+/** Commands the keep-alive main process and init leave in a container's process list. */
+const IDLE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b|trap "exit 0"|^sleep 3600$|^\/bin\/sh$/;
+
+/** A connection to a Docker-compatible engine, and what its engine changes about creating sandboxes. */
+export interface DockerApiConnection {
+  readonly docker: Dockerode;
+  /** The socket path or URL, for messages. */
+  readonly endpoint: string;
+  /** How the endpoint was found. */
+  readonly discovery: string;
+  /** How each sandbox gets its network. */
+  readonly networks: SandboxNetworks;
+  /** The engine's last word on a create request (Podman's user namespace, say). */
+  readonly adjustCreate?: (options: Dockerode.ContainerCreateOptions) => Dockerode.ContainerCreateOptions;
+  /** Creates through another endpoint (Podman's own API); resolves to the new container's id. */
+  readonly createContainer?: (options: Dockerode.ContainerCreateOptions) => Promise<string>;
+  /** What the operator should know about this engine. */
+  readonly warnings?: readonly string[];
+}
+
+/** Options of {@link createDockerApiDriver}. */
+export interface DockerApiDriverOptions {
+  /** `docker` or `podman`: in labels and messages. */
+  readonly engine: 'docker' | 'podman';
+  readonly capabilities: DriverCapabilities;
+  /** See `SandboxDriverV1.specRevision`. */
+  readonly specRevision: string;
+  /** Connects on first use (discovery may probe); a failure is retried on the next call. */
+  readonly connect: () => Promise<DockerApiConnection>;
+  /** The engine's one mapping of its answers to Berth errors. */
+  readonly mapError: (error: unknown, context: EngineErrorContext) => BerthError;
+  /** Called before a removed sandbox's host folders are purged. */
+  readonly beforePurge?: SandboxDriverV1['beforePurge'];
+}
+
+function stateOf(state: { Running?: boolean; Paused?: boolean; Status?: string } | string | undefined): DriverSandbox['state'] {
+  const status = typeof state === 'string' ? state : state?.Paused ? 'paused' : state?.Running ? 'running' : (state?.Status ?? '');
+  switch (status) {
+    case 'running':
+      return 'running';
+    case 'paused':
+      return 'paused';
+    case 'exited':
+    case 'created':
+    case 'dead':
+    case 'stopped':
+    case 'configured':
+      return 'stopped';
+    default:
+      return 'other';
+  }
+}
+
+const nameOf = (name: string | undefined): string => (name ?? '').replace(/^\//, '');
+
+/**
+ * A driver over an engine's Docker-compatible API (Docker Engine, Podman's service): the one
+ * translation of the driver port to dockerode, with the engine's differences as the typed
+ * hooks of its connection (network, create adjustments, another create endpoint) and its own
+ * error mapping.
+ */
+export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxDriverV1 & { connection(): Promise<DockerApiConnection> } {
+  const { engine } = options;
+  let connecting: Promise<DockerApiConnection> | undefined;
+  const connection = (): Promise<DockerApiConnection> => {
+    connecting ??= options.connect().catch((error: unknown) => {
+      connecting = undefined;
+      throw error;
+    });
+    return connecting;
+  };
+  // What an engine answer means, in the engine's own mapping: Podman says 500 where Docker says 409.
+  const kindOf = (error: unknown): string => options.mapError(error, { engine, endpoint: '', action: '' }).code;
+  const isGone = (error: unknown): boolean => kindOf(error) === 'SANDBOX_GONE';
+  const isConflict = (error: unknown): boolean => kindOf(error) === 'SANDBOX_CONFLICT';
+  /** Runs one engine call, mapping what it throws in the engine's one place. */
+  const call = async <T>(action: string, work: (connected: DockerApiConnection) => Promise<T>): Promise<T> => {
+    const connected = await connection();
+    try {
+      return await work(connected);
+    } catch (error) {
+      throw options.mapError(error, { engine, endpoint: connected.endpoint, action });
+    }
+  };
+
+  const inspectRaw = async (docker: Dockerode, nameOrId: string): Promise<Dockerode.ContainerInspectInfo | undefined> => {
+    try {
+      return await docker.getContainer(nameOrId).inspect();
+    } catch (error) {
+      if (isGone(error)) return undefined;
+      throw error;
+    }
+  };
+
+  return {
+    specificationVersion: 'v1',
+    engine,
+    capabilities: options.capabilities,
+    specRevision: options.specRevision,
+    connection,
+    ...(options.beforePurge ? { beforePurge: options.beforePurge } : {}),
+
+    ping: () => call('reach the engine', async ({ docker }) => void (await docker.ping())),
+
+    describe: () =>
+      call('read the engine version', async ({ docker, endpoint, discovery, warnings }) => {
+        const version = await docker.version();
+        return { engine, endpoint, discovery, version: version.Version, apiVersion: version.ApiVersion, warnings: [...(warnings ?? [])] };
+      }),
+
+    hasImage: (image) =>
+      call(`inspect image ${image}`, async ({ docker }) => {
+        try {
+          await docker.getImage(image).inspect();
+          return true;
+        } catch (error) {
+          if (isGone(error)) return false;
+          throw error;
+        }
+      }),
+
+    async prepareImage(image, onProgress) {
+      const connected = await connection();
+      const { docker } = connected;
+      try {
+        const stream = await docker.pull(image);
+        await new Promise<void>((resolve, reject) => {
+          docker.modem.followProgress(
+            stream,
+            (error: Error | null) => (error ? reject(error) : resolve()),
+            (event: { status?: string; progress?: string; id?: string }) => onProgress?.([event.id, event.status, event.progress].filter(Boolean).join(' ')),
+          );
+        });
+        await docker.getImage(image).inspect();
+      } catch (error) {
+        const mapped = options.mapError(error, { engine, endpoint: connected.endpoint, action: `pull ${image}` });
+        if (mapped.code === 'ENGINE_UNAVAILABLE') throw mapped;
+        throw new ImageNotFoundError(
+          image,
+          `image ${image} is not on the ${engine} engine and could not be pulled (${engineMessage(error)}); run \`${engine} pull ${image}\` where a registry is reachable, or set terminal.docker_image to an image you have`,
+          { cause: error },
+        );
+      }
+    },
+
+    inspect: (nameOrId) =>
+      call(`inspect container ${nameOrId}`, async ({ docker }) => {
+        const info = await inspectRaw(docker, nameOrId);
+        return info ? { id: info.Id, name: nameOf(info.Name), state: stateOf(info.State), labels: info.Config.Labels ?? {} } : undefined;
+      }),
+
+    list: (labels) =>
+      call('list sandboxes', async ({ docker }) => {
+        const containers = await docker.listContainers({ all: true, filters: { label: Object.entries(labels).map(([key, value]) => `${key}=${value}`) } });
+        return containers.map((container) => ({ id: container.Id, name: nameOf(container.Names?.[0]), state: stateOf(container.State), labels: container.Labels ?? {} }));
+      }),
+
+    create: (spec: SandboxSpec) =>
+      call(`create container ${spec.name}`, async ({ docker, networks, adjustCreate, createContainer }) => {
+        if (spec.network) await networks.prepare(spec.name);
+        const base = toContainerCreateOptions(spec, networks.modeOf(spec.name, spec.network));
+        const request = adjustCreate ? adjustCreate(base) : base;
+        try {
+          return createContainer ? await createContainer(request) : (await docker.createContainer(request)).id;
+        } catch (error) {
+          // 409: another process created it first; the runtime adopts that one.
+          if (isConflict(error)) return undefined;
+          if (isGone(error) && /image/i.test(engineMessage(error))) {
+            throw new ImageNotFoundError(spec.image, `image ${spec.image} vanished from the ${engine} engine (${engineMessage(error)}); the next command pulls it again, or set terminal.docker_image`, { cause: error });
+          }
+          throw error;
+        }
+      }),
+
+    start: (id) =>
+      call(`start container ${id}`, async ({ docker, networks }) => {
+        // A sandbox's own network may have been removed while it was stopped.
+        const info = await docker.getContainer(id).inspect();
+        if (info.HostConfig?.NetworkMode === nameOf(info.Name)) await networks.prepare(nameOf(info.Name));
+        try {
+          await docker.getContainer(id).start();
+        } catch (error) {
+          if (!isAlreadyDone(error)) throw error;
+        }
+      }),
+
+    stop: (id, graceSeconds) =>
+      call(`stop container ${id}`, async ({ docker }) => {
+        try {
+          await docker.getContainer(id).stop({ t: graceSeconds });
+        } catch (error) {
+          if (!isAlreadyDone(error) && !isGone(error)) throw error;
+        }
+      }),
+
+    unpause: (id) => call(`unpause container ${id}`, async ({ docker }) => void (await docker.getContainer(id).unpause())),
+
+    remove: (id) =>
+      call(`remove container ${id}`, async ({ docker, networks }) => {
+        const info = await inspectRaw(docker, id);
+        if (!info) return;
+        try {
+          await docker.getContainer(id).remove({ force: true, v: true });
+        } catch (error) {
+          // 404: gone already; 409: a removal is already in progress elsewhere.
+          if (!isGone(error) && !isConflict(error)) throw error;
+        }
+        await networks.release(info.HostConfig?.NetworkMode ?? 'none', nameOf(info.Name));
+      }),
+
+    rename: (id, name) => call(`rename container ${id}`, async ({ docker }) => void (await docker.getContainer(id).rename({ name }))),
+
+    async isBusy(id) {
+      try {
+        return await call(`list the processes of ${id}`, async ({ docker }) => {
+          const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
+          const column = Math.max(0, (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)));
+          return (top.Processes ?? []).some((row) => !IDLE_PROCESS.test(row[column] ?? row[row.length - 1] ?? ''));
+        });
+      } catch {
+        // Unknown means busy: never destroy work on a guess.
+        return true;
+      }
+    },
+
+    openChannel: (id, command, channelOptions) => call(`run a command in container ${id}`, ({ docker }) => openExecChannel(docker, id, command, channelOptions)),
+  };
+}

@@ -1,0 +1,166 @@
+import { UnsupportedSpecificationError } from './errors.js';
+
+/**
+ * One process running in a sandbox with its standard streams, as an engine's exec API gives
+ * it: what the persistent shell and the kill shell are built on.
+ */
+export interface ExecChannel {
+  /** Writes to the process's stdin. */
+  write(data: string | Uint8Array): void;
+  /** Closes the process's stdin (the process sees end of file). */
+  end(): void;
+  /** Drops the connection; the engine then ends the process's stdin too. */
+  destroy(): void;
+  onStdout(listener: (chunk: Buffer) => void): void;
+  onStderr(listener: (chunk: Buffer) => void): void;
+  /** Called once when the connection ends, whoever ended it. */
+  onClose(listener: () => void): void;
+  /** The process's exit code once it ended, when the engine reports it. */
+  exitCode(): Promise<number | undefined>;
+}
+
+/** Starts a process inside a sandbox and returns its channel. */
+export type OpenExecChannel = (command: readonly string[], options?: { workingDir?: string }) => Promise<ExecChannel>;
+
+/** A sandbox (container, pod) as its engine reports it. */
+export interface DriverSandbox {
+  /** The engine's id for it. */
+  readonly id: string;
+  /** Its name (Berth's opaque `berth-…`). */
+  readonly name: string;
+  readonly state: 'running' | 'stopped' | 'paused' | 'other';
+  /** Its labels, exactly as created. */
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/**
+ * What one sandbox is, engine-neutral: the runtime builds it from the settings and the request,
+ * a driver translates it to its engine. It never holds a variable's value: variables travel
+ * over the exec stream.
+ */
+export interface SandboxSpec {
+  readonly name: string;
+  readonly image: string;
+  /** The same for every sandbox. */
+  readonly hostname: string;
+  /** Ownership labels and the spec's digest. */
+  readonly labels: Readonly<Record<string, string>>;
+  /** The scope's host folder mounted read-write at `/workspace` (drivers with host folders). */
+  readonly workspace: string;
+  /** The scope's host folder mounted read-write at `/root` (drivers with host folders). */
+  readonly home: string;
+  /** The operator's extra bind mounts (`docker_volumes`). */
+  readonly volumes: ReadonlyArray<{ readonly source: string; readonly target: string; readonly readOnly: boolean }>;
+  /** The main process: a shell that waits and leaves at once on TERM. */
+  readonly command: readonly string[];
+  readonly workingDir: string;
+  readonly limits: {
+    readonly cpus: number;
+    readonly memoryMb: number;
+    readonly pids: number;
+    readonly nofile: number;
+    readonly nproc: number;
+    /** Size of the `/tmp` tmpfs. */
+    readonly tmpMb: number;
+  };
+  readonly security: {
+    /** The capabilities kept after dropping all. */
+    readonly capabilities: readonly string[];
+    readonly noNewPrivileges: boolean;
+    readonly readOnlyRoot: boolean;
+    /** An OCI runtime to use instead of the engine's default. */
+    readonly runtime?: string;
+  };
+  /** Whether the sandbox has a network (of its own, where the engine can) or none at all. */
+  readonly network: boolean;
+  /** Seconds a stop waits before killing. */
+  readonly stopGraceSeconds: number;
+}
+
+/** Engine facts for `berth doctor`. */
+export interface DriverDescription {
+  /** `docker`, `podman`, `kubernetes`, … */
+  readonly engine: string;
+  /** The socket path or URL in use. */
+  readonly endpoint: string;
+  /** How the endpoint was found, e.g. `$DOCKER_HOST` or `default socket /var/run/docker.sock`. */
+  readonly discovery: string;
+  readonly version: string;
+  readonly apiVersion: string;
+  /** What the operator should know about this engine (limits it cannot apply, say). */
+  readonly warnings: readonly string[];
+}
+
+/** What a driver can do; the runtime reads these to decide what it does around the driver. */
+export interface DriverCapabilities {
+  /** Sandboxes of different scopes cannot reach each other over the network. */
+  readonly networkIsolation: boolean;
+  /**
+   * The workspace and home are host folders (bind mounts): the runtime creates them owner-only,
+   * refuses links, records each sandbox's last use beside them and purges them.
+   */
+  readonly hostFolders: boolean;
+  /** `isBusy()` can tell a sandbox running commands from an idle one (else a config change waits for a restart). */
+  readonly processList: boolean;
+}
+
+/**
+ * The driver port (v1): the few engine operations the sandbox runtime builds every policy on —
+ * queueing, adoption, recreation, idle and least-recently-used stopping, retries, the shell
+ * sessions, masking. A driver normalises its engine's answers to core's errors in one place:
+ * `EngineUnavailableError` (the engine does not answer), `ImageNotFoundError`, and
+ * `SandboxError` with code `SANDBOX_GONE` (no such sandbox, or not running any more),
+ * `SANDBOX_CONFLICT` (a name taken, a removal in progress) or `ENGINE_ERROR`.
+ */
+export interface SandboxDriverV1 {
+  readonly specificationVersion: 'v1';
+  /** The engine's name, e.g. `docker`; in labels and messages. */
+  readonly engine: string;
+  readonly capabilities: DriverCapabilities;
+  /**
+   * A tag of how this driver maps a spec to its engine; part of the digest that tells a
+   * sandbox's settings changed, so a driver that maps differently recreates its sandboxes.
+   */
+  readonly specRevision: string;
+  /** Throws `EngineUnavailableError` naming the endpoint when the engine does not answer. */
+  ping(): Promise<void>;
+  describe(): Promise<DriverDescription>;
+  /** Whether the image is on the engine (never pulls). */
+  hasImage(image: string): Promise<boolean>;
+  /** Makes sure the image is present, pulling it with progress; `ImageNotFoundError` naming it when it cannot. */
+  prepareImage(image: string, onProgress?: (message: string) => void): Promise<void>;
+  /** The sandbox of that name or id, or `undefined` when there is none. */
+  inspect(nameOrId: string): Promise<DriverSandbox | undefined>;
+  /** Every sandbox carrying all these labels. */
+  list(labels: Readonly<Record<string, string>>): Promise<DriverSandbox[]>;
+  /** Creates the sandbox (its network too) without starting it; `undefined` when another process holds the name. */
+  create(spec: SandboxSpec): Promise<string | undefined>;
+  /** Starts it; a running sandbox is fine. */
+  start(id: string): Promise<void>;
+  /** Stops it within `graceSeconds`; a stopped or removed sandbox is fine. */
+  stop(id: string, graceSeconds: number): Promise<void>;
+  unpause(id: string): Promise<void>;
+  /** Removes it with its own network; a removed one is fine. */
+  remove(id: string): Promise<void>;
+  /** Renames it (adopting a sandbox an earlier release named otherwise). */
+  rename(id: string, name: string): Promise<void>;
+  /** Whether it runs anything besides its main process; `true` when the driver cannot tell. */
+  isBusy(id: string): Promise<boolean>;
+  /** Starts a process in it with stdin open and no terminal; no variables (they go over stdin). */
+  openChannel(id: string, command: readonly string[], options?: { workingDir?: string }): Promise<ExecChannel>;
+  /** Deletes a removed scope's storage, for a driver without host folders (a claim, a volume). */
+  purgeStorage?(scopeKey: string): Promise<void>;
+  /** Called before the runtime deletes a removed sandbox's host folders (rootless Podman gives write permission back). */
+  beforePurge?(folder: { readonly root: string; readonly folder: string; readonly workspace: string; readonly home: string }): Promise<void>;
+  /** Releases connections; sandboxes keep running. */
+  close?(): Promise<void>;
+}
+
+/** The driver contract versions this release understands. */
+export type SandboxDriver = SandboxDriverV1;
+
+/** Throws unless `driver` implements a driver contract version this release knows. */
+export function assertSandboxDriver(driver: unknown): asserts driver is SandboxDriver {
+  const version = (driver as { specificationVersion?: unknown } | null)?.specificationVersion;
+  if (version !== 'v1') throw new UnsupportedSpecificationError(`sandbox driver ${String((driver as { engine?: unknown } | null)?.engine)}`, version);
+}

@@ -1,0 +1,258 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createPlatformRegistry, createSandboxResolver, EngineUnavailableError, parseTerminalConfig, SandboxError, type SandboxRequest } from '@berth/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runtime.js';
+import { sandboxSettings } from './sandbox-settings.js';
+import { LABELS, MANAGED_BY } from './sandbox-spec.js';
+import { createFakeDriver, type FakeDriver } from './testing/fake-driver.js';
+
+// The runtime's policies against an in-memory engine whose execs are real host shells: fast
+// and deterministic, so adoption, drift, capacity and the reap race are each pinned down here,
+// while the conformance suite proves the real drivers.
+
+const folders: string[] = [];
+const runtimes: SandboxRuntime[] = [];
+afterEach(async () => {
+  for (const runtime of runtimes.splice(0)) await runtime.close();
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+function setUp(settings: Record<string, unknown> = {}, environment: Record<string, string> = {}) {
+  const sandboxDir = mkdtempSync(path.join(tmpdir(), 'berth-runtime-'));
+  folders.push(sandboxDir);
+  const config = parseTerminalConfig({ sandbox_dir: sandboxDir, lifetime_seconds: 0, ...settings });
+  const resolver = createSandboxResolver({ config, registry: createPlatformRegistry(), environment });
+  const request = (userId: string): SandboxRequest => resolver.resolve({ session: { platform: 'telegram', userId } });
+  return { sandboxDir, config, request };
+}
+
+function runtimeOver(driver: FakeDriver, config: ReturnType<typeof parseTerminalConfig>, extra: { reapIntervalMs?: number; logger?: { info: (line: string) => void; warn: (line: string) => void; error: (line: string) => void } } = {}): SandboxRuntime {
+  const runtime = createSandboxRuntime({ driver, settings: sandboxSettings(config), reapIntervalMs: 0, ...extra });
+  runtimes.push(runtime);
+  return runtime;
+}
+
+const creates = (driver: FakeDriver) => driver.calls.filter((call) => call.startsWith('create '));
+
+describe('the sandbox runtime', () => {
+  it('runs a command in the scope\'s own sandbox, with its exit code and streams apart, and masks its secrets', async () => {
+    const { config, request } = setUp({}, { HERMES_USER_TELEGRAM_11_GITHUB_TOKEN: 'ghp_secret_value_11' });
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    const result = await runtime.doExec(request('11'), { command: 'echo "token=$GITHUB_TOKEN"; echo oops >&2; exit 3' });
+    expect(result).toMatchObject({ exitCode: 3, stdout: 'token=***\n', stderr: 'oops\n', timedOut: false });
+    expect(creates(driver)).toHaveLength(1);
+    const [sandbox] = driver.sandboxes.values();
+    expect(sandbox!.name).toMatch(/^berth-[0-9a-f]{24}$/);
+    expect(sandbox!.labels).toMatchObject({ [LABELS.managedBy]: MANAGED_BY, [LABELS.scope]: 'user:telegram:11' });
+  });
+
+  it('creates exactly one sandbox for many first commands of one scope at once, and keeps cd and export between them', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    const results = await Promise.all(Array.from({ length: 8 }, (_unused, index) => runtime.doExec(request('12'), { command: `echo ${index}` })));
+    expect(results.map((result) => result.stdout)).toEqual(Array.from({ length: 8 }, (_unused, index) => `${index}\n`));
+    expect(creates(driver)).toHaveLength(1);
+    await runtime.doExec(request('12'), { command: 'cd /; export X=kept' });
+    expect((await runtime.doExec(request('12'), { command: 'pwd; echo $X' })).stdout).toBe('/\nkept\n');
+  });
+
+  it('adopts the running sandbox after a restart instead of making another', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    await runtimeOver(driver, config).doExec(request('13'), { command: 'true' });
+    const restarted = runtimeOver(driver, config);
+    expect((await restarted.doExec(request('13'), { command: 'echo again' })).stdout).toBe('again\n');
+    expect(creates(driver)).toHaveLength(1);
+    expect(await restarted.list()).toEqual([expect.objectContaining({ scopeKey: 'user:telegram:13', kind: 'user', platform: 'telegram', userId: '13', state: 'running' })]);
+  });
+
+  it('recreates a sandbox removed under a live session, once, with the files kept', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    await runtime.doExec(request('14'), { command: 'true' });
+    const [before] = driver.sandboxes.keys();
+    writeFileSync(path.join(request('14').paths.workspace, 'kept.txt'), 'x');
+    driver.removeFromOutside(before!);
+    expect((await runtime.doExec(request('14'), { command: 'echo back' })).stdout).toBe('back\n');
+    expect(creates(driver)).toHaveLength(2);
+    expect(existsSync(path.join(request('14').paths.workspace, 'kept.txt'))).toBe(true);
+  });
+
+  it('restarts a sandbox stopped from outside (an engine restart) instead of making another', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    await runtime.doExec(request('15'), { command: 'true' });
+    const [id] = driver.sandboxes.keys();
+    driver.stopFromOutside(id!);
+    expect((await runtime.doExec(request('15'), { command: 'echo up' })).stdout).toBe('up\n');
+    expect(creates(driver)).toHaveLength(1);
+    expect(driver.sandboxes.get(id!)!.state).toBe('running');
+  });
+
+  it('recreates an idle sandbox whose settings changed, and leaves a busy one until it is idle', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    await runtimeOver(driver, config).doExec(request('16'), { command: 'true' });
+    const [oldId] = driver.sandboxes.keys();
+    const warnings: string[] = [];
+    const changed = parseTerminalConfig({ ...config, docker_pids_limit: 100 });
+    driver.busy.add(oldId!);
+    const busyRuntime = runtimeOver(driver, changed, { logger: { info: () => undefined, warn: (line) => warnings.push(line), error: () => undefined } });
+    await busyRuntime.doExec(request('16'), { command: 'true' });
+    expect([...driver.sandboxes.keys()]).toEqual([oldId]);
+    expect(warnings.join('\n')).toMatch(/settings of berth-\w+ changed, but it is busy/);
+    driver.busy.clear();
+    const idleRuntime = runtimeOver(driver, changed);
+    await idleRuntime.doExec(request('16'), { command: 'true' });
+    const [newId] = driver.sandboxes.keys();
+    expect(newId).not.toBe(oldId);
+    expect(driver.sandboxes.get(newId!)!.spec.limits.pids).toBe(100);
+  });
+
+  it('waits for a restart when the driver cannot tell a busy sandbox from an idle one', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver({ processList: false });
+    await runtimeOver(driver, config).doExec(request('17'), { command: 'true' });
+    const [oldId] = driver.sandboxes.keys();
+    await runtimeOver(driver, parseTerminalConfig({ ...config, docker_pids_limit: 100 })).doExec(request('17'), { command: 'true' });
+    expect([...driver.sandboxes.keys()]).toEqual([oldId]);
+  });
+
+  it('stops the least recently used idle sandbox beyond docker_max_running', async () => {
+    const { config, request } = setUp({ docker_max_running: 2 });
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    for (const user of ['21', '22', '23']) await runtime.doExec(request(user), { command: 'true' });
+    const states = Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]));
+    expect(states).toEqual({ '21': 'stopped', '22': 'running', '23': 'running' });
+    expect((await runtime.doExec(request('21'), { command: 'echo back' })).stdout).toBe('back\n');
+    expect(Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]))).toEqual({ '21': 'running', '22': 'stopped', '23': 'running' });
+  });
+
+  it('reaps idle sandboxes, and never one a command is queued for (the reap race)', async () => {
+    const { config, request } = setUp({ lifetime_seconds: 1 });
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    await runtime.doExec(request('31'), { command: 'true' });
+    await runtime.doExec(request('32'), { command: 'true' });
+    expect(await runtime.reap()).toEqual([]);
+    await sleep(1_100);
+    // 32 gets a command in the same tick as the reap: the command must run, in a running sandbox.
+    const [reaped, command] = await Promise.all([runtime.reap(), runtime.doExec(request('32'), { command: 'echo still-here' })]);
+    expect(reaped).toEqual(['user:telegram:31']);
+    expect(command.stdout).toBe('still-here\n');
+    const states = Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]));
+    expect(states).toEqual({ '31': 'stopped', '32': 'running' });
+    expect((await runtime.doExec(request('31'), { command: 'echo woke' })).stdout).toBe('woke\n');
+  });
+
+  it('a first reap adopts and stops what a previous gateway left running, by its recorded last use', async () => {
+    const { config, request } = setUp({ lifetime_seconds: 1 });
+    const driver = createFakeDriver();
+    await runtimeOver(driver, config).doExec(request('33'), { command: 'true' });
+    // The last use is recorded beside the folders (at most every few seconds); make it old.
+    const marker = path.join(path.dirname(request('33').paths.workspace), '.berth-last-used');
+    writeFileSync(marker, '');
+    const { utimesSync } = await import('node:fs');
+    utimesSync(marker, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    const restarted = runtimeOver(driver, config);
+    expect(await restarted.reap()).toEqual(['user:telegram:33']);
+  });
+
+  it('refuses a sandbox of its name that is not Berth\'s sandbox for the scope', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    driver.plant(runtime.containerName(request('41')), { 'some.other': 'owner' });
+    await expect(runtime.doExec(request('41'), { command: 'true' })).rejects.toMatchObject({ code: 'SANDBOX_NAME_TAKEN' });
+  });
+
+  it('renames the sandbox an earlier release named after its user, instead of making a duplicate', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    const legacy = driver.plant('berth-telegram-42-0123456789abcdef', {
+      [LABELS.managedBy]: MANAGED_BY,
+      [LABELS.scope]: 'user:telegram:42',
+      [LABELS.workspace]: request('42').paths.workspace,
+      [LABELS.configHash]: 'old',
+    });
+    // The same scope served by another installation (other folders) is not touched.
+    const foreign = driver.plant('berth-telegram-42-fedcba9876543210', { [LABELS.managedBy]: MANAGED_BY, [LABELS.scope]: 'user:telegram:42', [LABELS.workspace]: '/elsewhere/workspace' });
+    expect((await runtime.doExec(request('42'), { command: 'echo ok' })).stdout).toBe('ok\n');
+    expect(driver.calls).toContain(`rename ${legacy.id} ${runtime.containerName(request('42'))}`);
+    expect(driver.sandboxes.has(foreign.id)).toBe(true);
+    // The renamed one had old settings and was idle: recreated under the new name.
+    expect([...driver.sandboxes.values()].filter((sandbox) => sandbox.name === runtime.containerName(request('42')))).toHaveLength(1);
+  });
+
+  it('removes a sandbox that was created but cannot start: nothing half-created', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    driver.failNext('start', new SandboxError('ENGINE_ERROR', 'the fake engine cannot start it'));
+    await expect(runtime.doExec(request('51'), { command: 'true' })).rejects.toMatchObject({ code: 'ENGINE_ERROR' });
+    expect(driver.sandboxes.size).toBe(0);
+  });
+
+  it('retries once when the sandbox was gone before the command started, and not a second time', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    driver.failNext('inspect', new SandboxError('SANDBOX_GONE', 'it went'));
+    expect((await runtime.doExec(request('52'), { command: 'echo ran' })).stdout).toBe('ran\n');
+    driver.failNext('inspect', new SandboxError('ENGINE_ERROR', 'the engine broke'));
+    const runtime2 = runtimeOver(driver, config);
+    await expect(runtime2.doExec(request('52'), { command: 'true' })).rejects.toMatchObject({ code: 'ENGINE_ERROR' });
+  });
+
+  it('kills a timed-out command\'s process tree (exit 124) and keeps the session usable', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    const result = await runtime.doExec(request('53'), { command: 'echo started; (sleep 30 &) ; sleep 30', timeout: 0.5 });
+    expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+    expect(result.stdout).toContain('started');
+    expect((await runtime.doExec(request('53'), { command: 'echo after' })).stdout).toBe('after\n');
+  });
+
+  it('purges one scope: its sandbox and folders, after the driver had its say, nothing else', async () => {
+    const { config, request, sandboxDir } = setUp();
+    const driver = createFakeDriver();
+    const purged: string[] = [];
+    driver.beforePurge = async (paths) => void purged.push(paths.folder);
+    const runtime = runtimeOver(driver, config);
+    await runtime.doExec(request('61'), { command: 'true' });
+    await runtime.doExec(request('62'), { command: 'true' });
+    await runtime.remove('user:telegram:61', { purge: true, paths: request('61').paths });
+    expect(purged).toEqual([request('61').paths.folder]);
+    expect(existsSync(request('61').paths.folder)).toBe(false);
+    expect(existsSync(request('62').paths.workspace)).toBe(true);
+    expect((await runtime.list()).map((info) => info.userId)).toEqual(['62']);
+    expect(readdirSync(path.join(sandboxDir, 'docker')).sort()).toEqual(['.berth-installation-key', 'telegram@62']);
+    await expect(runtime.remove('user:telegram:62', { purge: true })).rejects.toMatchObject({ code: 'PURGE_NEEDS_PATHS' });
+  });
+
+  it('makes no installation key, folder or sandbox when the engine does not answer', async () => {
+    const { config, request, sandboxDir } = setUp();
+    const driver = createFakeDriver();
+    driver.reachable = false;
+    const runtime = runtimeOver(driver, config);
+    await expect(runtime.doExec(request('71'), { command: 'true' })).rejects.toBeInstanceOf(EngineUnavailableError);
+    expect(readdirSync(sandboxDir)).toEqual([]);
+  });
+
+  it('refuses commands after close', async () => {
+    const { config, request } = setUp();
+    const runtime = runtimeOver(createFakeDriver(), config);
+    await runtime.close();
+    await expect(runtime.doExec(request('81'), { command: 'true' })).rejects.toMatchObject({ code: 'BACKEND_CLOSED' });
+  });
+});

@@ -1,0 +1,196 @@
+import {
+  assertSandboxDriver,
+  SandboxError,
+  type BackendCapabilities,
+  type BackendDescription,
+  type HostLogger,
+  type SandboxBackendV1,
+  type SandboxDriverV1,
+  type SandboxRequest,
+} from '@berth/core';
+import { purgeHostFolders } from './host-folders.js';
+import { createStoppingPolicies } from './idle-reaper.js';
+import { createInventory } from './inventory.js';
+import { touchLastUsed } from './last-used-file.js';
+import { createCommandRunner, nameOf } from './run-command.js';
+import type { ProgressEvent, RuntimeContext } from './runtime-context.js';
+import { createLimiter, enqueue, newEntry, type SandboxEntry } from './sandbox-entry.js';
+import { createSandboxLifecycle } from './sandbox-lifecycle.js';
+import type { SandboxSettings } from './sandbox-settings.js';
+import { createShellSessions } from './shell-sessions.js';
+
+/** How often, at most, the last use is written beside a sandbox's folders. */
+const RECORD_USE_EVERY_MS = 5_000;
+
+/** Options of {@link createSandboxRuntime}. */
+export interface SandboxRuntimeOptions {
+  /** The engine driver (Docker, Podman, Kubernetes, or a third party's). */
+  readonly driver: SandboxDriverV1;
+  /** The settings (see `sandboxSettings`). */
+  readonly settings: SandboxSettings;
+  /** Overrides `settings.docker_image`. */
+  readonly image?: string;
+  /** Where Berth logs what it does; never a secret value. */
+  readonly logger?: HostLogger;
+  /** Progress of pulls, creates and starts, for a user waiting on a first command. */
+  readonly onProgress?: (event: ProgressEvent) => void;
+  /** Prefix of sandbox names; core's keyed digest of the scope follows. @default 'berth-' */
+  readonly namePrefix?: string;
+  /** Labels added to every sandbox, and required of every sandbox this runtime lists, adopts or reaps. */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Milliseconds between automatic reaps while `lifetime_seconds` is set; 0: only explicit `reap()`. @default a quarter of the lifetime, 1 s to 60 s */
+  readonly reapIntervalMs?: number;
+  /** How many sandboxes may be created and started at once; more wait. @default 4 */
+  readonly createConcurrency?: number;
+}
+
+/** A backend made of the runtime's policies over a driver, with what tests and tools also use. */
+export interface SandboxRuntime extends SandboxBackendV1 {
+  /** Makes sure the scope's sandbox exists and runs (its shell too); returns its id. */
+  doAcquire(request: SandboxRequest): Promise<string>;
+  /** Stops a scope's sandbox; it restarts on the next command. */
+  stop(scopeKey: string): Promise<void>;
+  /** Stops sandboxes idle for longer than `lifetime_seconds`; returns the scope keys stopped. */
+  reap(): Promise<string[]>;
+  /** The opaque name a request's sandbox gets. */
+  containerName(request: SandboxRequest): string;
+  /** The driver underneath. */
+  readonly driver: SandboxDriverV1;
+}
+
+/**
+ * The sandbox runtime: every policy Berth applies to sandboxes, once, over a small driver —
+ * one sandbox per scope, commands of a scope queued, creation single-flight and bounded,
+ * adoption by name and labels, recreation when the settings changed (once idle) or the sandbox
+ * went away, a persistent shell per sandbox with a kill shell for timeouts, idle and
+ * least-recently-used stopping, secrets masked in every result, inventory and purge.
+ */
+export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRuntime {
+  const { driver, settings } = options;
+  assertSandboxDriver(driver);
+  const context: RuntimeContext = {
+    driver,
+    settings,
+    image: options.image ?? settings.docker_image,
+    namePrefix: options.namePrefix ?? 'berth-',
+    extraLabels: options.labels ?? {},
+    logger: options.logger,
+    onProgress: options.onProgress,
+    entries: new Map(),
+    limitCreate: createLimiter(options.createConcurrency ?? 4),
+  };
+  let closed = false;
+
+  const lifecycle = createSandboxLifecycle(context);
+  const inventory = createInventory(context, lifecycle);
+  // The stopping policies and the shells need each other: the capacity policy runs after each
+  // acquire, and stopping a sandbox ends its shells.
+  let stopEntry: (entry: SandboxEntry) => Promise<void> = async () => undefined;
+  const settled = (entry: SandboxEntry): void => {
+    if (!driver.capabilities.hostFolders || !entry.paths || entry.lastUsed - entry.lastRecorded <= RECORD_USE_EVERY_MS) return;
+    entry.lastRecorded = entry.lastUsed;
+    touchLastUsed(entry.paths.workspace);
+  };
+  const policies = createStoppingPolicies(context, { adopt: inventory.adoptExisting, stop: (entry) => stopEntry(entry), settled, ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}) });
+  const shells = createShellSessions(context, lifecycle, policies.enforceMaxRunning);
+  stopEntry = (entry) => lifecycle.stop(entry, () => shells.drop(entry));
+  const runCommand = createCommandRunner(context, shells);
+
+  const assertOpen = (): void => {
+    if (closed) throw new SandboxError('BACKEND_CLOSED', `the ${driver.engine} backend was closed; create a new one`);
+  };
+
+  const entryFor = (request: SandboxRequest): SandboxEntry => {
+    const { scope } = request;
+    let entry = context.entries.get(scope.key);
+    if (!entry) {
+      const owner = scope.kind === 'user' ? { kind: 'user' as const, platform: scope.primary.platform, userId: scope.primary.id } : { kind: 'task' as const, taskId: scope.taskId };
+      entry = newEntry(scope.key, owner, settings.docker_exec_mode === 'exec' ? { mode: 'exec' } : {});
+      context.entries.set(scope.key, entry);
+    }
+    entry.paths = request.paths;
+    return entry;
+  };
+
+  const inQueue = <T>(entry: SandboxEntry, task: () => Promise<T>): Promise<T> => enqueue(entry, task, () => settled(entry));
+
+  const capabilities: BackendCapabilities = {
+    persistentSession: settings.docker_exec_mode !== 'exec',
+    networkIsolation: driver.capabilities.networkIsolation,
+    idleStop: true,
+    adoption: true,
+  };
+
+  return {
+    specificationVersion: 'v1',
+    name: driver.engine,
+    capabilities,
+    driver,
+    containerName: (request) => nameOf(context, request),
+
+    async doExec(request, exec) {
+      assertOpen();
+      const entry = entryFor(request);
+      return inQueue(entry, () => runCommand(entry, request, exec));
+    },
+
+    async doAcquire(request) {
+      assertOpen();
+      const entry = entryFor(request);
+      return inQueue(entry, async () => {
+        await runCommand(entry, request, { command: 'true' });
+        return entry.containerId!;
+      });
+    },
+
+    list: () => inventory.list(),
+
+    async stop(scopeKey) {
+      const entry = context.entries.get(scopeKey);
+      if (entry) {
+        await inQueue(entry, () => stopEntry(entry));
+        return;
+      }
+      for (const sandbox of await lifecycle.find(scopeKey)) await driver.stop(sandbox.id, 3);
+    },
+
+    async remove(scopeKey, removeOptions = {}) {
+      if (removeOptions.purge && !removeOptions.paths) {
+        throw new SandboxError('PURGE_NEEDS_PATHS', `purging ${scopeKey} needs its paths (resolve them with the sandbox resolver); nothing was removed`);
+      }
+      const entry = context.entries.get(scopeKey);
+      const work = async (): Promise<void> => {
+        if (entry) shells.drop(entry);
+        for (const sandbox of await lifecycle.find(scopeKey)) await driver.remove(sandbox.id);
+        if (removeOptions.purge && removeOptions.paths) {
+          if (driver.capabilities.hostFolders) {
+            // The sandbox went first, so nothing in it can change the folders meanwhile.
+            await driver.beforePurge?.(removeOptions.paths);
+            await purgeHostFolders(removeOptions.paths);
+          } else {
+            await driver.purgeStorage?.(scopeKey);
+          }
+        }
+        context.entries.delete(scopeKey);
+        options.logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);
+      };
+      if (entry) await inQueue(entry, work);
+      else await work();
+    },
+
+    reap: () => policies.reap(),
+
+    async describe(describeOptions = {}): Promise<BackendDescription> {
+      const description = await driver.describe();
+      if (describeOptions.image === undefined) return description;
+      return { ...description, image: { name: describeOptions.image, present: await driver.hasImage(describeOptions.image) } };
+    },
+
+    async close() {
+      closed = true;
+      policies.close();
+      for (const entry of context.entries.values()) shells.drop(entry);
+      await driver.close?.();
+    },
+  };
+}

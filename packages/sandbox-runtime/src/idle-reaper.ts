@@ -1,0 +1,75 @@
+import { messageOf, type RuntimeContext } from './runtime-context.js';
+import { enqueue, type SandboxEntry } from './sandbox-entry.js';
+import type { SandboxLifecycle } from './sandbox-lifecycle.js';
+
+/** The stopping policies: idle sandboxes after `lifetime_seconds`, the least recently used beyond `docker_max_running`. */
+export interface StoppingPolicies {
+  /** Stops sandboxes idle for longer than the lifetime; returns the scope keys stopped. */
+  reap(): Promise<string[]>;
+  /** Stops the least recently used idle sandboxes while more than `docker_max_running` run. */
+  enforceMaxRunning(current: SandboxEntry): Promise<void>;
+  /** Stops the automatic reaper. */
+  close(): void;
+}
+
+/**
+ * Builds the policies. `adopt` runs before the first reap, so sandboxes a previous gateway left
+ * running are reaped too; `settled` is the queue's bookkeeping after each task; `stop` stops one.
+ */
+export function createStoppingPolicies(
+  context: RuntimeContext,
+  options: { adopt: () => Promise<void>; stop: (entry: SandboxEntry) => Promise<void>; settled: (entry: SandboxEntry) => void; reapIntervalMs?: number },
+): StoppingPolicies {
+  const { settings, logger } = context;
+  let adopted = false;
+
+  const reap: StoppingPolicies['reap'] = async () => {
+    if (!adopted) {
+      await options.adopt();
+      adopted = true;
+    }
+    const stopped: string[] = [];
+    if (settings.lifetime_seconds <= 0) return stopped;
+    const deadline = Date.now() - settings.lifetime_seconds * 1000;
+    for (const entry of [...context.entries.values()]) {
+      if (!entry.running || entry.pending > 0 || entry.lastUsed > deadline) continue;
+      await enqueue(
+        entry,
+        async () => {
+          // Looked at again inside the queue: a command may have come in meanwhile.
+          if (!entry.running || entry.lastUsed > deadline) return;
+          await options.stop(entry);
+          stopped.push(entry.scopeKey);
+          logger?.info(`berth: stopped ${entry.name}, idle for more than ${settings.lifetime_seconds} s`);
+        },
+        () => options.settled(entry),
+      ).catch((error: unknown) => logger?.warn(`berth: could not stop idle sandbox ${entry.name}: ${messageOf(error)}`));
+    }
+    return stopped;
+  };
+
+  const enforceMaxRunning: StoppingPolicies['enforceMaxRunning'] = async (current) => {
+    const limit = settings.docker_max_running;
+    if (limit <= 0) return;
+    const running = [...context.entries.values()].filter((entry) => entry.running && entry !== current);
+    let excess = running.length + 1 - limit;
+    for (const entry of running.sort((a, b) => a.lastUsed - b.lastUsed)) {
+      if (excess <= 0) break;
+      if (entry.pending > 0) continue;
+      logger?.info(`berth: stopping ${entry.name}, least recently used, to stay within terminal.docker_max_running=${limit}`);
+      await options.stop(entry).catch((error: unknown) => logger?.warn(`berth: could not stop ${entry.name}: ${messageOf(error)}`));
+      excess--;
+    }
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  if (settings.lifetime_seconds > 0 && options.reapIntervalMs !== 0) {
+    const period = options.reapIntervalMs ?? Math.min(60_000, Math.max(1_000, (settings.lifetime_seconds * 1000) / 4));
+    timer = setInterval(() => {
+      reap().catch((error: unknown) => logger?.warn(`berth: reaping idle sandboxes failed: ${messageOf(error)}`));
+    }, period);
+    timer.unref();
+  }
+
+  return { reap, enforceMaxRunning, close: () => clearInterval(timer) };
+}

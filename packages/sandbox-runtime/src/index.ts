@@ -1,0 +1,5 @@
+export { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions } from './create-sandbox-runtime.js';
+export type { ProgressEvent } from './runtime-context.js';
+export { sandboxSettings, SANDBOX_SETTING_KEYS, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
+export { buildSandboxSpec, HOME_TARGET, LABELS, MANAGED_BY, SANDBOX_HOSTNAME, WORKSPACE_TARGET, type BuildSandboxSpecOptions } from './sandbox-spec.js';
+export { assertScopeFolder } from './host-folders.js';

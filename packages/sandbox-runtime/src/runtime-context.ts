@@ -1,0 +1,42 @@
+import type { BerthError, HostLogger, SandboxDriverV1 } from '@berth/core';
+import type { Limiter, SandboxEntry } from './sandbox-entry.js';
+import type { SandboxSettings } from './sandbox-settings.js';
+
+/** Progress of the slow steps of a first command. */
+export interface ProgressEvent {
+  readonly phase: 'pull' | 'create' | 'start';
+  readonly message: string;
+}
+
+/** What every part of one runtime shares: the driver, the settings, and the sandboxes it knows. */
+export interface RuntimeContext {
+  readonly driver: SandboxDriverV1;
+  readonly settings: SandboxSettings;
+  /** `settings.docker_image`, unless the runtime was given another. */
+  readonly image: string;
+  /** Prefix of sandbox names. */
+  readonly namePrefix: string;
+  /** Labels on every sandbox, required of every sandbox the runtime lists, adopts or reaps. */
+  readonly extraLabels: Readonly<Record<string, string>>;
+  readonly logger: HostLogger | undefined;
+  readonly onProgress: ((event: ProgressEvent) => void) | undefined;
+  /** Scope key → entry. */
+  readonly entries: Map<string, SandboxEntry>;
+  /** Bounds the creates and starts that run at once. */
+  readonly limitCreate: Limiter;
+}
+
+/** The code of a Berth error, when `error` is one. */
+export function codeOf(error: unknown): string | undefined {
+  const code = (error as Partial<BerthError> | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** The sandbox is gone, or stopped under the command (the driver's `SANDBOX_GONE`). */
+export const isGone = (error: unknown): boolean => codeOf(error) === 'SANDBOX_GONE';
+
+/** A name taken or a removal in progress elsewhere (the driver's `SANDBOX_CONFLICT`). */
+export const isConflict = (error: unknown): boolean => codeOf(error) === 'SANDBOX_CONFLICT';
+
+/** The error's message, for a log line. */
+export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));

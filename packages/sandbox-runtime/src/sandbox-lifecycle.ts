@@ -1,0 +1,177 @@
+import { SandboxError, type SandboxRequest } from '@berth/core';
+import { prepareHostFolders } from './host-folders.js';
+import { isConflict, isGone, type RuntimeContext } from './runtime-context.js';
+import type { SandboxEntry } from './sandbox-entry.js';
+import { buildSandboxSpec, LABELS, MANAGED_BY } from './sandbox-spec.js';
+
+/** How many times acquiring looks again at a sandbox that keeps changing under it. */
+const ACQUIRE_ATTEMPTS = 12;
+
+/** The sandbox-level steps: make, adopt, recreate, start, thaw, stop. */
+export interface SandboxLifecycle {
+  /** Makes sure the scope's sandbox exists and runs: adopts, restarts, recreates or creates it. Returns its id. */
+  acquire(entry: SandboxEntry, request: SandboxRequest): Promise<string>;
+  /** Unpauses a sandbox someone paused from outside; never throws. */
+  thawIfPaused(entry: SandboxEntry): Promise<void>;
+  /** Stops the sandbox; it starts again on the next command. */
+  stop(entry: SandboxEntry, dropSessions: () => void): Promise<void>;
+  /** Every sandbox of this runtime (with the run's labels), or those of one scope. */
+  find(scopeKey?: string): ReturnType<RuntimeContext['driver']['list']>;
+}
+
+/** Builds the lifecycle steps over the context's driver. */
+export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycle {
+  const { driver, settings, logger } = context;
+  let imageReady: Promise<void> | undefined;
+
+  const ownLabels = (scopeKey?: string): Record<string, string> => ({
+    ...context.extraLabels,
+    [LABELS.managedBy]: MANAGED_BY,
+    ...(scopeKey ? { [LABELS.scope]: scopeKey } : {}),
+  });
+  const find: SandboxLifecycle['find'] = (scopeKey) => driver.list(ownLabels(scopeKey));
+
+  const ensureImage = (): Promise<void> => {
+    imageReady ??= (async () => {
+      if (await driver.hasImage(context.image)) return;
+      context.onProgress?.({ phase: 'pull', message: `pulling ${context.image}` });
+      logger?.info(`berth: image ${context.image} is absent on the ${driver.engine} engine; pulling it`);
+      await driver.prepareImage(context.image, (message) => context.onProgress?.({ phase: 'pull', message }));
+    })().catch((error: unknown) => {
+      imageReady = undefined;
+      throw error;
+    });
+    return imageReady;
+  };
+
+  const prepareFolders = async (request: SandboxRequest): Promise<void> => {
+    if (driver.capabilities.hostFolders) await prepareHostFolders(request.paths);
+  };
+
+  const start = async (entry: SandboxEntry, id: string): Promise<void> => {
+    context.onProgress?.({ phase: 'start', message: `starting ${entry.name}` });
+    await driver.start(id);
+  };
+
+  /** Creates and starts the sandbox; `''` when another process holds the name. */
+  const create = async (entry: SandboxEntry, request: SandboxRequest, spec: Parameters<typeof driver.create>[0]): Promise<string> => {
+    await prepareFolders(request);
+    await ensureImage();
+    context.onProgress?.({ phase: 'create', message: `creating ${entry.name}` });
+    let id: string | undefined;
+    try {
+      id = await driver.create(spec);
+    } catch (error) {
+      // The image vanished between the check and the create: look again next time.
+      if (error instanceof Error && (error as { code?: string }).code === 'IMAGE_NOT_FOUND') imageReady = undefined;
+      throw error;
+    }
+    if (id === undefined) return '';
+    try {
+      await start(entry, id);
+    } catch (error) {
+      // Nothing half-created: a sandbox that cannot start is removed again.
+      await driver.remove(id).catch(() => undefined);
+      throw error;
+    }
+    logger?.info(`berth: created sandbox ${entry.name} for ${entry.scopeKey}`);
+    return id;
+  };
+
+  /**
+   * A sandbox of this scope that an earlier release named after its user (or that an operator
+   * renamed) is renamed to the opaque name, so the loop adopts it — and recreates it once idle,
+   * files kept, since its settings differ — instead of making a duplicate. Only a sandbox with
+   * this installation's folders: another gateway on the engine may serve the same scope key.
+   */
+  const adoptRenamed = async (entry: SandboxEntry, request: SandboxRequest): Promise<boolean> => {
+    const other = (await find(entry.scopeKey)).find((sandbox) => sandbox.labels[LABELS.workspace] === request.paths.workspace && sandbox.name !== entry.name);
+    if (!other) return false;
+    try {
+      await driver.rename(other.id, entry.name);
+    } catch (error) {
+      // Another process renamed it first, or it went: the loop looks again either way.
+      if (!isConflict(error) && !isGone(error)) throw error;
+    }
+    logger?.info(`berth: renamed the sandbox ${other.name} to ${entry.name}; it is recreated once idle, files kept`);
+    return true;
+  };
+
+  const thawIfPaused: SandboxLifecycle['thawIfPaused'] = async (entry) => {
+    if (!entry.containerId) return;
+    try {
+      const found = await driver.inspect(entry.containerId);
+      if (found?.state !== 'paused') return;
+      logger?.warn(`berth: sandbox ${entry.name} was paused from outside; unpausing it so its command can answer`);
+      await driver.unpause(entry.containerId);
+    } catch {
+      // Gone or unreachable: the command's own path reports that.
+    }
+  };
+
+  const acquire: SandboxLifecycle['acquire'] = async (entry, request) => {
+    const { spec, configHash } = buildSandboxSpec({
+      settings,
+      image: context.image,
+      name: entry.name,
+      scope: request.scope,
+      paths: request.paths,
+      engine: driver.engine,
+      specRevision: driver.specRevision,
+      extraLabels: context.extraLabels,
+    });
+    for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
+      const found = await driver.inspect(entry.name);
+      if (!found && (await adoptRenamed(entry, request))) continue;
+      if (!found) {
+        const id = await context.limitCreate(() => create(entry, request, spec));
+        if (id === '') {
+          // Another process holds the name; the engine may not show it until its create completes.
+          await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
+          continue;
+        }
+        entry.containerId = id;
+        entry.running = true;
+        return id;
+      }
+      if (found.labels[LABELS.managedBy] !== MANAGED_BY || found.labels[LABELS.scope] !== request.scope.key) {
+        throw new SandboxError('SANDBOX_NAME_TAKEN', `sandbox ${entry.name} exists but is not Berth's sandbox for ${request.scope.key}; rename or remove it, or set another name prefix`);
+      }
+      if (found.labels[LABELS.configHash] !== configHash) {
+        if (found.state === 'running' && (!driver.capabilities.processList || (await driver.isBusy(found.id)))) {
+          if (!entry.stale) logger?.warn(`berth: the settings of ${entry.name} changed, but it is busy; it keeps its old settings until it is idle`);
+          entry.stale = true;
+        } else {
+          logger?.info(`berth: the settings of ${entry.name} changed; recreating it (files are kept)`);
+          await driver.remove(found.id);
+          continue;
+        }
+      } else {
+        entry.stale = false;
+      }
+      if (found.state === 'paused') {
+        await driver.unpause(found.id);
+      } else if (found.state !== 'running') {
+        await prepareFolders(request);
+        await context.limitCreate(() => start(entry, found.id));
+        logger?.info(`berth: restarted sandbox ${entry.name} for ${entry.scopeKey}`);
+      }
+      entry.containerId = found.id;
+      entry.running = true;
+      return found.id;
+    }
+    throw new SandboxError('SANDBOX_CONFLICT', `sandbox ${entry.name} kept changing while Berth acquired it; retry the command`);
+  };
+
+  const stop: SandboxLifecycle['stop'] = async (entry, dropSessions) => {
+    // A paused sandbox's processes cannot receive the stop's signals; bounded, because an
+    // inspect can be slow while a fork bomb fills the sandbox.
+    await Promise.race([thawIfPaused(entry), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    dropSessions();
+    entry.running = false;
+    const ids = entry.containerId ? [entry.containerId] : (await find(entry.scopeKey)).map((sandbox) => sandbox.id);
+    for (const id of ids) await driver.stop(id, 3);
+  };
+
+  return { acquire, thawIfPaused, stop, find };
+}

@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import type { SandboxInfo, SandboxPaths, SandboxScope, SandboxSpec } from '@berth/core';
+import type { SandboxSettings } from './sandbox-settings.js';
+
+/** Label keys Berth puts on what it creates; values never hold a variable's value. */
+export const LABELS = {
+  managedBy: 'dev.berth.managed-by',
+  engine: 'dev.berth.engine',
+  scope: 'dev.berth.scope',
+  kind: 'dev.berth.kind',
+  platform: 'dev.berth.platform',
+  user: 'dev.berth.user',
+  task: 'dev.berth.task',
+  workspace: 'dev.berth.workspace',
+  home: 'dev.berth.home',
+  configHash: 'dev.berth.config-hash',
+} as const;
+
+/** The value of the `managed-by` label. */
+export const MANAGED_BY = 'berth';
+
+/** Where the scope's folders appear inside the sandbox. */
+export const WORKSPACE_TARGET = '/workspace';
+/** The sandbox user's home. */
+export const HOME_TARGET = '/root';
+/** Every sandbox's hostname: it says nothing about whose sandbox it is. */
+export const SANDBOX_HOSTNAME = 'sandbox';
+
+/**
+ * What the sandbox runs as its main process: a shell that waits and leaves at once on TERM, so
+ * a stop takes milliseconds, not the engine's kill timeout. Commands come in through execs.
+ */
+export const KEEP_ALIVE_COMMAND = ['/bin/sh', '-c', 'trap "exit 0" TERM INT HUP; while :; do sleep 3600 & wait $!; done'] as const;
+
+/** The ownership labels of a scope's sandbox: who it belongs to (for `berth ls`) and where its files are. */
+export function scopeLabels(options: { scope: SandboxScope; paths: SandboxPaths; engine: string; extra?: Readonly<Record<string, string>> }): Record<string, string> {
+  const { scope, paths } = options;
+  return {
+    ...options.extra,
+    [LABELS.managedBy]: MANAGED_BY,
+    [LABELS.engine]: options.engine,
+    [LABELS.scope]: scope.key,
+    [LABELS.kind]: scope.kind,
+    ...(scope.kind === 'user' ? { [LABELS.platform]: scope.primary.platform, [LABELS.user]: scope.primary.id } : { [LABELS.task]: scope.taskId }),
+    [LABELS.workspace]: paths.workspace,
+    [LABELS.home]: paths.home,
+  };
+}
+
+/** Who a sandbox belongs to, read back from its labels. */
+export function ownerOf(labels: Readonly<Record<string, string>>): Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId'> {
+  return labels[LABELS.kind] === 'task' ? { kind: 'task', taskId: labels[LABELS.task] ?? '' } : { kind: 'user', platform: labels[LABELS.platform] ?? '', userId: labels[LABELS.user] ?? '' };
+}
+
+/** A `docker_volumes` entry, `host:container[:ro|rw]`. */
+export function parseVolume(volume: string): { source: string; target: string; readOnly: boolean } {
+  const [source, target, mode] = volume.split(':');
+  return { source: source!, target: target!, readOnly: mode === 'ro' };
+}
+
+/** A short, stable digest of a value: keys sorted, so equal settings always give equal digests. */
+export function hashSpec(value: unknown): string {
+  const canonical = (item: unknown): unknown => {
+    if (Array.isArray(item)) return item.map(canonical);
+    if (item && typeof item === 'object') return Object.fromEntries(Object.keys(item).sort().map((key) => [key, canonical((item as Record<string, unknown>)[key])]));
+    return item;
+  };
+  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex').slice(0, 16);
+}
+
+/** What {@link buildSandboxSpec} needs. */
+export interface BuildSandboxSpecOptions {
+  readonly settings: SandboxSettings;
+  readonly image: string;
+  readonly name: string;
+  readonly scope: SandboxScope;
+  readonly paths: SandboxPaths;
+  /** The driver's engine name, recorded in a label. */
+  readonly engine: string;
+  /** The driver's `specRevision`: how it maps a spec to its engine. */
+  readonly specRevision: string;
+  /** Labels added to Berth's own (a test run's marker, say). */
+  readonly extraLabels?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The sandbox a scope gets: hardened by default from the settings (docs/backend-docker.md says
+ * what each setting protects against), the scope's two folders and `docker_volumes` and nothing
+ * else, no variables, ownership labels, and a digest of all of it (with the driver's revision)
+ * in a label, so a sandbox whose settings changed is noticed and recreated.
+ */
+export function buildSandboxSpec(options: BuildSandboxSpecOptions): { spec: SandboxSpec; configHash: string } {
+  const { settings } = options;
+  const labels = scopeLabels({ scope: options.scope, paths: options.paths, engine: options.engine, ...(options.extraLabels ? { extra: options.extraLabels } : {}) });
+  const spec: SandboxSpec = {
+    name: options.name,
+    image: options.image,
+    hostname: SANDBOX_HOSTNAME,
+    labels,
+    workspace: options.paths.workspace,
+    home: options.paths.home,
+    volumes: settings.docker_volumes.map(parseVolume),
+    command: [...KEEP_ALIVE_COMMAND],
+    workingDir: WORKSPACE_TARGET,
+    limits: {
+      cpus: settings.container_cpu,
+      memoryMb: settings.container_memory,
+      pids: settings.docker_pids_limit,
+      nofile: settings.docker_nofile,
+      nproc: settings.docker_nproc,
+      tmpMb: settings.docker_tmp_size,
+    },
+    security: {
+      capabilities: [...settings.docker_cap_add],
+      noNewPrivileges: settings.docker_no_new_privileges,
+      readOnlyRoot: settings.docker_read_only,
+      ...(settings.docker_runtime ? { runtime: settings.docker_runtime } : {}),
+    },
+    network: settings.docker_network,
+    stopGraceSeconds: 3,
+  };
+  const configHash = hashSpec({ spec, revision: options.specRevision });
+  return { spec: { ...spec, labels: { ...labels, [LABELS.configHash]: configHash } }, configHash };
+}

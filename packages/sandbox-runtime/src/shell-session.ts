@@ -1,0 +1,211 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { SandboxError } from '@berth/core';
+import type { ExecChannel } from '@berth/core';
+import { FrameReader } from './frame-reader.js';
+import { createHeadTailBuffer, type HeadTailBuffer } from './head-tail-buffer.js';
+import { buildCommandScript, buildEnvironmentUpdate, buildSessionInit } from './shell-protocol.js';
+
+/** The session ended (the container stopped or was removed, the engine restarted). */
+export class SessionClosedError extends SandboxError {
+  /** Whether the command had started when the session ended; a command that never started is safe to retry. */
+  readonly started: boolean;
+
+  constructor(started: boolean, message: string) {
+    super('SANDBOX_SESSION_CLOSED', message);
+    this.started = started;
+  }
+}
+
+/** What one framed command produced, before decoding and masking. */
+export interface SessionRunResult {
+  readonly status: number;
+  readonly stdout: HeadTailBuffer;
+  readonly stderr: HeadTailBuffer;
+  readonly timedOut: boolean;
+}
+
+/** One command for {@link ShellSession.run}. */
+export interface SessionRunOptions {
+  readonly command: string;
+  readonly cwd?: string;
+  readonly stdin?: Uint8Array;
+  readonly timeoutMs: number;
+  /** Bytes kept per stream. */
+  readonly outputLimit: number;
+  /** The environment the command must see; re-sent only when it changed since the last command. */
+  readonly variables: Readonly<Record<string, string>>;
+  /** Kills the command's process tree; called at the timeout. */
+  readonly kill: () => Promise<void>;
+  /** How long to wait after `kill` before giving the session up. @default 10000 */
+  readonly killGraceMs?: number;
+}
+
+/** A digest of an environment, so a session remembers which one it holds without keeping the values. */
+export function environmentDigest(variables: Readonly<Record<string, string>>): string {
+  const hash = createHash('sha256');
+  for (const name of Object.keys(variables).sort()) hash.update(`${name}\0${variables[name]}\0`);
+  return hash.digest('hex');
+}
+
+/**
+ * A long-lived `/bin/sh` inside a sandbox, driven over its stdin: each command is framed with
+ * a random marker, runs in a child with its own process group and stdin, and leaves its
+ * directory and exports to the next. One command at a time; the caller queues.
+ */
+export class ShellSession {
+  /** The state folder inside the sandbox (directory, exports, the running command's pid). */
+  readonly stateDir: string;
+  /** Whether commands get their own process group (`setsid` present in the image). */
+  readonly processGroups: boolean;
+  private readonly channel: ExecChannel;
+  private readonly stdoutReader: FrameReader;
+  private readonly stderrReader: FrameReader;
+  private closed = false;
+  private busy = false;
+  private environmentKey: string;
+  private environmentNames: string[];
+  private closeListeners: Array<() => void> = [];
+
+  private constructor(options: { channel: ExecChannel; stateDir: string; processGroups: boolean; stdoutReader: FrameReader; stderrReader: FrameReader; variables: Readonly<Record<string, string>> }) {
+    this.channel = options.channel;
+    this.stateDir = options.stateDir;
+    this.processGroups = options.processGroups;
+    this.stdoutReader = options.stdoutReader;
+    this.stderrReader = options.stderrReader;
+    this.environmentKey = environmentDigest(options.variables);
+    this.environmentNames = Object.keys(options.variables);
+  }
+
+  /**
+   * Turns a fresh `/bin/sh` channel into a session: sends the init script (with the
+   * environment) and waits for its ready frame. Throws when the shell does not answer in
+   * `readyTimeoutMs`, so the caller can fall back to one exec per command.
+   */
+  static async open(options: { channel: ExecChannel; variables: Readonly<Record<string, string>>; cwd?: string; readyTimeoutMs?: number }): Promise<ShellSession> {
+    const { channel } = options;
+    const stateDir = `/tmp/.berth-${randomBytes(8).toString('hex')}`;
+    const readyId = randomBytes(12).toString('hex');
+    const stdoutReader = new FrameReader();
+    const stderrReader = new FrameReader();
+    let closedEarly = false;
+    let failReady: ((error: Error) => void) | undefined;
+    channel.onStdout((chunk) => stdoutReader.push(chunk));
+    channel.onStderr((chunk) => stderrReader.push(chunk));
+    channel.onClose(() => {
+      closedEarly = true;
+      failReady?.(new SessionClosedError(false, "the sandbox's /bin/sh ended before it was ready; check that the image has /bin/sh"));
+    });
+    const status = await new Promise<number>((resolve, reject) => {
+      failReady = reject;
+      if (closedEarly) return reject(new SessionClosedError(false, "the sandbox's /bin/sh ended before it was ready; check that the image has /bin/sh"));
+      const timer = setTimeout(() => reject(new SandboxError('SANDBOX_SHELL_UNUSABLE', `the sandbox's /bin/sh did not answer within ${options.readyTimeoutMs ?? 10_000} ms`)), options.readyTimeoutMs ?? 10_000);
+      let pending = 2;
+      let readyStatus = 0;
+      const done = (value: number): void => {
+        readyStatus = Math.max(readyStatus, value);
+        if (--pending === 0) {
+          clearTimeout(timer);
+          resolve(readyStatus);
+        }
+      };
+      stdoutReader.expect(readyId, createHeadTailBuffer(1024), done);
+      stderrReader.expect(readyId, createHeadTailBuffer(1024), done);
+      channel.write(buildSessionInit({ stateDir, readyId, variables: options.variables, ...(options.cwd ? { cwd: options.cwd } : {}) }));
+    }).catch((error: unknown) => {
+      channel.destroy();
+      throw error;
+    });
+    const session = new ShellSession({ channel, stateDir, processGroups: status === 0, stdoutReader, stderrReader, variables: options.variables });
+    channel.onClose(() => session.markClosed());
+    if (closedEarly) session.markClosed();
+    return session;
+  }
+
+  /** False once the shell or its connection ended; a new session is needed then. */
+  get alive(): boolean {
+    return !this.closed;
+  }
+
+  /** Whether a command is running now. */
+  get running(): boolean {
+    return this.busy;
+  }
+
+  /** Calls `listener` once when the session ends. */
+  onClose(listener: () => void): void {
+    if (this.closed) listener();
+    else this.closeListeners.push(listener);
+  }
+
+  /** Runs one command; resolves when both of its streams closed their frames. */
+  run(options: SessionRunOptions): Promise<SessionRunResult> {
+    if (this.closed) return Promise.reject(new SessionClosedError(false, 'the sandbox shell has ended'));
+    if (this.busy) return Promise.reject(new SandboxError('SANDBOX_SESSION_BUSY', 'a command is already running in this session; queue commands per sandbox'));
+    this.busy = true;
+    const id = randomBytes(12).toString('hex');
+    const stdout = createHeadTailBuffer(options.outputLimit);
+    const stderr = createHeadTailBuffer(options.outputLimit);
+    let script = buildCommandScript({ id, command: options.command, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}), ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
+    const key = environmentDigest(options.variables);
+    if (key !== this.environmentKey) {
+      script = buildEnvironmentUpdate(options.variables, this.environmentNames) + script;
+      this.environmentKey = key;
+      this.environmentNames = Object.keys(options.variables);
+    }
+    return new Promise<SessionRunResult>((resolve, reject) => {
+      let started = false;
+      let timedOut = false;
+      let pending = 2;
+      let status = 0;
+      let timer: NodeJS.Timeout | undefined;
+      let graceTimer: NodeJS.Timeout | undefined;
+      const settle = (outcome: { result: SessionRunResult } | { error: Error }): void => {
+        clearTimeout(timer);
+        clearTimeout(graceTimer);
+        this.closeListeners = this.closeListeners.filter((listener) => listener !== onClosed);
+        this.busy = false;
+        if ('result' in outcome) resolve(outcome.result);
+        else reject(outcome.error);
+      };
+      const onEnd = (value: number, fromStdout: boolean): void => {
+        if (fromStdout) status = value;
+        if (--pending === 0) settle({ result: { status, stdout, stderr, timedOut } });
+      };
+      const onClosed = (): void => {
+        if (timedOut) {
+          settle({ result: { status: 124, stdout, stderr, timedOut } });
+          return;
+        }
+        settle({ error: new SessionClosedError(started, started ? 'the sandbox stopped while the command ran; run it again' : 'the sandbox shell ended before the command started') });
+      };
+      this.closeListeners.push(onClosed);
+      this.stdoutReader.expect(id, stdout, (value) => onEnd(value, true), () => (started = true));
+      this.stderrReader.expect(id, stderr, (value) => onEnd(value, false));
+      timer = setTimeout(() => {
+        timedOut = true;
+        options.kill().catch(() => undefined);
+        // A shell that does not come back after the kill is given up; the next command gets a new one.
+        graceTimer = setTimeout(() => this.close(), options.killGraceMs ?? 10_000);
+      }, options.timeoutMs);
+      this.channel.write(script);
+    });
+  }
+
+  /** Ends the shell (closing its stdin ends it; the connection is dropped too). */
+  close(): void {
+    if (this.closed) return;
+    this.channel.end();
+    this.channel.destroy();
+    this.markClosed();
+  }
+
+  private markClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.stdoutReader.reset();
+    this.stderrReader.reset();
+    const listeners = this.closeListeners;
+    this.closeListeners = [];
+    for (const listener of listeners) listener();
+  }
+}

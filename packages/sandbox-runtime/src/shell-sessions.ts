@@ -1,0 +1,154 @@
+import type { ExecRequest, OpenExecChannel, SandboxRequest } from '@berth/core';
+import { KillerShell } from './killer-shell.js';
+import { FALLBACK_STATE_DIR, runExecOnce } from './run-exec-once.js';
+import { messageOf, type RuntimeContext } from './runtime-context.js';
+import type { SandboxEntry } from './sandbox-entry.js';
+import type { SandboxLifecycle } from './sandbox-lifecycle.js';
+import { KILLER_INIT } from './shell-protocol.js';
+import { environmentDigest, SessionClosedError, ShellSession, type SessionRunResult } from './shell-session.js';
+import { WORKSPACE_TARGET } from './sandbox-spec.js';
+
+/** How long a command may run before Berth checks whether its sandbox was paused from outside. */
+const PAUSE_CHECK_AFTER_MS = 1_500;
+
+/** The shells of each sandbox: the persistent session commands run in, and the kill shell. */
+export interface ShellSessions {
+  /** Acquires the sandbox and, in session mode, a live shell session. */
+  ensureReady(entry: SandboxEntry, request: SandboxRequest): Promise<void>;
+  /** Runs one command in the sandbox's session (or one exec, in the fallback mode). */
+  runOnce(entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest): Promise<SessionRunResult>;
+  /** Ends the sandbox's session and kill shell; the next command opens new ones. */
+  drop(entry: SandboxEntry): void;
+}
+
+/**
+ * Builds the shell handling over the lifecycle. `acquired` runs after each acquire (the
+ * capacity policy: stop the least recently used beyond the limit).
+ */
+export function createShellSessions(context: RuntimeContext, lifecycle: SandboxLifecycle, acquired: (entry: SandboxEntry) => Promise<void>): ShellSessions {
+  const { driver, settings, logger } = context;
+
+  const channelOpener = (entry: SandboxEntry): OpenExecChannel => (command, options) => {
+    const id = entry.containerId;
+    if (!id) return Promise.reject(new SessionClosedError(false, `sandbox ${entry.name} has no container`));
+    return driver.openChannel(id, command, options);
+  };
+
+  const drop: ShellSessions['drop'] = (entry) => {
+    entry.session?.close();
+    entry.session = undefined;
+    entry.killer?.close();
+    entry.killer = undefined;
+    entry.killerOpening = undefined;
+  };
+
+  const openKiller = (entry: SandboxEntry): Promise<KillerShell | undefined> => {
+    if (entry.killer?.alive) return Promise.resolve(entry.killer);
+    entry.killerOpening ??= channelOpener(entry)(['/bin/sh'])
+      .then(async (channel) => {
+        const killer = new KillerShell(channel);
+        entry.killer = killer;
+        // An exec that is still starting when the sandbox is paused holds the engine's lock on
+        // it; waiting for the answer makes sure this one has started.
+        await Promise.race([killer.ready, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+        return killer;
+      })
+      .catch(() => undefined)
+      .finally(() => (entry.killerOpening = undefined));
+    return entry.killerOpening;
+  };
+
+  const ensureReady: ShellSessions['ensureReady'] = async (entry, request) => {
+    if (entry.containerId && entry.running && (entry.mode === 'exec' || entry.session?.alive)) return;
+    drop(entry);
+    await lifecycle.acquire(entry, request);
+    await acquired(entry);
+    if (entry.mode === 'exec') return;
+    // The kill shell starts beside the session and is up before the first command runs: it must
+    // exist before anything needs killing, and an exec still starting when someone pauses the
+    // sandbox would hold the engine's lock on it (inspect, unpause and rm all wait) until thawed.
+    const killerReady = openKiller(entry);
+    const channel = await channelOpener(entry)(['/bin/sh'], { workingDir: WORKSPACE_TARGET });
+    try {
+      const session = await ShellSession.open({ channel, variables: request.environment.variables });
+      entry.session = session;
+      entry.mode = 'session';
+      session.onClose(() => {
+        if (entry.session === session) entry.session = undefined;
+      });
+      await killerReady;
+    } catch (error) {
+      void killerReady.then((killer) => killer?.close());
+      if (error instanceof SessionClosedError && !error.started) {
+        // The shell could not even start: the sandbox is full (a fork bomb's leftovers holding
+        // every pid, say). Stopping it ends every process in it; the retry starts it again with
+        // the files intact.
+        logger?.warn(`berth: no shell could start in ${entry.name}; restarting the sandbox`);
+        await lifecycle.stop(entry, () => drop(entry)).catch(() => undefined);
+        throw error;
+      }
+      if (error instanceof SessionClosedError || settings.docker_exec_mode === 'session') throw error;
+      entry.mode = 'exec';
+      logger?.warn(`berth: the shell of ${entry.name} cannot hold a session (${messageOf(error)}); running one exec per command`);
+    }
+  };
+
+  const killCommand = async (entry: SandboxEntry): Promise<void> => {
+    // Not awaited: the kill request waits in the kill shell's stdin and runs once thawed, and an
+    // inspect can be slow while a fork bomb fills the sandbox.
+    void lifecycle.thawIfPaused(entry);
+    if (entry.mode === 'session' && entry.session) {
+      const stateDir = entry.session.stateDir;
+      const killer = await openKiller(entry);
+      if (killer?.alive) {
+        killer.kill(stateDir);
+        return;
+      }
+    }
+    // No kill shell: a one-off exec (fails only if the sandbox's pid limit is exhausted).
+    const stateDir = entry.session?.stateDir ?? FALLBACK_STATE_DIR;
+    const channel = await channelOpener(entry)(['/bin/sh', '-c', `${KILLER_INIT}__berth_kill "$1"`, 'berth', stateDir]);
+    channel.onStdout(() => undefined);
+    channel.onStderr(() => undefined);
+    channel.end();
+  };
+
+  const runOnce: ShellSessions['runOnce'] = async (entry, request, exec) => {
+    const timeoutMs = Math.max(1, (exec.timeout ?? settings.timeout) * 1000);
+    const stdin = exec.stdin === undefined ? undefined : typeof exec.stdin === 'string' ? Buffer.from(exec.stdin, 'utf8') : exec.stdin;
+    const common = {
+      command: exec.command,
+      ...(exec.cwd !== undefined ? { cwd: exec.cwd } : {}),
+      ...(stdin !== undefined ? { stdin } : {}),
+      timeoutMs,
+      outputLimit: settings.docker_output_limit,
+      variables: request.environment.variables,
+      kill: () => killCommand(entry),
+    };
+    if (entry.mode === 'exec') {
+      const key = environmentDigest(request.environment.variables);
+      const environmentChanged = entry.environmentKey !== undefined && entry.environmentKey !== key;
+      entry.environmentKey = key;
+      return runExecOnce({ ...common, environmentChanged, openChannel: channelOpener(entry) });
+    }
+    const session = entry.session;
+    if (!session) throw new SessionClosedError(false, `the shell of ${entry.name} is gone`);
+    // Most commands answer well within this; a slower one costs one inspect, to catch a pause.
+    const watchdog = setTimeout(() => void lifecycle.thawIfPaused(entry), PAUSE_CHECK_AFTER_MS);
+    let result: SessionRunResult;
+    try {
+      result = await session.run(common);
+    } finally {
+      clearTimeout(watchdog);
+    }
+    if (result.timedOut && !session.alive) {
+      // The kill did not bring the shell back (a fork bomb that outran it, say): stopping the
+      // sandbox ends every process in it; the next command starts it again, files intact.
+      logger?.warn(`berth: a timed-out command in ${entry.name} could not be killed; restarting the sandbox`);
+      await lifecycle.stop(entry, () => drop(entry)).catch(() => undefined);
+    }
+    return result;
+  };
+
+  return { ensureReady, runOnce, drop };
+}
