@@ -89,6 +89,8 @@ export interface DriverDescription {
   readonly apiVersion: string;
   /** What the operator should know about this engine (limits it cannot apply, say). */
   readonly warnings: readonly string[];
+  /** Facts worth showing that are not problems (what a probe of the engine found, say). */
+  readonly notes?: readonly string[];
 }
 
 /** What a driver can do; the runtime reads these to decide what it does around the driver. */
@@ -102,6 +104,8 @@ export interface DriverCapabilities {
   readonly hostFolders: boolean;
   /** `isBusy()` can tell a sandbox running commands from an idle one (else a config change waits for a restart). */
   readonly processList: boolean;
+  /** `network: false` leaves the sandbox only loopback (absent: true). */
+  readonly networkNone?: boolean;
 }
 
 /**
