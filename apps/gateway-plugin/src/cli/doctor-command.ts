@@ -82,6 +82,7 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
       try {
         description = await backend.describe({ image: config.docker_image });
         checks.push({ name: 'engine', status: 'ok', detail: `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}, found via ${description.discovery}` });
+        for (const note of description.notes ?? []) checks.push({ name: 'engine', status: 'ok', detail: note });
         for (const warning of description.warnings) checks.push({ name: 'engine', status: 'warning', detail: warning, fix: 'see docs/backend-' + description.engine + '.md' });
       } catch (error) {
         unreachable = isBerthError(error) && 'endpoint' in error ? String((error as { endpoint: unknown }).endpoint) : undefined;
@@ -89,7 +90,10 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
           name: 'engine',
           status: 'problem',
           detail: (error as Error).message,
-          fix: `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket`,
+          fix:
+            backendName === 'kubernetes'
+              ? 'check terminal.kubernetes_kubeconfig, kubernetes_context and kubernetes_namespace, and that the Role of docs/backend-kubernetes.md is bound'
+              : `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket`,
         });
       } finally {
         await backend.close().catch(() => undefined);
@@ -97,7 +101,10 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
     }
   }
   const present = description?.image?.present ?? null;
-  if (config && description?.image) {
+  if (config && description?.image && backendName === 'kubernetes') {
+    // A namespaced user cannot see which images the nodes hold: a missing one shows when a pod starts.
+    checks.push({ name: 'image', status: 'ok', detail: `the nodes pull ${config.docker_image} when a sandbox's pod starts; a missing image is reported then` });
+  } else if (config && description?.image) {
     checks.push(
       present
         ? { name: 'image', status: 'ok', detail: `${config.docker_image} is on the engine` }
