@@ -701,7 +701,7 @@ command_status() {
   if [ "$alive" -gt 0 ] && [ -f "$ADMIN_KUBECONFIG" ] && node_ready; then
     printf '%-24s Ready\n' "node localhost"
     printf '%-24s %s MiB\n' "memory" "$(memory_used)"
-    printf '%-24s %s\n' "kubeconfig (admin)" "$ADMIN_KUBECONFIG" "kubeconfig (berth)" "$STATE/berth.kubeconfig"
+    printf '%-24s %s\n' "kubeconfig (admin)" "$ADMIN_KUBECONFIG" "kubeconfig (berth)" "$STATE/berth.kubeconfig" "kubectl" "$KUBECTL"
   else
     printf '%-24s not Ready\n' "node localhost"; state=1
   fi
