@@ -1,7 +1,8 @@
-import { assertHost, assertOneSessionStore, BerthError, describeIgnoredKeys, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
+import { assertHost, assertOneSessionStore, BerthError, describeIgnoredKeys, hermesHome, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
 import type { BackendProgressListener } from './create-backend.js';
 import { createBerth, type Berth } from './create-berth.js';
 import { createTerminalProvider } from './create-terminal-provider.js';
+import { findIsolationRisks } from './isolation-risks.js';
 
 /** Options of {@link createBerthPlugin}. */
 export interface BerthPluginOptions {
@@ -76,6 +77,9 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
         throw error;
       }
       instances.push(berth);
+      for (const risk of findIsolationRisks(config, { sandboxDir: berth.resolver.sandboxDir, hermesHome: hermesHome(environment as NodeJS.ProcessEnv) })) {
+        host.logger?.warn(`berth: ${risk.key}: ${risk.risk}; remove it unless every user may have that (berth doctor lists these)`);
+      }
       host.logger?.info(`berth: registered terminal environment ${name} (sandboxes under ${berth.resolver.sandboxDir})`);
       const ignored = describeIgnoredKeys(config);
       if (ignored) host.logger?.warn(ignored);

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { ImageNotFoundError, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
@@ -111,8 +112,13 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     describe: () =>
       call('read the engine version', async ({ docker, endpoint, discovery, warnings }) => {
-        const version = await docker.version();
-        return { engine, endpoint, discovery, version: version.Version, apiVersion: version.ApiVersion, warnings: [...(warnings ?? [])] };
+        const [version, info] = await Promise.all([docker.version(), docker.info() as Promise<{ Runtimes?: Record<string, { path?: string }>; MemTotal?: number; NCPU?: number }>]);
+        // An engine lists the runtimes it is configured with; one whose binary is missing cannot run.
+        const runtimes = Object.entries(info.Runtimes ?? {})
+          .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
+          .map(([name]) => name);
+        const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
+        return { engine, endpoint, discovery, version: version.Version, apiVersion: version.ApiVersion, warnings: [...(warnings ?? [])], runtimes, ...host };
       }),
 
     hasImage: (image) =>

@@ -110,7 +110,10 @@ export const terminalConfigSchema = z
     // Berth's own keys.
     docker_exec_mode: z.enum(['auto', 'session', 'exec']).default('auto'),
     docker_mask_secrets: z.boolean().default(true),
-    docker_max_running: z.number().int().min(0).default(0),
+    // 'auto': as many as the host's memory, CPUs and pid_max hold (see docs/configuration.md); 0: no cap.
+    docker_max_running: z.union([z.literal('auto'), z.number().int().min(0)]).default('auto'),
+    docker_max_sandboxes: z.number().int().min(0).default(256),
+    docker_remove_after_seconds: z.number().int().min(0).max(315_360_000).default(604_800),
     docker_pids_limit: z.number().int().min(16).max(1_000_000).default(512),
     docker_cap_add: z.array(capability).default([...DEFAULT_CAPABILITIES]),
     docker_no_new_privileges: z.boolean().default(true),
@@ -175,6 +178,7 @@ const EXPECTED_FORM: Record<string, string> = {
   docker_env: 'expected a string, number or boolean value',
   container_memory: 'expected megabytes as a number (5120) or a size like "512m" or "2g"',
   container_disk: 'expected megabytes as a number (51200) or a size like "10g"',
+  docker_max_running: 'expected "auto" or a whole number of sandboxes (0: no cap)',
   docker_tmp_size: 'expected megabytes as a number (512) or a size like "512m"',
 };
 

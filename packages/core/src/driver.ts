@@ -91,6 +91,10 @@ export interface DriverDescription {
   readonly warnings: readonly string[];
   /** Facts worth showing that are not problems (what a probe of the engine found, say). */
   readonly notes?: readonly string[];
+  /** The OCI runtimes the engine can run containers with (`runc`, `runsc`, …), when it says. */
+  readonly runtimes?: readonly string[];
+  /** The engine host's size, when it says: what the sandboxes' limits must fit in. */
+  readonly host?: { readonly memoryMb: number; readonly cpus: number };
 }
 
 /** What a driver can do; the runtime reads these to decide what it does around the driver. */

@@ -136,6 +136,42 @@ describe('the sandbox runtime', () => {
     expect(Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]))).toEqual({ '21': 'running', '22': 'stopped', '23': 'running' });
   });
 
+  it('stops the least recently used beyond the cap docker_max_running: auto derives from the host', async () => {
+    // 3 GB of memory per sandbox on the host this driver describes (8 GB): 2 fit.
+    const { config, request } = setUp({ container_memory: 3072 });
+    const driver = createFakeDriver();
+    driver.describe = async () => ({ engine: 'fake', endpoint: 'fake', discovery: 'given', version: '1', apiVersion: '1', warnings: [], host: { memoryMb: 8192, cpus: 16 } });
+    const runtime = runtimeOver(driver, config);
+    for (const user of ['24', '25', '26']) await runtime.doExec(request(user), { command: 'true' });
+    expect(Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]))).toEqual({ '24': 'stopped', '25': 'running', '26': 'running' });
+  });
+
+  it('refuses a new user past docker_max_sandboxes in one line, and creates nothing', async () => {
+    const { config, request } = setUp({ docker_max_sandboxes: 2 });
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    await runtime.doExec(request('27'), { command: 'true' });
+    await runtime.doExec(request('28'), { command: 'true' });
+    const refused = await runtime.doExec(request('29'), { command: 'true' }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'SANDBOX_LIMIT', message: expect.stringMatching(/already has 2 sandboxes, the most terminal\.docker_max_sandboxes \(2\) allows/) });
+    expect(driver.sandboxes.size).toBe(2);
+    // An existing user still gets theirs.
+    expect((await runtime.doExec(request('27'), { command: 'echo mine' })).stdout).toBe('mine\n');
+  });
+
+  it('removes the sandbox of a user unseen for docker_remove_after_seconds, keeping the files', async () => {
+    const { config, request } = setUp({ docker_remove_after_seconds: 1, docker_max_running: 1 });
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    await runtime.doExec(request('30'), { command: 'true' });
+    await runtime.doExec(request('35'), { command: 'true' });
+    await sleep(1_100);
+    await runtime.reap();
+    // 30 was stopped (one running at most), then unused for a second: removed; 35 still runs.
+    expect((await runtime.list()).map((info) => info.userId)).toEqual(['35']);
+    expect(existsSync(request('30').paths.workspace)).toBe(true);
+  });
+
   it('reaps idle sandboxes, and never one a command is queued for (the reap race)', async () => {
     const { config, request } = setUp({ lifetime_seconds: 1 });
     const driver = createFakeDriver();
@@ -221,6 +257,42 @@ describe('the sandbox runtime', () => {
     expect(result).toMatchObject({ exitCode: 124, timedOut: true });
     expect(result.stdout).toContain('started');
     expect((await runtime.doExec(request('53'), { command: 'echo after' })).stdout).toBe('after\n');
+  });
+
+  it("keeps what a background job writes after its command ended out of every later result, and cd/export going", async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    const first = await runtime.doExec(request('54'), { command: 'cd /; export KEEP=yes; (sleep 0.3; echo LATE; echo LATE >&2) & echo now' });
+    expect(first.stdout).toBe('now\n');
+    await sleep(500);
+    const second = await runtime.doExec(request('54'), { command: 'sleep 0.5; pwd; echo "$KEEP"' });
+    expect(second).toMatchObject({ stdout: '/\nyes\n', stderr: '' });
+    expect(`${second.stdout}${second.stderr}`).not.toContain('LATE');
+  });
+
+  it("says so when a command's own EXIT trap and exit keep its cd and export from being saved, and keeps them otherwise", async () => {
+    const { config, request } = setUp();
+    const runtime = runtimeOver(createFakeDriver(), config);
+    const kept = await runtime.doExec(request('55'), { command: "trap 'echo bye' EXIT; cd /; export A=1" });
+    expect(kept).toMatchObject({ stdout: 'bye\n', stderr: '' });
+    expect((await runtime.doExec(request('55'), { command: 'pwd; echo $A' })).stdout).toBe('/\n1\n');
+    const lost = await runtime.doExec(request('55'), { command: "trap 'echo bye' EXIT; cd /tmp; export A=2; exit 3" });
+    expect(lost.exitCode).toBe(3);
+    expect(lost.stderr).toMatch(/^berth: this command ended its shell before Berth could save its cd and export/);
+    expect((await runtime.doExec(request('55'), { command: 'pwd; echo $A' })).stdout).toBe('/\n1\n');
+  });
+
+  it('tells the truth when a command deletes the session\'s state folder, and runs the next command in a new shell', async () => {
+    const { config, request } = setUp();
+    const runtime = runtimeOver(createFakeDriver(), config);
+    await runtime.doExec(request('56'), { command: 'export GONE=soon' });
+    // $0 is the state folder in a command (on the test host, /tmp holds other tests' folders too).
+    const wiped = await runtime.doExec(request('56'), { command: 'rm -rf "$0"; echo wiped' });
+    expect(wiped.stdout).toBe('wiped\n');
+    expect(wiped.stderr).toMatch(/berth: this command deleted the sandbox's shell state .* the next command starts a new shell/);
+    const next = await runtime.doExec(request('56'), { command: 'echo "[$GONE]"' });
+    expect(next).toMatchObject({ stdout: '[]\n', stderr: '' });
   });
 
   it('purges one scope: its sandbox and folders, after the driver had its say, nothing else', async () => {

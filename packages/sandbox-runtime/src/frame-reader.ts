@@ -1,7 +1,7 @@
 import type { HeadTailBuffer } from './head-tail-buffer.js';
 
-/** What a frame reader reports when a command's frame closes on its stream. */
-export type FrameEndHandler = (status: number) => void;
+/** What a frame reader reports when a command's frame closes on its stream: the status, and the letters after it. */
+export type FrameEndHandler = (status: number, flags: string) => void;
 
 /**
  * Cuts one output stream of a persistent shell into per-command frames. The shell prints
@@ -19,6 +19,8 @@ export class FrameReader {
   private sink: HeadTailBuffer | undefined;
   private onEnd: FrameEndHandler | undefined;
   private onStart: (() => void) | undefined;
+  /** Bytes that arrived outside every frame since the reader was made. */
+  stray = 0;
 
   /** Waits for the frame of command `id`; its output goes to `sink`. */
   expect(id: string, sink: HeadTailBuffer, onEnd: FrameEndHandler, onStart?: () => void): void {
@@ -46,13 +48,19 @@ export class FrameReader {
     let data = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
     this.carry = Buffer.alloc(0);
     while (data.length > 0) {
-      if (this.state === 'idle') return;
+      if (this.state === 'idle') {
+        this.stray += data.length;
+        return;
+      }
       if (this.state === 'start') {
         const at = data.indexOf(this.startPattern);
         if (at === -1) {
-          this.carry = Buffer.from(data.subarray(Math.max(0, data.length - this.startPattern.length + 1)));
+          const keep = Math.min(data.length, this.startPattern.length - 1);
+          this.stray += data.length - keep;
+          this.carry = Buffer.from(data.subarray(data.length - keep));
           return;
         }
+        this.stray += at;
         data = data.subarray(at + this.startPattern.length);
         this.state = 'body';
         this.onStart?.();
@@ -72,23 +80,27 @@ export class FrameReader {
         this.state = 'status';
         continue;
       }
-      // state === 'status': digits up to the newline.
+      // state === 'status': digits and flag letters up to the newline.
       const newline = data.indexOf(0x0a);
       if (newline === -1) {
         this.statusText += data.toString('latin1');
-        if (this.statusText.length > 16) this.finish(Number.NaN);
+        if (this.statusText.length > 16) this.finish(Number.NaN, '');
         return;
       }
       this.statusText += data.subarray(0, newline).toString('latin1');
-      this.finish(Number.parseInt(this.statusText, 10));
+      const [, digits = '', flags = ''] = /^(\d*)([A-Z]*)$/.exec(this.statusText) ?? [];
+      this.finish(Number.parseInt(digits, 10), flags);
+      // What follows the frame on this stream is outside every frame.
+      data = data.subarray(newline + 1);
+      if (data.length > 0) this.stray += data.length;
       return;
     }
   }
 
-  private finish(status: number): void {
+  private finish(status: number, flags: string): void {
     const onEnd = this.onEnd;
     this.reset();
-    onEnd?.(Number.isFinite(status) ? status : 255);
+    onEnd?.(Number.isFinite(status) ? status : 255, flags);
   }
 }
 

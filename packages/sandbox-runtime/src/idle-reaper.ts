@@ -1,3 +1,4 @@
+import { localHostSize, maxRunningOf, type HostSize } from './capacity.js';
 import { messageOf, type RuntimeContext } from './runtime-context.js';
 import { enqueue, type SandboxEntry } from './sandbox-entry.js';
 import type { SandboxLifecycle } from './sandbox-lifecycle.js';
@@ -22,6 +23,15 @@ export function createStoppingPolicies(
 ): StoppingPolicies {
   const { settings, logger } = context;
   let adopted = false;
+  // The engine host's size (the engine says; else this machine's), asked once.
+  let hostSize: Promise<HostSize> | undefined;
+  const sizeOfHost = (): Promise<HostSize> => {
+    hostSize ??= context.driver
+      .describe()
+      .then((description) => ({ ...localHostSize(), ...(description.host ?? {}) }))
+      .catch(() => localHostSize());
+    return hostSize;
+  };
 
   const reap: StoppingPolicies['reap'] = async () => {
     if (!adopted) {
@@ -29,6 +39,7 @@ export function createStoppingPolicies(
       adopted = true;
     }
     const stopped: string[] = [];
+    await removeLongStopped();
     if (settings.lifetime_seconds <= 0) return stopped;
     const deadline = Date.now() - settings.lifetime_seconds * 1000;
     for (const entry of [...context.entries.values()]) {
@@ -48,9 +59,28 @@ export function createStoppingPolicies(
     return stopped;
   };
 
+  /** Removes the sandboxes of users unseen for `docker_remove_after_seconds`; their files stay. */
+  const removeLongStopped = async (): Promise<void> => {
+    if (settings.docker_remove_after_seconds <= 0) return;
+    const deadline = Date.now() - settings.docker_remove_after_seconds * 1000;
+    for (const entry of [...context.entries.values()]) {
+      if (entry.running || entry.pending > 0 || entry.lastUsed > deadline || !entry.containerId) continue;
+      await enqueue(
+        entry,
+        async () => {
+          if (entry.running || entry.lastUsed > deadline || !entry.containerId) return;
+          await context.driver.remove(entry.containerId);
+          context.entries.delete(entry.scopeKey);
+          logger?.info(`berth: removed ${entry.name}, unused for more than ${settings.docker_remove_after_seconds} s (its files are kept)`);
+        },
+        () => options.settled(entry),
+      ).catch((error: unknown) => logger?.warn(`berth: could not remove unused sandbox ${entry.name}: ${messageOf(error)}`));
+    }
+  };
+
   const enforceMaxRunning: StoppingPolicies['enforceMaxRunning'] = async (current) => {
-    const limit = settings.docker_max_running;
-    if (limit <= 0) return;
+    if (settings.docker_max_running === 0) return;
+    const limit = maxRunningOf(settings, await sizeOfHost());
     const running = [...context.entries.values()].filter((entry) => entry.running && entry !== current);
     let excess = running.length + 1 - limit;
     for (const entry of running.sort((a, b) => a.lastUsed - b.lastUsed)) {
@@ -63,8 +93,8 @@ export function createStoppingPolicies(
   };
 
   let timer: NodeJS.Timeout | undefined;
-  if (settings.lifetime_seconds > 0 && options.reapIntervalMs !== 0) {
-    const period = options.reapIntervalMs ?? Math.min(60_000, Math.max(1_000, (settings.lifetime_seconds * 1000) / 4));
+  if ((settings.lifetime_seconds > 0 || settings.docker_remove_after_seconds > 0) && options.reapIntervalMs !== 0) {
+    const period = options.reapIntervalMs ?? Math.min(60_000, Math.max(1_000, ((settings.lifetime_seconds || 240) * 1000) / 4));
     timer = setInterval(() => {
       reap().catch((error: unknown) => logger?.warn(`berth: reaping idle sandboxes failed: ${messageOf(error)}`));
     }, period);

@@ -3,3 +3,4 @@ export type { ProgressEvent } from './runtime-context.js';
 export { sandboxSettings, SANDBOX_SETTING_KEYS, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 export { buildSandboxSpec, HOME_TARGET, LABELS, MANAGED_BY, SANDBOX_HOSTNAME, WORKSPACE_TARGET, type BuildSandboxSpecOptions } from './sandbox-spec.js';
 export { assertScopeFolder } from './host-folders.js';
+export { autoMaxRunning, capacityReport, localHostSize, maxRunningOf, type HostSize } from './capacity.js';

@@ -1,5 +1,5 @@
 import type { ExecChannel } from '@berth/core';
-import { buildKillRequest, KILLER_INIT } from './shell-protocol.js';
+import { buildKillRequest, buildWatchRequest, KILLER_INIT } from './shell-protocol.js';
 
 /**
  * A second long-lived shell per sandbox whose only job is killing a timed-out command's
@@ -41,6 +41,11 @@ export class KillerShell {
   /** Kills the command running in the session whose state folder is `stateDir`. */
   kill(stateDir: string): void {
     this.channel.write(buildKillRequest(stateDir));
+  }
+
+  /** Makes `stateDir`'s session the one whose command dies with this shell's connection. */
+  watch(stateDir: string): void {
+    this.channel.write(buildWatchRequest(stateDir));
   }
 
   /** Ends the shell. */

@@ -5,6 +5,18 @@ import type { SandboxEntry } from './sandbox-entry.js';
 import type { ShellSessions } from './shell-sessions.js';
 import { SessionClosedError, type SessionRunResult } from './shell-session.js';
 
+/** Said (on stderr) when a command deleted the session's state folder. */
+export const STATE_LOST_NOTICE =
+  "berth: this sandbox's shell state (its folder in /tmp) was deleted, so the cd and export of earlier commands are lost; the command ran in a new shell, in /workspace with the sandbox's variables\n";
+
+/** Said (on stderr) when a command ended its shell before its cd and export could be saved. */
+export const STATE_NOT_SAVED_NOTICE =
+  'berth: this command ended its shell before Berth could save its cd and export (an exit after its own trap … EXIT, or an exec), so they were not kept\n';
+
+/** Said (on stderr) when a command deleted its session's state folder. */
+export const STATE_DELETED_NOTICE =
+  "berth: this command deleted the sandbox's shell state (its folder in /tmp), so the cd and export of earlier commands are lost; the next command starts a new shell, in /workspace with the sandbox's variables\n";
+
 /** The sandbox name of a request: core's opaque name, under the runtime's prefix. */
 export function nameOf(context: RuntimeContext, request: SandboxRequest): string {
   return sandboxName({ root: request.paths.root, scopeKey: request.scope.key, prefix: context.namePrefix });
@@ -31,10 +43,17 @@ export function createCommandRunner(context: RuntimeContext, shells: ShellSessio
     const started = performance.now();
     await name(entry, request);
     let result: SessionRunResult | undefined;
+    let notice = '';
     for (let attempt = 0; attempt < 2 && !result; attempt++) {
       try {
         await shells.ensureReady(entry, request);
         result = await shells.runOnce(entry, request, exec);
+        if (result.stateLost && attempt === 0) {
+          // A command deleted the session's state folder: the command did not run; run it once in
+          // a new session (it retired the old one), and say what was lost.
+          notice = STATE_LOST_NOTICE;
+          result = undefined;
+        }
       } catch (error) {
         const code = codeOf(error);
         const neverStarted = (error instanceof SessionClosedError && !error.started) || code === 'SANDBOX_GONE' || code === 'SANDBOX_CONFLICT';
@@ -46,10 +65,14 @@ export function createCommandRunner(context: RuntimeContext, shells: ShellSessio
     }
     const final = result!;
     const secrets = settings.docker_mask_secrets ? request.environment.secrets : undefined;
+    if (final.stateNotSaved) notice += STATE_NOT_SAVED_NOTICE;
+    if (final.stateDeleted) notice += STATE_DELETED_NOTICE;
+    const stderr = maskOutput(final.stderr, secrets, settings.docker_output_limit);
     return {
       exitCode: final.timedOut ? 124 : final.status,
       stdout: maskOutput(final.stdout, secrets, settings.docker_output_limit),
-      stderr: maskOutput(final.stderr, secrets, settings.docker_output_limit),
+      // A notice about an earlier loss comes first; one about this command's own doing, last.
+    stderr: notice === '' ? stderr : notice === STATE_LOST_NOTICE ? `${notice}${stderr}` : `${stderr}${stderr.endsWith('\n') || stderr === '' ? '' : '\n'}${notice}`,
       timedOut: final.timedOut,
       truncated: final.stdout.truncated || final.stderr.truncated,
       durationMs: performance.now() - started,

@@ -10,6 +10,8 @@ export interface SandboxEntry {
   containerId: string | undefined;
   running: boolean;
   session: ShellSession | undefined;
+  /** The session retired for a process it left behind; the next one takes over its state. */
+  retired?: ShellSession | undefined;
   killer: KillerShell | undefined;
   killerOpening: Promise<KillerShell | undefined> | undefined;
   /** Decided at the first session attempt: `exec` when the image's shell cannot hold a session. */

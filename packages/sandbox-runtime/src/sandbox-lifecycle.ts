@@ -97,6 +97,21 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     return true;
   };
 
+  /** A new user past `docker_max_sandboxes` is refused in one line, before anything is made. */
+  const assertRoomForAnother = async (request: SandboxRequest): Promise<void> => {
+    const limit = settings.docker_max_sandboxes;
+    if (limit <= 0) return;
+    const root = `${request.paths.root}/`;
+    // This installation's sandboxes (its folders), whatever else shares the engine.
+    const existing = (await find()).filter((sandbox) => (sandbox.labels[LABELS.workspace] ?? '').startsWith(root)).length;
+    if (existing >= limit) {
+      throw new SandboxError(
+        'SANDBOX_LIMIT',
+        `this gateway already has ${existing} sandboxes, the most terminal.docker_max_sandboxes (${limit}) allows; remove unused ones (berth rm), or raise terminal.docker_max_sandboxes`,
+      );
+    }
+  };
+
   const thawIfPaused: SandboxLifecycle['thawIfPaused'] = async (entry) => {
     if (!entry.containerId) return;
     try {
@@ -124,6 +139,7 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
       const found = await driver.inspect(entry.name);
       if (!found && (await adoptRenamed(entry, request))) continue;
       if (!found) {
+        await assertRoomForAnother(request);
         const id = await context.limitCreate(() => create(entry, request, spec));
         if (id === '') {
           // Another process holds the name; the engine may not show it until its create completes.

@@ -11,6 +11,8 @@ export const SANDBOX_SETTING_KEYS = [
   'docker_exec_mode',
   'docker_mask_secrets',
   'docker_max_running',
+  'docker_max_sandboxes',
+  'docker_remove_after_seconds',
   'docker_pids_limit',
   'docker_cap_add',
   'docker_no_new_privileges',

@@ -53,15 +53,22 @@ export function buildEnvironmentScript(variables: Readonly<Record<string, string
 
 /**
  * What each command's child shell runs: take the session's exports and directory from the
- * state file, save them again when it exits (however it exits), then source the command file.
- * `$0` is the state folder. The session's own shell holds none of the user's variables, so an
- * `unset` in one command persists like an `export`. Should the state file be lost (a full
- * `/tmp` when it was written), the session's initial environment in `init` is used.
+ * state file, source the command file, and save them again — when the command returns, and on
+ * `exit` through an EXIT trap (a command that sets its own EXIT trap and then exits replaces
+ * that one; the session notices, as the `saved` flag stays empty, and says so). `$0` is the
+ * state folder. The session's own shell holds none of the user's variables, so an `unset` in
+ * one command persists like an `export`. Should the state file be lost (a full `/tmp` when it
+ * was written), the session's initial environment in `init` is used.
  */
-const CHILD_SCRIPT = `if [ -s "$0/state" ]; then . "$0/state" 2>/dev/null; else . "$0/init" 2>/dev/null; fi
+const CHILD_SCRIPT = `__berth_dir=$0
+if [ -s "$__berth_dir/state" ]; then . "$__berth_dir/state" 2>/dev/null; else . "$__berth_dir/init" 2>/dev/null; fi
 cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
-trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$0/state"' EXIT
-. "$0/cmd"`;
+__berth_save() { __BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_dir/state" && echo 1 > "$__berth_dir/saved"; }
+trap __berth_save EXIT
+. "$__berth_dir/cmd"
+__berth_st=$?
+__berth_save
+exit $__berth_st`;
 
 /**
  * The script that turns a fresh `/bin/sh` into a Berth session: a private state folder whose
@@ -70,20 +77,55 @@ trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$0/state"' EXIT
  * command in a child with its own process group (`setsid` when the image has it) and frames
  * its output. Ends with frame `readyId`, whose status says whether `setsid` is available (0)
  * or not (1).
+ *
+ * After each command the session looks, with builtins only, whether a process it left behind
+ * still holds the session's stdout or stderr (`__berth_holders`); the stderr frame's status
+ * then carries `L`, and the runtime retires the session, so nothing that process writes later
+ * reaches the gateway (its writes go to a pipe nobody reads). `T`: the command's own EXIT trap
+ * kept its `cd` and `export` from being saved. `D`: the command deleted the state folder. Status
+ * 125 with `G`: the state folder was gone before the command, which did not run. (The session
+ * uses `true >` rather than `: >` for its bookkeeping: a failed redirection on a special builtin
+ * makes a POSIX shell exit.)
  */
-export function buildSessionInit(options: { stateDir: string; readyId: string; variables: Readonly<Record<string, string>>; cwd?: string }): string {
+export function buildSessionInit(options: {
+  stateDir: string;
+  readyId: string;
+  variables: Readonly<Record<string, string>>;
+  cwd?: string;
+  /** Take over a retired session's state folder: its cd and exports go on, with today's variables over them. */
+  inherit?: { readonly previousNames: readonly string[] };
+}): string {
   const state = `${buildEnvironmentScript(options.variables)}export __BERTH_CWD=${quoteShell(options.cwd ?? '/workspace')}`;
+  const writeState = options.inherit
+    ? `if [ -s "$__berth_d/state" ]; then printf '%s\\n' ${quoteShell(buildEnvironmentScript(options.variables, options.inherit.previousNames))} >> "$__berth_d/state" || exit 97; else printf '%s\\n' "$__berth_e" > "$__berth_d/state" || exit 97; fi`
+    : `printf '%s\\n' "$__berth_e" > "$__berth_d/state" || exit 97`;
   return `__berth_d=${quoteShell(options.stateDir)}
 mkdir -m 700 -p "$__berth_d" || exit 97
 __berth_e=${quoteShell(state)}
 printf '%s\n' "$__berth_e" > "$__berth_d/init" || exit 97
-printf '%s\n' "$__berth_e" > "$__berth_d/state" || exit 97
+${writeState}
 unset __berth_e
 __berth_child=${quoteShell(CHILD_SCRIPT)}
 if command -v setsid >/dev/null 2>&1; then __berth_ss=1; else __berth_ss=0; fi
+__berth_holders() {
+  for __berth_q in /proc/[0-9]*/fd; do
+    # Itself, and its parent (outside the sandbox on an engine; the test host's runner locally).
+    # No redirection on these loops: some shells run a redirected loop in a subshell, which holds the pipes too.
+    case "$__berth_q" in "/proc/$$/fd" | "/proc/$PPID/fd") continue ;; esac
+    for __berth_f in "$__berth_q"/*; do
+      if [ "$__berth_f" -ef "/proc/$$/fd/1" ] || [ "$__berth_f" -ef "/proc/$$/fd/2" ]; then return 0; fi
+    done
+  done
+  return 1
+}
 __berth_run() {
-  if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
   printf '__BERTH_%s_S__\n' "$1"; printf '__BERTH_%s_S__\n' "$1" >&2
+  if [ ! -f "$__berth_d/init" ]; then
+    printf '\n__BERTH_%s_E_125%s\n' "$1" G; printf '\n__BERTH_%s_E_125%s\n' "$1" G >&2
+    return
+  fi
+  if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
+  true > "$__berth_d/saved"
   if [ "$__berth_ss" = 1 ]; then
     setsid /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
   else
@@ -92,8 +134,16 @@ __berth_run() {
   __berth_p=$!
   echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
   wait "$__berth_p"; __berth_s=$?
-  : > "$__berth_d/pid"
-  printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s" >&2
+  true > "$__berth_d/pid" 2>/dev/null
+  __berth_x=
+  if __berth_holders; then __berth_x=L; fi
+  if [ ! -f "$__berth_d/init" ]; then
+    __berth_x="\${__berth_x}D"
+  else
+    read -r __berth_v < "$__berth_d/saved" 2>/dev/null || __berth_v=
+    if [ "$__berth_v" != 1 ] && [ "$__berth_s" -lt 128 ]; then __berth_x="\${__berth_x}T"; fi
+  fi
+  printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s%s\n' "$1" "$__berth_s" "$__berth_x" >&2
 }
 printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss"
 printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss" >&2
@@ -129,9 +179,12 @@ ${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}
  * Defines `__berth_kill DIR`, which kills the process tree of the command running in the
  * session whose state folder is DIR: its process group, and every descendant found through
  * /proc (stopped first, so nothing forks while the walk runs). Builtins only, so it works
- * while a fork bomb holds every pid the container may have.
+ * while a fork bomb holds every pid the container may have. When the kill shell's stdin ends
+ * (its connection to the gateway is gone), it kills the command of the session it watches.
  */
-export const KILLER_INIT = `__berth_kill() {
+export const KILLER_INIT = `__berth_session=
+trap '[ -n "$__berth_session" ] && __berth_kill "$__berth_session"' EXIT
+__berth_kill() {
   read -r __berth_p __berth_ss < "$1/pid" 2>/dev/null || return 0
   [ -n "$__berth_p" ] || return 0
   if [ "$__berth_ss" = 1 ]; then kill -STOP "-$__berth_p" 2>/dev/null; fi
@@ -157,6 +210,15 @@ export const KILLER_INIT = `__berth_kill() {
 /** Asks a killer shell to kill the running command of the session with state folder `stateDir`. */
 export function buildKillRequest(stateDir: string): string {
   return `__berth_kill ${quoteShell(stateDir)}\n`;
+}
+
+/**
+ * Tells a killer shell which session is current: when its own connection ends (the gateway
+ * died, or closed it), it kills that session's running command, so no command outlives the
+ * gateway that gave it a timeout.
+ */
+export function buildWatchRequest(stateDir: string): string {
+  return `__berth_session=${quoteShell(stateDir)}\n`;
 }
 
 /**

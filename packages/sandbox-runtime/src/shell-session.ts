@@ -22,7 +22,18 @@ export interface SessionRunResult {
   readonly stdout: HeadTailBuffer;
   readonly stderr: HeadTailBuffer;
   readonly timedOut: boolean;
+  /** A process the command left behind still holds the session's output: retire the session. */
+  readonly leftovers?: boolean;
+  /** The command ended its shell (an `exit` after its own EXIT trap, an `exec`) before its `cd` and `export` were saved. */
+  readonly stateNotSaved?: boolean;
+  /** The session's state folder was gone: the command did not run. */
+  readonly stateLost?: boolean;
+  /** The command deleted the session's state folder. */
+  readonly stateDeleted?: boolean;
 }
+
+/** Bytes outside every frame a session tolerates (a background job writing to it) before it is retired. */
+export const STRAY_OUTPUT_LIMIT = 64 * 1024;
 
 /** One command for {@link ShellSession.run}. */
 export interface SessionRunOptions {
@@ -63,7 +74,8 @@ export class ShellSession {
   private closed = false;
   private busy = false;
   private environmentKey: string;
-  private environmentNames: string[];
+  /** The variable names this session's environment holds. */
+  environmentNames: string[];
   private closeListeners: Array<() => void> = [];
 
   private constructor(options: { channel: ExecChannel; stateDir: string; processGroups: boolean; stdoutReader: FrameReader; stderrReader: FrameReader; variables: Readonly<Record<string, string>> }) {
@@ -81,16 +93,36 @@ export class ShellSession {
    * environment) and waits for its ready frame. Throws when the shell does not answer in
    * `readyTimeoutMs`, so the caller can fall back to one exec per command.
    */
-  static async open(options: { channel: ExecChannel; variables: Readonly<Record<string, string>>; cwd?: string; readyTimeoutMs?: number }): Promise<ShellSession> {
+  static async open(options: {
+    channel: ExecChannel;
+    variables: Readonly<Record<string, string>>;
+    cwd?: string;
+    readyTimeoutMs?: number;
+    /** A retired session whose state folder (cd, exports) this one takes over. */
+    successorOf?: ShellSession;
+  }): Promise<ShellSession> {
     const { channel } = options;
-    const stateDir = `/tmp/.berth-${randomBytes(8).toString('hex')}`;
+    const stateDir = options.successorOf?.stateDir ?? `/tmp/.berth-${randomBytes(8).toString('hex')}`;
     const readyId = randomBytes(12).toString('hex');
     const stdoutReader = new FrameReader();
     const stderrReader = new FrameReader();
     let closedEarly = false;
     let failReady: ((error: Error) => void) | undefined;
-    channel.onStdout((chunk) => stdoutReader.push(chunk));
-    channel.onStderr((chunk) => stderrReader.push(chunk));
+    let session: ShellSession | undefined;
+    // Bytes outside every frame come from something else writing to the session's pipes (a
+    // process a command left behind, or one that reopened them): past the limit the session is
+    // retired, so they stop reaching the gateway.
+    const checkStray = (): void => {
+      if (session && stdoutReader.stray + stderrReader.stray > STRAY_OUTPUT_LIMIT) session.close();
+    };
+    channel.onStdout((chunk) => {
+      stdoutReader.push(chunk);
+      checkStray();
+    });
+    channel.onStderr((chunk) => {
+      stderrReader.push(chunk);
+      checkStray();
+    });
     channel.onClose(() => {
       closedEarly = true;
       failReady?.(new SessionClosedError(false, "the sandbox's /bin/sh ended before it was ready; check that the image has /bin/sh"));
@@ -110,15 +142,24 @@ export class ShellSession {
       };
       stdoutReader.expect(readyId, createHeadTailBuffer(1024), done);
       stderrReader.expect(readyId, createHeadTailBuffer(1024), done);
-      channel.write(buildSessionInit({ stateDir, readyId, variables: options.variables, ...(options.cwd ? { cwd: options.cwd } : {}) }));
+      channel.write(
+        buildSessionInit({
+          stateDir,
+          readyId,
+          variables: options.variables,
+          ...(options.cwd ? { cwd: options.cwd } : {}),
+          ...(options.successorOf ? { inherit: { previousNames: options.successorOf.environmentNames } } : {}),
+        }),
+      );
     }).catch((error: unknown) => {
       channel.destroy();
       throw error;
     });
-    const session = new ShellSession({ channel, stateDir, processGroups: status === 0, stdoutReader, stderrReader, variables: options.variables });
-    channel.onClose(() => session.markClosed());
-    if (closedEarly) session.markClosed();
-    return session;
+    const opened = new ShellSession({ channel, stateDir, processGroups: status === 0, stdoutReader, stderrReader, variables: options.variables });
+    session = opened;
+    channel.onClose(() => opened.markClosed());
+    if (closedEarly) opened.markClosed();
+    return opened;
   }
 
   /** False once the shell or its connection ended; a new session is needed then. */
@@ -157,6 +198,7 @@ export class ShellSession {
       let timedOut = false;
       let pending = 2;
       let status = 0;
+      let flags = '';
       let timer: NodeJS.Timeout | undefined;
       let graceTimer: NodeJS.Timeout | undefined;
       const settle = (outcome: { result: SessionRunResult } | { error: Error }): void => {
@@ -167,9 +209,12 @@ export class ShellSession {
         if ('result' in outcome) resolve(outcome.result);
         else reject(outcome.error);
       };
-      const onEnd = (value: number, fromStdout: boolean): void => {
+      const onEnd = (value: number, fromStdout: boolean, endFlags: string): void => {
         if (fromStdout) status = value;
-        if (--pending === 0) settle({ result: { status, stdout, stderr, timedOut } });
+        else flags = endFlags;
+        if (--pending === 0) {
+          settle({ result: { status, stdout, stderr, timedOut, leftovers: flags.includes('L'), stateNotSaved: flags.includes('T'), stateLost: flags.includes('G'), stateDeleted: flags.includes('D') } });
+        }
       };
       const onClosed = (): void => {
         if (timedOut) {
@@ -179,8 +224,8 @@ export class ShellSession {
         settle({ error: new SessionClosedError(started, started ? 'the sandbox stopped while the command ran; run it again' : 'the sandbox shell ended before the command started') });
       };
       this.closeListeners.push(onClosed);
-      this.stdoutReader.expect(id, stdout, (value) => onEnd(value, true), () => (started = true));
-      this.stderrReader.expect(id, stderr, (value) => onEnd(value, false));
+      this.stdoutReader.expect(id, stdout, (value, endFlags) => onEnd(value, true, endFlags), () => (started = true));
+      this.stderrReader.expect(id, stderr, (value, endFlags) => onEnd(value, false, endFlags));
       timer = setTimeout(() => {
         timedOut = true;
         options.kill().catch(() => undefined);

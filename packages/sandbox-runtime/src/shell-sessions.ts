@@ -60,7 +60,10 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
 
   const ensureReady: ShellSessions['ensureReady'] = async (entry, request) => {
     if (entry.containerId && entry.running && (entry.mode === 'exec' || entry.session?.alive)) return;
-    drop(entry);
+    // The kill shell stays when it is alive: a session retired for its leftovers needs no new one.
+    entry.session?.close();
+    entry.session = undefined;
+    if (!entry.running) drop(entry);
     await lifecycle.acquire(entry, request);
     await acquired(entry);
     if (entry.mode === 'exec') return;
@@ -70,13 +73,15 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     const killerReady = openKiller(entry);
     const channel = await channelOpener(entry)(['/bin/sh'], { workingDir: WORKSPACE_TARGET });
     try {
-      const session = await ShellSession.open({ channel, variables: request.environment.variables });
+      const session = await ShellSession.open({ channel, variables: request.environment.variables, ...(entry.retired ? { successorOf: entry.retired } : {}) });
+      entry.retired = undefined;
       entry.session = session;
       entry.mode = 'session';
       session.onClose(() => {
         if (entry.session === session) entry.session = undefined;
       });
-      await killerReady;
+      // The kill shell ends this session's running command should the gateway's connection die.
+      (await killerReady)?.watch(session.stateDir);
     } catch (error) {
       void killerReady.then((killer) => killer?.close());
       if (error instanceof SessionClosedError && !error.started) {
@@ -146,6 +151,12 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
       // sandbox ends every process in it; the next command starts it again, files intact.
       logger?.warn(`berth: a timed-out command in ${entry.name} could not be killed; restarting the sandbox`);
       await lifecycle.stop(entry, () => drop(entry)).catch(() => undefined);
+    } else if (result.leftovers || result.stateLost || result.stateDeleted) {
+      // A process the command left behind holds the session's output (or the session lost its
+      // state): the next command gets a new session, and whatever the old one's pipes carry
+      // from now on reaches nobody. A new session after leftovers takes over the state folder.
+      if (result.leftovers && !result.stateLost && !result.stateDeleted) entry.retired = session;
+      session.close();
     }
     return result;
   };

@@ -1,16 +1,18 @@
 import { constants, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
-import { defaultConfigPath, isBerthError, resolveSandboxDir, type BackendDescription, type LoadedConfig, type SandboxBackendV1 } from '@berth/core';
+import { defaultConfigPath, hermesHome, isBerthError, resolveSandboxDir, type BackendDescription, type LoadedConfig, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
 import { createBackend } from '../create-backend.js';
 import { createBerthResolver } from '../create-berth.js';
+import { findIsolationRisks } from '../isolation-risks.js';
+import { capacityReport, localHostSize, type HostSize } from '@berth/sandbox-runtime';
 import { colorsFor, type CliIo } from './cli-io.js';
 import { loadCliConfig } from './load-cli-config.js';
 import type { CliOptions } from './parse-cli-arguments.js';
 
 /** The outcome of one doctor check. */
 export interface DoctorCheck {
-  readonly name: 'config' | 'engine' | 'backend' | 'image' | 'sandbox-root' | 'variables';
+  readonly name: 'config' | 'engine' | 'backend' | 'image' | 'sandbox-root' | 'variables' | 'isolation' | 'capacity';
   readonly status: 'ok' | 'problem' | 'warning' | 'skipped';
   readonly detail: string;
   /** The one thing to do, for problems and warnings. */
@@ -47,6 +49,20 @@ async function sandboxRootState(root: string): Promise<{ exists: boolean; writab
   } catch {
     return { exists: existing === root, writable: false, problem: `${existing} is not writable by this user` };
   }
+}
+
+/** The running sandboxes' limits added up against the host: memory, CPUs, pids against pid_max. */
+function capacityCheck(config: TerminalConfig, host: HostSize): DoctorCheck {
+  const report = capacityReport(config, host);
+  const cap = config.docker_max_running === 'auto' ? `${report.maxRunning} at once (docker_max_running: auto)` : `${report.maxRunning} at once`;
+  const sums = `their limits add up to ${report.memoryMb.sum} of ${report.memoryMb.host} MB of memory, ${report.cpus.sum} of ${report.cpus.host} CPUs and ${report.pids.sum} of ${report.pids.host} pids (pid_max); at most ${config.docker_max_sandboxes || 'any number of'} sandboxes exist (docker_max_sandboxes)`;
+  if (report.maxRunning === 0) {
+    return { name: 'capacity', status: 'warning', detail: `docker_max_running is 0: any number of sandboxes run at once, each with ${config.container_memory} MB and ${config.docker_pids_limit} pids`, fix: 'set terminal.docker_max_running to auto' };
+  }
+  if (report.memoryMb.sum > report.memoryMb.host || report.pids.sum > report.pids.host) {
+    return { name: 'capacity', status: 'problem', detail: `up to ${cap}: ${sums}, more than the host has`, fix: 'lower terminal.docker_max_running (or set it to auto), container_memory or docker_pids_limit' };
+  }
+  return { name: 'capacity', status: 'ok', detail: `up to ${cap}: ${sums}` };
 }
 
 /** Runs every check; never throws for a failed check. */
@@ -119,6 +135,12 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
     checks.push({ name: 'image', status: 'skipped', detail: config ? 'the engine did not answer' : 'the config is not valid' });
   }
   const root = resolveSandboxDir(config?.sandbox_dir, io.environment as NodeJS.ProcessEnv);
+  if (config) {
+    const risks = findIsolationRisks(config, { sandboxDir: root, hermesHome: hermesHome(io.environment as NodeJS.ProcessEnv), ...(description?.runtimes ? { runtimes: description.runtimes } : {}) });
+    for (const risk of risks) checks.push({ name: 'isolation', status: 'problem', detail: `${risk.key}: ${risk.risk}`, fix: `remove it from the terminal config unless every user may have that (docs/configuration.md)` });
+    if (risks.length === 0) checks.push({ name: 'isolation', status: 'ok', detail: 'no setting undoes the sandboxes\' isolation (mounts, capabilities, no-new-privileges, runtime)' });
+    checks.push(capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }));
+  }
   const state = await sandboxRootState(root);
   checks.push(
     state.writable

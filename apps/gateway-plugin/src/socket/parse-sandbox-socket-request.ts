@@ -4,7 +4,7 @@ import { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION, type
 
 /** A request on the sandbox socket that is not valid JSON, too large, or not a valid request. */
 export class SandboxSocketRequestError extends BerthError {
-  constructor(code: 'REQUEST_MALFORMED' | 'REQUEST_TOO_LARGE' | 'REQUEST_INVALID' | 'REQUEST_TIMEOUT', message: string) {
+  constructor(code: 'REQUEST_MALFORMED' | 'REQUEST_TOO_LARGE' | 'REQUEST_INVALID' | 'REQUEST_TIMEOUT' | 'SERVER_BUSY', message: string) {
     super(code, message);
   }
 }

@@ -24,9 +24,14 @@ export interface ServeSandboxesOptions {
   /** Path of the Unix socket; its folder is created with mode 0700 when missing. */
   readonly socket: string;
   readonly logger?: HostLogger;
-  /** Connections served at once; more are closed unanswered. @default 256 */
+  /** Commands run at once; a request beyond it is answered `SERVER_BUSY`. @default 256 */
   readonly maxConnections?: number;
-  /** Milliseconds a client may take to send its request line. @default 30000 */
+  /**
+   * Connections that have not sent their whole request yet. At the limit the oldest of them is
+   * closed to make room, so idle connections can never keep real requests out. @default 64
+   */
+  readonly maxPendingConnections?: number;
+  /** Milliseconds a client has, from connecting, to send its whole request line (not an idle timer). @default 10000 */
   readonly requestReadTimeoutMs?: number;
 }
 
@@ -152,7 +157,11 @@ function errorResponse(error: unknown): SandboxSocketErrorResponse {
 export async function serveSandboxes(options: ServeSandboxesOptions): Promise<SandboxSocketServer> {
   const { berth, logger } = options;
   const socket = path.resolve(options.socket);
-  const readTimeout = options.requestReadTimeoutMs ?? 30_000;
+  const readTimeout = options.requestReadTimeoutMs ?? 10_000;
+  const maxInFlight = options.maxConnections ?? 256;
+  const maxPending = options.maxPendingConnections ?? 64;
+  // Connections still sending their request, oldest first (a Map keeps insertion order).
+  const pending = new Map<net.Socket, NodeJS.Timeout>();
   await prepareSocketPath(socket);
 
   const connections = new Set<net.Socket>();
@@ -195,38 +204,60 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
   };
 
   // Half-open: a client may end its side after the request and still read the answer.
+  const unpend = (connection: net.Socket): void => {
+    clearTimeout(pending.get(connection));
+    pending.delete(connection);
+  };
   const server = net.createServer({ allowHalfOpen: true }, (connection) => {
     connections.add(connection);
-    connection.once('close', () => connections.delete(connection));
+    connection.once('close', () => {
+      connections.delete(connection);
+      unpend(connection);
+    });
     // A client that vanished is not the server's problem; its command, if any, still finishes.
     connection.on('error', () => {});
     const chunks: Buffer[] = [];
     let size = 0;
     let received = false;
+    const refuse = (error: SandboxSocketRequestError): void => {
+      if (received) return;
+      received = true;
+      unpend(connection);
+      answer(connection, errorResponse(error));
+    };
     const take = (line: string): void => {
       received = true;
-      connection.setTimeout(0);
+      unpend(connection);
       connection.pause();
+      if (inFlight.size >= maxInFlight) {
+        answer(connection, errorResponse(new SandboxSocketRequestError('SERVER_BUSY', `${maxInFlight} commands are running already; retry in a moment`)));
+        return;
+      }
       const task = run(connection, line).finally(() => inFlight.delete(task));
       inFlight.add(task);
     };
-    connection.setTimeout(readTimeout, () => {
-      if (received) return;
-      received = true;
-      answer(connection, errorResponse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no request line within ${readTimeout / 1000} s; send one JSON object ending in a newline`)));
-    });
+    // Room for the newcomer: the connection that has waited longest without a request goes.
+    if (pending.size >= maxPending) {
+      const [oldest] = pending.keys();
+      if (oldest) {
+        unpend(oldest);
+        answer(oldest, errorResponse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line while ${maxPending} other connections waited; send the request at once after connecting`)));
+      }
+    }
+    // A deadline for the whole request from the moment of connecting: a byte every few
+    // seconds does not keep a connection open.
+    pending.set(
+      connection,
+      setTimeout(() => refuse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line within ${readTimeout / 1000} s of connecting; send one JSON object ending in a newline`)), readTimeout),
+    );
     connection.on('data', (chunk: Buffer) => {
       if (received) return;
       const newline = chunk.indexOf(0x0a);
       const part = newline < 0 ? chunk : chunk.subarray(0, newline);
       size += part.length;
       if (size > MAX_SANDBOX_SOCKET_REQUEST_BYTES) {
-        received = true;
         connection.pause();
-        answer(
-          connection,
-          errorResponse(new SandboxSocketRequestError('REQUEST_TOO_LARGE', `the request is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes; send less input with it`)),
-        );
+        refuse(new SandboxSocketRequestError('REQUEST_TOO_LARGE', `the request is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes; send less input with it`));
         return;
       }
       chunks.push(part);
@@ -237,7 +268,6 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       if (!received) take(Buffer.concat(chunks).toString('utf8'));
     });
   });
-  server.maxConnections = options.maxConnections ?? 256;
   await listen(server, socket);
   chmodSync(socket, 0o600);
   const own = statSync(socket);
@@ -262,6 +292,8 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
           await Promise.race([Promise.allSettled([...inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, grace)))]);
           clearTimeout(timer);
         }
+        for (const timer of pending.values()) clearTimeout(timer);
+        pending.clear();
         for (const connection of connections) connection.destroy();
         await stopped;
       })();
