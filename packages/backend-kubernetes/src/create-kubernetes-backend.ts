@@ -67,7 +67,10 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Kube
     const issue = parsed.error.issues[0]!;
     throw new SandboxError('OPTIONS_INVALID', `createKubernetesBackend: option ${issue.path.join('.') || '(root)'} is invalid: ${issue.message}`);
   }
-  const settings = sandboxSettings(options.settings);
+  // docker_max_running: auto sizes the running sandboxes against the engine host, and a cluster
+  // is no one host: its scheduler (and a ResourceQuota on the namespace) bounds them instead.
+  const given = sandboxSettings(options.settings);
+  const settings = given.docker_max_running === 'auto' ? { ...given, docker_max_running: 0 } : given;
   const cluster = kubernetesSettings(options.kubernetes ?? {});
   const image = options.image ?? settings.docker_image;
   const driver = createKubernetesDriver({

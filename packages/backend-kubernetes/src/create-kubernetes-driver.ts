@@ -92,7 +92,15 @@ function recordOf(claim: V1PersistentVolumeClaim): { labels: Record<string, stri
  * sandbox is still listed, restarted with its files and adopted by the next gateway. Commands
  * reach the Pod over the exec WebSocket; variables only ever travel on its stdin.
  */
-export function createKubernetesDriver(options: KubernetesDriverOptions = {}): SandboxDriverV1 & { connection(): Promise<Connection>; readonly namespace: string } {
+/** The Kubernetes driver, with what `berth doctor` and tests also use. */
+export type KubernetesDriver = SandboxDriverV1 & {
+  connection(): Promise<Connection>;
+  readonly namespace: string;
+  /** Whether the cluster enforces NetworkPolicy, found with two short-lived probe pods (`berth doctor`). */
+  probeNetworkPolicy(): Promise<NetworkPolicyProbe>;
+};
+
+export function createKubernetesDriver(options: KubernetesDriverOptions = {}): KubernetesDriver {
   const namespace = options.namespace ?? 'berth';
   const objects: ClusterObjectOptions = {
     diskMb: options.diskMb ?? 51200,
@@ -253,7 +261,7 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): S
     return { stdout, exitCode: await channel.exitCode() };
   };
 
-  const driver: SandboxDriverV1 & { connection(): Promise<Connection>; readonly namespace: string } = {
+  const driver: KubernetesDriver = {
     specificationVersion: 'v1',
     engine: 'kubernetes',
     namespace,
@@ -275,35 +283,34 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): S
         }
       }),
 
+    // Cheap: the runtime asks it too (for the engine host's size, which a cluster does not have
+    // in one piece, so none is given). The NetworkPolicy probe is a method of its own.
     async describe() {
       const connected = await connection();
       const found = await call('read the Kubernetes version', ({ version }) => version.getCode());
       await driver.ping();
-      const warnings = [
-        `Kubernetes has no per-pod pids limit: terminal.docker_pids_limit is not applied; set the kubelet's podPidsLimit on every node`,
-        'terminal.docker_nofile and docker_nproc cannot be set on a pod; the container runtime\'s own limits apply',
-        'terminal.docker_network: false keeps the pod\'s interface; only a NetworkPolicy (where enforced) and an empty resolver cut it off',
-      ];
-      const notes: string[] = [];
-      if (options.probeImage) {
-        probe ??= probeNetworkPolicy({ core: connected.core, kubeConfig: connected.cluster.kubeConfig, namespace, image: options.probeImage, ensurePolicies: () => ensurePolicies(connected) }).catch((error: unknown) => {
-          probe = undefined;
-          throw error;
-        });
-        const result = await probe.catch((error: unknown) => ({ enforced: undefined, detail: `the probe could not run (${(error as Error).message.split('\n')[0]})` }) as NetworkPolicyProbe);
-        if (result.enforced === true) notes.push(`NetworkPolicy is enforced in namespace ${namespace}: ${result.detail}`);
-        else if (result.enforced === false) warnings.push(`NetworkPolicy is NOT enforced in namespace ${namespace}: ${result.detail}; sandboxes can reach each other — use a network plugin that enforces NetworkPolicy (Calico, Cilium)`);
-        else warnings.push(`whether NetworkPolicy is enforced in namespace ${namespace} is unknown: ${result.detail}`);
-      }
       return {
         engine: 'kubernetes',
         endpoint: connected.cluster.endpoint,
         discovery: `${connected.cluster.discovery}, namespace ${namespace}`,
         version: found.gitVersion,
         apiVersion: `${found.major}.${found.minor}`,
-        warnings,
-        notes,
+        warnings: [
+          "Kubernetes has no per-pod pids limit: terminal.docker_pids_limit is not applied; set the kubelet's podPidsLimit on every node",
+          "terminal.docker_nofile and docker_nproc cannot be set on a pod; the container runtime's own limits apply",
+          "terminal.docker_network: false keeps the pod's interface; only a NetworkPolicy (where enforced) and an empty resolver cut it off",
+        ],
       };
+    },
+
+    async probeNetworkPolicy() {
+      const connected = await connection();
+      if (!options.probeImage) return { enforced: undefined, detail: 'no image to probe with' };
+      probe ??= probeNetworkPolicy({ core: connected.core, kubeConfig: connected.cluster.kubeConfig, namespace, image: options.probeImage, ensurePolicies: () => ensurePolicies(connected) }).catch((error: unknown) => {
+        probe = undefined;
+        throw error;
+      });
+      return probe.catch((error: unknown): NetworkPolicyProbe => ({ enforced: undefined, detail: `the probe could not run (${(error as Error).message.split('\n')[0]})` }));
     },
 
     // Images are the nodes' business: a kubelet pulls when a Pod starts, and a missing one is

@@ -1,5 +1,6 @@
 export { createKubernetesBackend, type KubernetesBackend, type KubernetesBackendOptions } from './create-kubernetes-backend.js';
-export { createKubernetesDriver, type KubernetesDriverOptions } from './create-kubernetes-driver.js';
+export { createKubernetesDriver, type KubernetesDriver, type KubernetesDriverOptions } from './create-kubernetes-driver.js';
+export type { NetworkPolicyProbe } from './probe-network-policy.js';
 export { findKubernetesCluster, type FindKubernetesClusterOptions, type KubernetesCluster } from './find-kubernetes-cluster.js';
 export { installationLabel, KUBERNETES_SETTING_KEYS, kubernetesSettings, type KubernetesSettings, type KubernetesSettingsInput } from './kubernetes-settings.js';
 export { mapKubernetesError, type KubernetesErrorContext } from './map-kubernetes-error.js';

@@ -228,9 +228,9 @@ describe('kubernetes: the berth CLI', () => {
     const { stdout } = await berth('doctor', '--config', configFile, '--json').catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
     const report = JSON.parse(stdout) as { engine: { name: string; reachable: boolean; version: string }; checks: Array<{ name: string; status: string; detail: string }> };
     expect(report.engine).toMatchObject({ name: 'kubernetes', reachable: true, version: 'v1.20.2' });
-    const engine = report.checks.filter((check) => check.name === 'engine');
-    expect(engine.find((check) => /NetworkPolicy is NOT enforced/.test(check.detail))?.status).toBe('warning');
-    expect(engine.some((check) => /podPidsLimit/.test(check.detail))).toBe(true);
+    expect(report.checks.find((check) => check.name === 'isolation' && /NetworkPolicy is NOT enforced/.test(check.detail))?.status).toBe('warning');
+    expect(report.checks.some((check) => check.name === 'engine' && /podPidsLimit/.test(check.detail))).toBe(true);
+    expect(report.checks.find((check) => check.name === 'capacity')?.detail).toMatch(/scheduler places each sandbox's pod/);
   }, 120_000);
 });
 

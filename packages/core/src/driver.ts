@@ -89,8 +89,6 @@ export interface DriverDescription {
   readonly apiVersion: string;
   /** What the operator should know about this engine (limits it cannot apply, say). */
   readonly warnings: readonly string[];
-  /** Facts worth showing that are not problems (what a probe of the engine found, say). */
-  readonly notes?: readonly string[];
   /** The OCI runtimes the engine can run containers with (`runc`, `runsc`, …), when it says. */
   readonly runtimes?: readonly string[];
   /** The engine host's size, when it says: what the sandboxes' limits must fit in. */

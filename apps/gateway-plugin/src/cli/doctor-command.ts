@@ -65,6 +65,26 @@ function capacityCheck(config: TerminalConfig, host: HostSize): DoctorCheck {
   return { name: 'capacity', status: 'ok', detail: `up to ${cap}: ${sums}` };
 }
 
+/** What a driver that can probe NetworkPolicy enforcement offers (the Kubernetes one). */
+type NetworkPolicyProbe = () => Promise<{ readonly enforced: boolean | undefined; readonly detail: string }>;
+
+function networkPolicyProbeOf(backend: SandboxBackendV1): NetworkPolicyProbe | undefined {
+  const driver = (backend as { driver?: { probeNetworkPolicy?: unknown } }).driver;
+  return typeof driver?.probeNetworkPolicy === 'function' ? (driver.probeNetworkPolicy as NetworkPolicyProbe).bind(driver) : undefined;
+}
+
+/** Whether the sandboxes' deny-ingress policy holds, found by trying (two probe pods). */
+async function networkPolicyCheck(probe: NetworkPolicyProbe): Promise<DoctorCheck> {
+  const result = await probe();
+  if (result.enforced === true) return { name: 'isolation', status: 'ok', detail: `NetworkPolicy is enforced: ${result.detail}` };
+  return {
+    name: 'isolation',
+    status: 'warning',
+    detail: result.enforced === false ? `NetworkPolicy is NOT enforced: ${result.detail}; sandboxes can reach each other` : `whether NetworkPolicy is enforced is unknown: ${result.detail}`,
+    fix: 'use a network plugin that enforces NetworkPolicy (Calico, Cilium); see docs/backend-kubernetes.md',
+  };
+}
+
 /** Runs every check; never throws for a failed check. */
 export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
@@ -98,8 +118,9 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
       try {
         description = await backend.describe({ image: config.docker_image });
         checks.push({ name: 'engine', status: 'ok', detail: `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}, found via ${description.discovery}` });
-        for (const note of description.notes ?? []) checks.push({ name: 'engine', status: 'ok', detail: note });
         for (const warning of description.warnings) checks.push({ name: 'engine', status: 'warning', detail: warning, fix: 'see docs/backend-' + description.engine + '.md' });
+        const probe = networkPolicyProbeOf(backend);
+        if (probe) checks.push(await networkPolicyCheck(probe));
       } catch (error) {
         unreachable = isBerthError(error) && 'endpoint' in error ? String((error as { endpoint: unknown }).endpoint) : undefined;
         checks.push({
@@ -139,7 +160,11 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
     const risks = findIsolationRisks(config, { sandboxDir: root, hermesHome: hermesHome(io.environment as NodeJS.ProcessEnv), ...(description?.runtimes ? { runtimes: description.runtimes } : {}) });
     for (const risk of risks) checks.push({ name: 'isolation', status: 'problem', detail: `${risk.key}: ${risk.risk}`, fix: `remove it from the terminal config unless every user may have that (docs/configuration.md)` });
     if (risks.length === 0) checks.push({ name: 'isolation', status: 'ok', detail: 'no setting undoes the sandboxes\' isolation (mounts, capabilities, no-new-privileges, runtime)' });
-    checks.push(capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }));
+    checks.push(
+      backendName === 'kubernetes'
+        ? { name: 'capacity', status: 'ok', detail: "the cluster's scheduler places each sandbox's pod on a node with room (docker_max_running: auto sets no cap of Berth's there); bound the namespace with a ResourceQuota" }
+        : capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }),
+    );
   }
   const state = await sandboxRootState(root);
   checks.push(
