@@ -36,9 +36,10 @@ async function setUp(
 }
 
 describe('the plugin', () => {
-  it('registers berth-docker with the host, and berth-podman for backend podman', async () => {
+  it('registers berth-docker with the host, berth-podman for backend podman and berth-kubernetes for backend kubernetes', async () => {
     expect((await setUp()).terminal.names()).toEqual(['berth-docker']);
     expect((await setUp({ config: { backend: 'podman' } })).terminal.names()).toEqual(['berth-podman']);
+    expect((await setUp({ config: { backend: 'kubernetes' } })).terminal.names()).toEqual(['berth-kubernetes']);
   });
 
   it('refuses a provider name the host reserves, in one line', async () => {

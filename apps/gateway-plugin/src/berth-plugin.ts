@@ -1,4 +1,4 @@
-import { assertHost, assertOneSessionStore, BerthError, describeIgnoredKeys, hermesHome, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1 } from '@berth/core';
+import { assertHost, assertOneSessionStore, BerthError, describeIgnoredKeys, hermesHome, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
 import type { BackendProgressListener } from './create-backend.js';
 import { createBerth, type Berth } from './create-berth.js';
 import { createTerminalProvider } from './create-terminal-provider.js';
@@ -23,14 +23,15 @@ export interface BerthPlugin extends BerthPluginV1 {
 }
 
 /** The provider name Berth registers for a backend. */
-export function providerNameFor(backend: 'docker' | 'podman'): string {
+export function providerNameFor(backend: TerminalConfig['backend']): string {
   return `berth-${backend}`;
 }
 
 /**
  * Creates the plugin a host registers. `register(host)` validates the host's contract version
  * and the `terminal:` config (the host's parsed section, else the default config file), builds
- * the backend and the platform adapters, and registers the `berth-docker` (or `berth-podman`)
+ * the backend and the platform adapters, and registers the `berth-docker` (or `berth-podman`,
+ * `berth-kubernetes`)
  * terminal environment provider.
  */
 export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin {

@@ -18,21 +18,26 @@ interface BackendFactoryOptions {
   environment?: Readonly<Record<string, string | undefined>>;
   logger?: HostLogger;
   onProgress?: BackendProgressListener;
+  /** An engine's own keys (Kubernetes: namespace, kubeconfig, …), picked by its package's settings function. */
+  [engineKeys: string]: unknown;
 }
 
 type BackendFactory = (options: BackendFactoryOptions) => SandboxBackendV1;
 
-/** The package and factory of each backend name; loaded on demand, so a gateway on one engine never loads another's. */
-const BACKENDS: Record<TerminalConfig['backend'], { package: string; factory: string }> = {
+/**
+ * The package and factory of each backend name; loaded on demand, so a gateway on one engine
+ * never loads another's. `engineSettings` names the package's function that picks its own
+ * `terminal:` keys, passed to the factory under `engineOption`.
+ */
+const BACKENDS: Record<TerminalConfig['backend'], { package: string; factory: string; engineSettings?: { function: string; option: string } }> = {
   docker: { package: '@berth/backend-docker', factory: 'createDockerBackend' },
   podman: { package: '@berth/backend-podman', factory: 'createPodmanBackend' },
+  kubernetes: { package: '@berth/backend-kubernetes', factory: 'createKubernetesBackend', engineSettings: { function: 'kubernetesSettings', option: 'kubernetes' } },
 };
 
-async function loadFactory(specifier: string, exportName: string): Promise<BackendFactory | undefined> {
+async function loadPackage(specifier: string): Promise<Record<string, unknown> | undefined> {
   try {
-    const loaded = (await import(specifier)) as Record<string, unknown>;
-    const factory = loaded[exportName];
-    return typeof factory === 'function' ? (factory as BackendFactory) : undefined;
+    return (await import(specifier)) as Record<string, unknown>;
   } catch {
     return undefined;
   }
@@ -46,12 +51,15 @@ async function loadFactory(specifier: string, exportName: string): Promise<Backe
  */
 export async function createBackend(config: TerminalConfig, options: CreateBackendOptions = {}): Promise<SandboxBackendV1> {
   const entry = BACKENDS[config.backend];
-  const factory = await loadFactory(entry.package, entry.factory);
-  if (!factory) {
+  const loaded = await loadPackage(entry.package);
+  const factory = typeof loaded?.[entry.factory] === 'function' ? (loaded[entry.factory] as BackendFactory) : undefined;
+  const engineSettings = entry.engineSettings ? loaded?.[entry.engineSettings.function] : undefined;
+  if (!factory || (entry.engineSettings && typeof engineSettings !== 'function')) {
     throw new ConfigError('terminal.backend', `terminal.backend is ${config.backend}, but the package ${entry.package} cannot be loaded; install it next to @berth/gateway-plugin (npm install ${entry.package})`);
   }
   const backend = factory({
     settings: sandboxSettings(config),
+    ...(entry.engineSettings ? { [entry.engineSettings.option]: (engineSettings as (config: TerminalConfig) => unknown)(config) } : {}),
     ...(options.environment ? { environment: options.environment } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),

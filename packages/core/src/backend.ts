@@ -69,6 +69,16 @@ export interface BackendCapabilities {
   readonly idleStop: boolean;
   /** A gateway restart adopts existing sandboxes. */
   readonly adoption: boolean;
+  /**
+   * The workspace and home are the host folders `{sandbox_dir}/docker/{folder}/…` (absent: true).
+   * False where they live elsewhere (a Kubernetes claim): the suite checks them from inside.
+   */
+  readonly hostFolders?: boolean;
+  /**
+   * `docker_network: false` leaves a sandbox nothing but loopback (absent: true). False where
+   * an engine cannot remove the interface (Kubernetes: a deny-all NetworkPolicy instead).
+   */
+  readonly networkNone?: boolean;
 }
 
 /** The engine behind a backend, for `berth doctor`. */

@@ -146,7 +146,27 @@ terminal:
 
     it("reads berth_docker, the name Hermes' provider API gives Berth, as the docker backend", () => {
       expect(parseTerminalConfig({ backend: 'berth_docker' }).backend).toBe('docker');
-      expect(message(() => parseTerminalConfig({ backend: 'local' }))).toMatch(/^terminal\.backend is the string "local": expected one of "docker", "podman", "berth_docker"$/);
+      expect(message(() => parseTerminalConfig({ backend: 'local' }))).toMatch(/^terminal\.backend is the string "local": expected one of "docker", "podman", "kubernetes", "berth_docker"$/);
+    });
+  });
+
+  describe('the Kubernetes keys', () => {
+    it('reads backend: kubernetes with its namespace, kubeconfig, context, storage class and container_disk as the claim size', () => {
+      expect(parseTerminalConfig({})).toMatchObject({ kubernetes_namespace: 'berth', container_disk: 51200 });
+      expect(parseTerminalConfig({ backend: 'kubernetes', kubernetes_namespace: 'team-a', kubernetes_context: 'prod', kubernetes_kubeconfig: '~/.kube/berth', kubernetes_storage_class: 'fast.ssd', container_disk: '10g' })).toMatchObject({
+        backend: 'kubernetes',
+        kubernetes_namespace: 'team-a',
+        kubernetes_context: 'prod',
+        kubernetes_kubeconfig: '~/.kube/berth',
+        kubernetes_storage_class: 'fast.ssd',
+        container_disk: 10240,
+      });
+    });
+
+    it('refuses a namespace or storage class Kubernetes would refuse, naming the key', () => {
+      expect(message(() => parseTerminalConfig({ kubernetes_namespace: 'Team_A' }))).toMatch(/^terminal\.kubernetes_namespace is the string "Team_A": expected a namespace name/);
+      expect(message(() => parseTerminalConfig({ kubernetes_storage_class: 'Fast SSD' }))).toMatch(/^terminal\.kubernetes_storage_class is the string "Fast SSD": expected a storage class name/);
+      expect(message(() => parseTerminalConfig({ container_disk: 'lots' }))).toMatch(/^terminal\.container_disk is the string "lots": expected megabytes/);
     });
   });
 });

@@ -71,7 +71,12 @@ export const IGNORED_GATEWAY_KEYS = [
 ] as const;
 
 /** The terminal backends a config may name: Berth's engines, and `berth_docker`, the name Hermes' provider API gives Berth (meaning `docker`). */
-const BACKENDS = ['docker', 'podman', 'berth_docker'] as const;
+const BACKENDS = ['docker', 'podman', 'kubernetes', 'berth_docker'] as const;
+
+/** A Kubernetes namespace name (a DNS-1123 label). */
+const KUBERNETES_NAMESPACE = /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
+/** A Kubernetes object name such as a storage class (a DNS-1123 subdomain). */
+const KUBERNETES_NAME = /^(?=.{1,253}$)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$/;
 
 /** The capabilities a shell needs to own, chmod and switch users among its own files. */
 export const DEFAULT_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID'] as const;
@@ -85,7 +90,7 @@ export const terminalConfigSchema = z
     backend: z
       .enum(BACKENDS)
       .default('docker')
-      .transform((value): 'docker' | 'podman' => (value === 'berth_docker' ? 'docker' : value)),
+      .transform((value): 'docker' | 'podman' | 'kubernetes' => (value === 'berth_docker' ? 'docker' : value)),
     docker_user_sandbox: z.boolean().default(true),
     docker_user_env_prefix: z.string().regex(ENV_PREFIX, { message: 'expected upper-case words joined by "_", like HERMES_USER' }).default('HERMES_USER'),
     docker_forward_env: z.array(variableName).default([]),
@@ -94,6 +99,7 @@ export const terminalConfigSchema = z
     container_cpu: z.number().positive().max(256).default(1),
     container_memory: megabytes.default(5120),
     // A hard limit per sandbox on /workspace and /root together (Hermes' key and default); 0: none.
+    // On Kubernetes it is the size of each sandbox's claim.
     container_disk: z.union([z.literal(0), megabytes]).default(51_200),
     container_persistent: z.boolean().default(true),
     docker_network: z.boolean().default(true),
@@ -131,6 +137,11 @@ export const terminalConfigSchema = z
     docker_output_limit: z.number().int().min(1024).max(268_435_456).default(1_048_576),
     docker_identity_links: z.array(z.array(z.string().min(3)).min(2, { message: 'a link needs at least two identities' })).default([]),
     platform_adapters: z.array(z.string().min(1)).default([]),
+    // Berth's own keys for backend: kubernetes (docs/backend-kubernetes.md).
+    kubernetes_namespace: z.string().regex(KUBERNETES_NAMESPACE, { message: 'expected a namespace name: lower-case letters, digits and "-", at most 63' }).default('berth'),
+    kubernetes_kubeconfig: z.string().min(1).optional(),
+    kubernetes_context: z.string().min(1).optional(),
+    kubernetes_storage_class: z.string().regex(KUBERNETES_NAME, { message: 'expected a storage class name: lower-case letters, digits, "-" and "."' }).optional(),
     ...Object.fromEntries(IGNORED_GATEWAY_KEYS.map((key) => [key, z.unknown().optional()])),
   })
   .superRefine((value, context) => {

@@ -123,6 +123,8 @@ export interface DriverCapabilities {
   readonly hostFolders: boolean;
   /** `isBusy()` can tell a sandbox running commands from an idle one (else a config change waits for a restart). */
   readonly processList: boolean;
+  /** `network: false` leaves the sandbox only loopback (absent: true). */
+  readonly networkNone?: boolean;
 }
 
 /**

@@ -152,6 +152,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     networkIsolation: driver.capabilities.networkIsolation,
     idleStop: true,
     adoption: true,
+    hostFolders: driver.capabilities.hostFolders,
+    networkNone: driver.capabilities.networkNone ?? true,
   };
 
   return {

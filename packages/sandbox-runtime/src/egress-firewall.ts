@@ -145,7 +145,7 @@ export function egressRuleset(options: { pool: string; exceptions: readonly Egre
 export function egressUnenforcedReason(options: { network: boolean; poolNetworks: boolean; engine: string }): string | undefined {
   if (!options.network) return undefined;
   const risk = "sandboxes can reach the gateway host, private networks and cloud metadata (169.254.169.254)";
-  if (!options.poolNetworks) return `the egress policy is not enforced: ${options.engine} sandboxes here are not on networks of terminal.docker_network_pool on this host (rootless, or a remote engine); ${risk}`;
+  if (!options.poolNetworks) return `the egress policy is not enforced: ${options.engine} sandboxes here are not on networks of terminal.docker_network_pool on this host (rootless user-mode networking, a remote engine, or a cluster); ${risk}`;
   if (process.platform !== 'linux') return `the egress policy is not enforced: it needs Linux nftables; ${risk}`;
   if (process.getuid?.() !== 0) return `the egress policy is not enforced: firewall rules need root, and the gateway runs as uid ${process.getuid?.()}; ${risk}`;
   if (!findNft()) return `the egress policy is not enforced: nft not found (install nftables); ${risk}`;

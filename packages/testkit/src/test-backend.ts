@@ -29,6 +29,12 @@ export interface BackendEngineHooks {
   removeContainer(containerId: string): Promise<void>;
   /** The container's stored configuration (what `docker inspect` shows). */
   inspect(containerId: string): Promise<InspectedSandbox>;
+  /**
+   * The sandbox's pids limit as the engine enforces it, for engines where it is not visible from
+   * inside (Kubernetes sets it per pod, above the container's own cgroup). Absent: the suite
+   * reads `pids.max` inside the sandbox.
+   */
+  pidsLimit?(containerId: string): Promise<number | undefined>;
 }
 
 /** Options of {@link testBackend}. */

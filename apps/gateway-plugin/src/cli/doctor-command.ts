@@ -84,6 +84,26 @@ function diskCheck(config: TerminalConfig, root: string): DoctorCheck {
   return { name: 'disk', status: 'warning', detail: `${detail}: full disks together would fill the host first`, fix: 'lower terminal.container_disk or docker_max_sandboxes, or give the sandbox root more space' };
 }
 
+/** What a driver that can probe NetworkPolicy enforcement offers (the Kubernetes one). */
+type NetworkPolicyProbe = () => Promise<{ readonly enforced: boolean | undefined; readonly detail: string }>;
+
+function networkPolicyProbeOf(backend: SandboxBackendV1): NetworkPolicyProbe | undefined {
+  const driver = (backend as { driver?: { probeNetworkPolicy?: unknown } }).driver;
+  return typeof driver?.probeNetworkPolicy === 'function' ? (driver.probeNetworkPolicy as NetworkPolicyProbe).bind(driver) : undefined;
+}
+
+/** Whether the sandboxes' deny-ingress policy holds, found by trying (two probe pods). */
+async function networkPolicyCheck(probe: NetworkPolicyProbe): Promise<DoctorCheck> {
+  const result = await probe();
+  if (result.enforced === true) return { name: 'isolation', status: 'ok', detail: `NetworkPolicy is enforced: ${result.detail}` };
+  return {
+    name: 'isolation',
+    status: 'warning',
+    detail: result.enforced === false ? `NetworkPolicy is NOT enforced: ${result.detail}; sandboxes can reach each other` : `whether NetworkPolicy is enforced is unknown: ${result.detail}`,
+    fix: 'use a network plugin that enforces NetworkPolicy (Calico, Cilium); see docs/backend-kubernetes.md',
+  };
+}
+
 /** Runs every check; never throws for a failed check. */
 export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
@@ -118,13 +138,18 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
         description = await backend.describe({ image: config.docker_image });
         checks.push({ name: 'engine', status: 'ok', detail: `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}, found via ${description.discovery}` });
         for (const warning of description.warnings) checks.push({ name: 'engine', status: 'warning', detail: warning, fix: 'see docs/backend-' + description.engine + '.md' });
+        const probe = networkPolicyProbeOf(backend);
+        if (probe) checks.push(await networkPolicyCheck(probe));
       } catch (error) {
         unreachable = isBerthError(error) && 'endpoint' in error ? String((error as { endpoint: unknown }).endpoint) : undefined;
         checks.push({
           name: 'engine',
           status: 'problem',
           detail: (error as Error).message,
-          fix: `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket`,
+          fix:
+            backendName === 'kubernetes'
+              ? 'check terminal.kubernetes_kubeconfig, kubernetes_context and kubernetes_namespace, and that the Role of docs/backend-kubernetes.md is bound'
+              : `start the ${backendName} engine, or set ${backendName === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'} to its socket`,
         });
       } finally {
         await backend.close().catch(() => undefined);
@@ -132,7 +157,10 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
     }
   }
   const present = description?.image?.present ?? null;
-  if (config && description?.image) {
+  if (config && description?.image && backendName === 'kubernetes') {
+    // A namespaced user cannot see which images the nodes hold: a missing one shows when a pod starts.
+    checks.push({ name: 'image', status: 'ok', detail: `the nodes pull ${config.docker_image} when a sandbox's pod starts; a missing image is reported then` });
+  } else if (config && description?.image) {
     checks.push(
       present
         ? { name: 'image', status: 'ok', detail: `${config.docker_image} is on the engine` }
@@ -151,9 +179,14 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
     const risks = findIsolationRisks(config, { sandboxDir: root, hermesHome: hermesHome(io.environment as NodeJS.ProcessEnv), ...(description?.runtimes ? { runtimes: description.runtimes } : {}) });
     for (const risk of risks) checks.push({ name: 'isolation', status: 'problem', detail: `${risk.key}: ${risk.risk}`, fix: `remove it from the terminal config unless every user may have that (docs/configuration.md)` });
     if (risks.length === 0) checks.push({ name: 'isolation', status: 'ok', detail: 'no setting undoes the sandboxes\' isolation (mounts, capabilities, no-new-privileges, runtime)' });
-    checks.push(capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }));
+    checks.push(
+      backendName === 'kubernetes'
+        ? { name: 'capacity', status: 'ok', detail: "the cluster's scheduler places each sandbox's pod on a node with room (docker_max_running: auto sets no cap of Berth's there); bound the namespace with a ResourceQuota" }
+        : capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }),
+    );
   }
-  if (config) checks.push(diskCheck(config, root));
+  // Kubernetes sizes each claim with container_disk; the host's free space says nothing there.
+  if (config && backendName !== 'kubernetes') checks.push(diskCheck(config, root));
   const state = await sandboxRootState(root);
   checks.push(
     state.writable

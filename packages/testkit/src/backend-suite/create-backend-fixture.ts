@@ -112,6 +112,8 @@ export interface BackendFixture {
   declaredOff(capability: keyof BackendCapabilities): boolean;
   /** Skips the running test when the backend (or the options) says the capability is absent. */
   requireCapability(context: TestContext, capability: keyof BackendCapabilities): Promise<void>;
+  /** Whether the capability is present: the options' word first, else the backend's (an absent optional flag counts as present). */
+  has(capability: keyof BackendCapabilities): Promise<boolean>;
 }
 
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex');
@@ -303,7 +305,13 @@ export function createBackendFixture(options: TestBackendOptions): BackendFixtur
       if (options.capabilities?.[capability] === false) context.skip(`capabilities.${capability} is false in the testBackend options`);
       if (options.capabilities?.[capability] === true) return;
       const backend = await fixture.backend('main');
-      if (!backend.capabilities[capability]) context.skip(`${backend.name} declares capabilities.${capability} false`);
+      if (backend.capabilities[capability] === false) context.skip(`${backend.name} declares capabilities.${capability} false`);
+    },
+
+    async has(capability) {
+      const declared = options.capabilities?.[capability];
+      if (declared !== undefined) return declared;
+      return (await fixture.backend('main')).capabilities[capability] !== false;
     },
   };
   return fixture;

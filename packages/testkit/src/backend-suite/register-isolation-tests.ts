@@ -109,7 +109,8 @@ export function registerIsolationTests(fixture: BackendFixture): void {
       });
     });
 
-    it('with docker_network false a sandbox has no interface but loopback', { timeout: TEST_TIMEOUT_MS }, async () => {
+    it.skipIf(fixture.declaredOff('networkNone'))('with docker_network false a sandbox has no interface but loopback', { timeout: TEST_TIMEOUT_MS }, async (context) => {
+      await fixture.requireCapability(context, 'networkNone');
       const result = await fixture.run('olive', 'ls /sys/class/net');
       expect(result).toMatchObject({ exitCode: 0, stdout: 'lo\n' });
     });

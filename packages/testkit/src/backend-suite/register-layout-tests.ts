@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { TEST_TIMEOUT_MS, type BackendFixture, type SuiteUserName } from './create-backend-fixture.js';
 
 /** Registers the tests that files land on the host where the brief says: user layout and legacy task layout. */
@@ -13,7 +13,12 @@ export function registerLayoutTests(fixture: BackendFixture): void {
     expect(await readFile(path.join(home, `layout-${tag}.txt`), 'utf8')).toBe(`home-${tag}\n`);
   };
 
-  describe('host layout', () => {
+  // Only for backends whose files are host folders; a Kubernetes sandbox keeps them in a claim.
+  describe.skipIf(fixture.declaredOff('hostFolders'))('host layout', () => {
+    beforeEach(async (context) => {
+      await fixture.requireCapability(context, 'hostFolders');
+    });
+
     it('a user\'s /workspace and /root are {sandbox_dir}/docker/{folder}/workspace and /home on the host', { timeout: TEST_TIMEOUT_MS }, async () => {
       const alice = fixture.user('alice').request;
       expect(alice.scope.kind).toBe('user');

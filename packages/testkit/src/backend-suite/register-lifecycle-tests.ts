@@ -77,16 +77,27 @@ export function registerLifecycleTests(fixture: BackendFixture): void {
       ];
       expect(await fixture.run('frank', links.join(' && '))).toMatchObject({ exitCode: 0 });
       const frank = fixture.user('frank').request;
-      expect(existsSync(path.join(frank.paths.workspace, 'own.txt'))).toBe(true);
+
+      const hostFolders = await fixture.has('hostFolders');
+      if (hostFolders) expect(existsSync(path.join(frank.paths.workspace, 'own.txt'))).toBe(true);
 
       const backend = await fixture.backend('main');
       await backend.remove(frank.scope.key, { purge: true, paths: frank.paths });
       fixture.markRemoved('frank');
 
-      expect(existsSync(frank.paths.workspace), `${frank.paths.workspace} is gone`).toBe(false);
-      expect(existsSync(frank.paths.home), `${frank.paths.home} is gone`).toBe(false);
+      if (hostFolders) {
+        expect(existsSync(frank.paths.workspace), `${frank.paths.workspace} is gone`).toBe(false);
+        expect(existsSync(frank.paths.home), `${frank.paths.home} is gone`).toBe(false);
+      } else {
+        // Files kept elsewhere (a claim): what the user notices is a fresh, empty sandbox.
+        expect(await fixture.entriesOf('frank')).toEqual([]);
+        const fresh = await fixture.run('frank', 'ls -A /workspace /root');
+        expect(fresh.exitCode).toBe(0);
+        expect(fresh.stdout).not.toMatch(/own\.txt|link-to|deep/);
+        await backend.remove(frank.scope.key, { purge: true, paths: frank.paths });
+      }
       expect(await fixture.entriesOf('frank')).toEqual([]);
-      expect(await readFile(aliceFile, 'utf8')).toBe(`alice-${tag}\n`);
+      if (hostFolders) expect(await readFile(aliceFile, 'utf8')).toBe(`alice-${tag}\n`);
       expect(await readFile(path.join(outside, 'precious.txt'), 'utf8')).toBe(`precious-${tag}\n`);
       expect(await fixture.run('alice', `cat /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0, stdout: `alice-${tag}\n` });
     });
