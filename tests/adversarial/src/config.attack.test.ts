@@ -17,7 +17,7 @@ const files = path.join(home, 'files');
 
 /** For every checked key: a value of the wrong type, and one of the right type that is not allowed. */
 const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; valid: unknown }> = {
-  backend: { wrongType: 5, outOfRange: 'kubernetes', valid: 'docker' },
+  backend: { wrongType: 5, outOfRange: 'nomad', valid: 'docker' },
   docker_user_sandbox: { wrongType: 'yes', outOfRange: 2, valid: true },
   docker_user_env_prefix: { wrongType: 42, outOfRange: 'hermes_user', valid: 'HERMES_USER' },
   docker_forward_env: { wrongType: 'GITHUB_TOKEN', outOfRange: ['1BAD'], valid: ['TEAM'] },
@@ -51,6 +51,10 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   docker_output_limit: { wrongType: '1MB', outOfRange: 10, valid: 1_048_576 },
   docker_identity_links: { wrongType: 'a,b', outOfRange: [['telegram:1']], valid: [] },
   platform_adapters: { wrongType: 'x', outOfRange: [''], valid: [] },
+  kubernetes_namespace: { wrongType: 7, outOfRange: 'Berth_Sandboxes', valid: 'berth' },
+  kubernetes_kubeconfig: { wrongType: ['a'], outOfRange: '', valid: '/etc/berth/kubeconfig' },
+  kubernetes_context: { wrongType: false, outOfRange: '', valid: 'berth' },
+  kubernetes_storage_class: { wrongType: 3, outOfRange: 'Fast SSD', valid: 'fast-ssd' },
 };
 
 /** Malformed YAML files, each with what its one line must mention. */
