@@ -43,7 +43,13 @@ async function load(revision) {
   const section = { docker_image: image, sandbox_dir: sandboxDir, docker_network: false, container_memory: 256, lifetime_seconds: 0 };
   const config = core.parseTerminalConfig(section);
   // Before the sandbox runtime (3ece0c4) the factory took the whole config; since, its settings.
-  const backend = docker.createDockerBackend({ config, settings: config, namePrefix: `berth-r${revision.slice(0, 6)}-`, reapIntervalMs: 0 });
+  const common = { namePrefix: `berth-r${revision.slice(0, 6)}-`, reapIntervalMs: 0 };
+  let backend;
+  try {
+    backend = docker.createDockerBackend({ settings: config, ...common });
+  } catch {
+    backend = docker.createDockerBackend({ config, ...common });
+  }
   const resolver = core.createSandboxResolver({ config, registry: core.createPlatformRegistry(), environment: {} });
   const request = (userId) => resolver.resolve({ session: { platform: 'telegram', userId } });
   return { revision, backend, request, sandboxDir, base };
