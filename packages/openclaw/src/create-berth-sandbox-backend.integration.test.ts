@@ -7,6 +7,7 @@ import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createBerthSandboxBackend, type BerthSandboxBackend } from './create-berth-sandbox-backend.js';
 import type { OpenClawSandboxBackendHandle, OpenClawSandboxFsBridge } from './openclaw-sdk-types.js';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
 
 // The backend exactly as OpenClaw drives it (factory, spawned buildExecSpec argv, runShellCommand,
 // the fs bridge, the manager), against the real Docker engine, without the gateway around it.
@@ -82,6 +83,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await backend?.close();
   for (const container of await containersUnderRoot()) await docker.getContainer(container.Id).remove({ force: true, v: true }).catch(() => {});
+  // Each user's disk (container_disk) is mounted under the root: unmounted first.
+  await releaseDisksUnder(root);
   rmSync(root, { recursive: true, force: true });
 });
 

@@ -22,6 +22,7 @@ import { scriptedMessage, startFakeModel } from '../src/harness/fake-model.js';
 import { startFakeTelegram, type IncomingMessage } from '../src/harness/fake-telegram.js';
 import { createGatewayHome, freePort, locateOpenClaw, locatePluginArchive, runOpenClaw, startGateway, updateConfig } from '../src/harness/openclaw-gateway.js';
 import { assertEngineAnswers, docker } from '../src/harness/sandbox-engine.js';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
 
 const IMAGE = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
@@ -164,5 +165,6 @@ try {
   await gateway?.stop();
   await Promise.all([proxy.close(), telegram.close(), model.close()]);
   for (const id of await openClawContainers()) await docker.getContainer(id).remove({ force: true, v: true }).catch(() => {});
+  await releaseDisksUnder(root);
   rmSync(root, { recursive: true, force: true });
 }

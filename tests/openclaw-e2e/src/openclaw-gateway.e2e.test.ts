@@ -9,6 +9,7 @@ import { scriptedMessage, startFakeModel, type FakeModel, type ScriptedToolCall 
 import { startFakeTelegram, type FakeTelegram, type IncomingMessage, type SentMessage } from './harness/fake-telegram.js';
 import { createGatewayHome, freePort, locateOpenClaw, locatePluginArchive, runOpenClaw, startGateway, updateConfig, type GatewayHome, type RunningGateway } from './harness/openclaw-gateway.js';
 import { assertEngineAnswers, execsCreated, removeSandboxContainersUnder, sandboxContainersUnder, type SandboxContainer } from './harness/sandbox-engine.js';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
 
 // Berth inside a real OpenClaw gateway: the pinned openclaw from the npm registry, the berth
 // plugin installed from its archive with `openclaw plugins install`, a fake Telegram Bot API
@@ -198,6 +199,8 @@ afterAll(async () => {
     `[openclaw e2e] ${Object.entries(timings).map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`).join(', ')}; gateway RSS ${Math.round(gatewayRssMb)} MB; outbound attempts refused: ${JSON.stringify([...new Set(proxy?.attempts() ?? [])])}`,
   );
   if (process.env.BERTH_E2E_VERBOSE) console.info(JSON.stringify({ replies, execs, sent: telegram?.sent() }, null, 1));
+  // Each user's disk (container_disk) is mounted under the root: unmounted first.
+  await releaseDisksUnder(root);
   rmSync(root, { recursive: true, force: true });
 });
 
