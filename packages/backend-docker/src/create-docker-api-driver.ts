@@ -220,7 +220,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
           // 404: gone already; 409: a removal is already in progress elsewhere.
           if (!isGone(error) && !isConflict(error)) throw error;
         }
-        await networks.release(info.HostConfig?.NetworkMode ?? 'none', nameOf(info.Name));
+        await networks.release(nameOf(info.Name));
       }),
 
     rename: (id, name) => call(`rename container ${id}`, async ({ docker }) => void (await docker.getContainer(id).rename({ name }))),

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
 import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime';
@@ -8,6 +9,8 @@ import { engineMessage, engineStatus, isConflict, isGone, mapDockerError } from 
 const SUBNET_PREFIX = 29;
 /** Free subnets tried before giving up on a crowded pool. */
 const MAX_ATTEMPTS = 64;
+/** How old a network without its sandbox must be before it counts as an orphan. */
+const ORPHAN_AGE_MS = 10 * 60_000;
 
 /** An IPv4 CIDR as a 32-bit base address and a prefix length. */
 interface Cidr {
@@ -36,14 +39,50 @@ function overlaps(a: Cidr, b: Cidr): boolean {
   return ((a.base & mask) >>> 0) === ((b.base & mask) >>> 0);
 }
 
+/**
+ * The routes of this host's network namespace that lie inside the pool: the bridges of another
+ * engine (Docker and Podman on one host share the default pool) or of anything else. Neither
+ * engine lists the other's networks, and Docker does not check a subnet it is given against the
+ * host's routes, so a sandbox network on such a subnet would shadow one that exists. Read from
+ * `/proc/net/route` (absent off Linux: nothing to add); a route wider than the pool (a default
+ * route, a VPN's 10.0.0.0/8) is the operator's layout, not a taken subnet.
+ */
+async function hostRoutesIn(pool: Cidr): Promise<Cidr[]> {
+  let table: string;
+  try {
+    table = await readFile('/proc/net/route', 'utf8');
+  } catch {
+    return [];
+  }
+  const routes: Cidr[] = [];
+  for (const line of table.split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    if (fields.length < 8) continue;
+    // Destination and mask are little-endian hexadecimal.
+    const destination = Buffer.from(fields[1]!, 'hex').readUInt32LE(0);
+    const mask = Buffer.from(fields[7]!, 'hex').readUInt32LE(0);
+    const prefix = mask.toString(2).replace(/0/g, '').length;
+    const route = { base: (destination & mask) >>> 0, prefix };
+    if (prefix >= pool.prefix && overlaps(route, pool)) routes.push(route);
+  }
+  return routes;
+}
+
+/** Whether the engine refused a network because its subnet is in use. */
+function isSubnetTaken(error: unknown): boolean {
+  const status = engineStatus(error);
+  const message = engineMessage(error);
+  return (status === 403 && /overlap/i.test(message)) || (status === 500 && /subnet .* is already used/i.test(message));
+}
+
 /** The per-sandbox networks of a Docker backend. */
 export interface SandboxNetworks {
   /** The `NetworkMode` of the sandbox named `name`: its own network, or `none` without networking. */
   modeOf(name: string, network: boolean): string;
   /** Makes sure the sandbox's network exists, allocating it a free /29 of the pool. */
   prepare(name: string): Promise<void>;
-  /** Removes a removed sandbox's own network; never throws (an engine that refuses leaves it). */
-  release(networkMode: string, name: string): Promise<void>;
+  /** Removes a removed sandbox's own network, if it has one; never throws (an engine that refuses leaves it). */
+  release(name: string): Promise<void>;
 }
 
 /**
@@ -82,7 +121,38 @@ export function createSandboxNetworks(options: {
     } catch (error) {
       return fail(error, 'list networks');
     }
-    return networks.flatMap((network) => (network.IPAM?.Config ?? []).map((config) => parseCidr(config.Subnet ?? '')).filter((cidr): cidr is Cidr => cidr !== undefined));
+    void pruneOrphans(networks);
+    const listed = networks.flatMap((network) => (network.IPAM?.Config ?? []).map((config) => parseCidr(config.Subnet ?? '')).filter((cidr): cidr is Cidr => cidr !== undefined));
+    return [...listed, ...(await hostRoutesIn(pool))];
+  };
+
+  // Orphans: Berth's networks whose sandbox is gone without Berth removing it (`docker rm -f`, a
+  // gateway killed between making the network and the container). Each holds a /29 of the pool
+  // and a bridge on the host, so they are removed in the background whenever a network is made.
+  // Only a network older than ORPHAN_AGE_MS, so that one another gateway process has just made
+  // for a container it is about to create is left alone; one removed by mistake is made again
+  // by the next prepare().
+  let pruning = false;
+  const pruneOrphans = async (networks: Dockerode.NetworkInspectInfo[]): Promise<void> => {
+    if (pruning) return;
+    pruning = true;
+    try {
+      const ours = networks.filter((network) => network.Labels?.[LABELS.managedBy] === MANAGED_BY && Date.now() - Date.parse(network.Created) > ORPHAN_AGE_MS);
+      if (ours.length === 0) return;
+      const containers = new Set((await docker.listContainers({ all: true })).flatMap((container) => (container.Names ?? []).map((name) => name.replace(/^\//, ''))));
+      for (const network of ours) {
+        if (containers.has(network.Name)) continue;
+        // Refused when a container (one made by hand, say) still uses it: then it stays.
+        await docker
+          .getNetwork(network.Id)
+          .remove()
+          .catch(() => undefined);
+      }
+    } catch {
+      // The next network made tries again.
+    } finally {
+      pruning = false;
+    }
   };
 
   const create = async (name: string): Promise<void> => {
@@ -106,8 +176,10 @@ export function createSandboxNetworks(options: {
       } catch (error) {
         // 409: another process made this sandbox's network at the same moment.
         if (isConflict(error)) return;
-        // 403 "Pool overlaps": the subnet was taken since the list; try the next one.
-        if (engineStatus(error) === 403 && /overlap/i.test(engineMessage(error))) {
+        // The subnet was taken since the list, or is used where the list cannot see it (Docker's
+        // 403 "Pool overlaps"; Podman's 500 "subnet … is already used on the host", which also
+        // counts the routes of another engine's bridges on the same host): try the next one.
+        if (isSubnetTaken(error)) {
           used.push(subnet);
           continue;
         }
@@ -134,10 +206,15 @@ export function createSandboxNetworks(options: {
       }
       await create(name);
     },
-    async release(networkMode, name) {
-      if (networkMode !== name) return;
+    async release(name) {
+      // Found by name, not by the container's NetworkMode: Podman reports "bridge" for a
+      // container on a named network, and a sandbox made without networking may still have the
+      // network an earlier configuration gave it. Only Berth's own network of that name goes.
       try {
-        await docker.getNetwork(name).remove();
+        const network = docker.getNetwork(name);
+        const info = await network.inspect();
+        if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) return;
+        await network.remove();
       } catch {
         // Gone already, or still in use by a container someone made by hand: leave it.
       }

@@ -1,0 +1,87 @@
+import type Dockerode from 'dockerode';
+import { describe, expect, it } from 'vitest';
+import { createSandboxNetworks } from './sandbox-networks.js';
+
+/** An engine error shaped as dockerode makes it. */
+function engineError(statusCode: number, message: string): Error {
+  return Object.assign(new Error(`(HTTP code ${statusCode}) server error - ${message}`), { statusCode, json: { message } });
+}
+
+/**
+ * A stand-in for the engine's network calls only: it lists nothing, and refuses the subnets in
+ * `refused` the way a real engine does when a subnet is used where its list cannot see it.
+ */
+function fakeEngine(refuse: (subnet: string) => Error | undefined) {
+  const tried: string[] = [];
+  const docker = {
+    listNetworks: async () => [],
+    getNetwork: () => ({
+      inspect: async () => {
+        throw engineError(404, 'network not found');
+      },
+    }),
+    createNetwork: async (options: { IPAM: { Config: Array<{ Subnet: string }> } }) => {
+      const subnet = options.IPAM.Config[0]!.Subnet;
+      tried.push(subnet);
+      const error = refuse(subnet);
+      if (error) throw error;
+      return {};
+    },
+  } as unknown as Dockerode;
+  return { docker, tried };
+}
+
+describe('createSandboxNetworks', () => {
+  it.each([
+    ['Docker', 403, 'Pool overlaps with other one on this address space'],
+    ['Podman', 500, 'subnet 10.217.33.8/29 is already used on the host or by another config'],
+  ])('skips a subnet %s calls taken and takes the next one', async (_engine, status, message) => {
+    let refusals = 0;
+    const { docker, tried } = fakeEngine(() => (refusals++ < 2 ? engineError(status, message) : undefined));
+    await createSandboxNetworks({ docker, endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' }).prepare('berth-net-a');
+    expect(tried).toHaveLength(3);
+    expect(new Set(tried).size).toBe(3);
+  });
+
+  it('reports any other refusal at once, naming the network', async () => {
+    const { docker, tried } = fakeEngine(() => engineError(500, 'netavark: permission denied'));
+    await expect(createSandboxNetworks({ docker, engine: 'podman', endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' }).prepare('berth-net-b')).rejects.toThrow(
+      /berth-net-b/,
+    );
+    expect(tried).toHaveLength(1);
+  });
+
+  it('says the pool is full when every subnet is taken', async () => {
+    const { docker } = fakeEngine(() => engineError(403, 'Pool overlaps with other one on this address space'));
+    await expect(createSandboxNetworks({ docker, endpoint: 'unix:///engine.sock', pool: '10.217.0.0/28' }).prepare('berth-net-c')).rejects.toMatchObject({
+      code: 'NETWORK_POOL_FULL',
+    });
+  });
+
+  it('removes, in the background, Berth networks older than ten minutes whose sandbox is gone, and nothing else', async () => {
+    const old = new Date(Date.now() - 11 * 60_000).toISOString();
+    const young = new Date(Date.now() - 60_000).toISOString();
+    const berth = { 'dev.berth.managed-by': 'berth' };
+    const networks = [
+      { Id: 'n1', Name: 'berth-orphan', Created: old, Labels: berth },
+      { Id: 'n2', Name: 'berth-alive', Created: old, Labels: berth },
+      { Id: 'n3', Name: 'berth-just-made', Created: young, Labels: berth },
+      { Id: 'n4', Name: 'someone-elses', Created: old, Labels: {} },
+    ];
+    const removed: string[] = [];
+    const docker = {
+      listNetworks: async () => networks,
+      listContainers: async () => [{ Names: ['/berth-alive'] }],
+      getNetwork: (id: string) => ({
+        inspect: async () => {
+          throw engineError(404, 'network not found');
+        },
+        remove: async () => void removed.push(id),
+      }),
+      createNetwork: async () => ({}),
+    } as unknown as Dockerode;
+    await createSandboxNetworks({ docker, endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' }).prepare('berth-new');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(removed).toEqual(['n1']);
+  });
+});
