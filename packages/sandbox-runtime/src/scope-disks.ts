@@ -178,14 +178,17 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         // Another process prepares this disk; a lock whose process is gone is stale.
         let holder = 0;
+        let young = false;
         try {
           holder = Number(readFileSync(files.lock, 'utf8') || '0');
+          // Made but not yet written (its maker writes its pid right after): not stale.
+          young = holder === 0 && Date.now() - statSync(files.lock).mtimeMs < 5_000;
         } catch {
           continue;
         }
-        let alive = holder > 0;
+        let alive = holder > 0 || young;
         try {
-          if (alive) process.kill(holder, 0);
+          if (holder > 0) process.kill(holder, 0);
         } catch (killError) {
           alive = (killError as NodeJS.ErrnoException).code === 'EPERM';
         }
