@@ -144,6 +144,19 @@ describe('recovery', () => {
     expect((await harness.docker.getContainer(newId).inspect()).HostConfig.PidsLimit).toBe(200);
     await again.close();
   });
+  it('counts a command made only of builtins as busy, though it runs in the spare shell that idles between commands', async () => {
+    const request = harness.request({ platform: 'telegram', userId: '2014' });
+    const backend = harness.backend();
+    const id = await backend.doAcquire(request);
+    expect(await backend.driver.isBusy(id), 'idle, with a spare shell waiting for the next command').toBe(false);
+    const running = backend.doExec(request, { command: 'while [ ! -f /workspace/stop ]; do :; done; echo stopped' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await backend.driver.isBusy(id), 'a builtin loop forks nothing, so only the session knows it runs').toBe(true);
+    await writeFile(path.join(request.paths.workspace, 'stop'), '');
+    expect((await running).stdout).toBe('stopped\n');
+    expect(await backend.driver.isBusy(id)).toBe(false);
+    await backend.close();
+  });
 });
 
 describe('remove and purge', () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ImageNotFoundError, SandboxError, type DriverSandbox, type ExecChannel, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
 import { CoreV1Api, NetworkingV1Api, VersionApi, type KubeConfig, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
+import { RUNNING_PROBE, SPARE_PROCESS } from '@berth/sandbox-runtime';
 import { findKubernetesCluster, type KubernetesCluster } from './find-kubernetes-cluster.js';
 import { openKubernetesExecChannel } from './kubernetes-exec-channel.js';
 import { holdsAll, INSTALLATION_KEY, LABELS_ANNOTATION, MANAGED_BY_KEY, MANAGED_BY_VALUE, POD_ANNOTATION, runtimeLabelsOf, SCOPE_KEY, scopeLabelValue, selectorOf, toKubernetesLabels } from './kubernetes-labels.js';
@@ -432,16 +433,18 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
         return await call(`list the processes of ${id}`, async (connected) => {
           const pod = await readPod(connected.core, parseId(id).name);
           if (!pod || stateOf(pod) !== 'running') return false;
-          // One line per process: its command line, NULs as spaces; this probe marks itself.
+          // One line per process: its command line, NULs and newlines as spaces; this probe marks itself.
           const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
-          const script = `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0' ' ' < "$p/cmdline"; echo; }; done; : ${marker}`;
+          // A waiting spare looks like one running a command made only of builtins: the sessions' pid files tell (the last line).
+          const script = `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`;
           const { stdout, exitCode } = await runInPod(connected, pod, ['/bin/sh', '-c', script], 10_000);
           if (exitCode !== 0) return true;
+          if (stdout.includes(`${marker}-running`)) return true;
           return stdout
             .split('\n')
             .map((line) => line.trim())
             .filter((line) => line && !line.includes(marker) && !/^tr /.test(line))
-            .some((line) => !IDLE_PROCESS.test(line));
+            .some((line) => !IDLE_PROCESS.test(line) && !SPARE_PROCESS.test(line));
         });
       } catch {
         // Unknown means busy: never destroy work on a guess.

@@ -51,6 +51,22 @@ export function buildEnvironmentScript(variables: Readonly<Record<string, string
   return script;
 }
 
+/** The argument that marks a spare child shell, waiting for its command (see {@link SPARE_PROCESS}). */
+export const SPARE_MARK = 'berth-spare';
+
+/**
+ * A spare's command line (`/bin/sh -c ': berth-spare` and its script), as a process list shows
+ * it: idle while it waits, but also what a spare running a command made only of builtins looks
+ * like — so a driver that finds one asks {@link RUNNING_PROBE} before calling the sandbox idle.
+ */
+export const SPARE_PROCESS = new RegExp(`^/bin/sh -c : ${SPARE_MARK}\\b`);
+
+/**
+ * A script that exits 0 when a command runs in some Berth session of the sandbox (its state
+ * folder's `pid` file names a live process), 1 otherwise. Builtins only.
+ */
+export const RUNNING_PROBE = `for __berth_f in /tmp/.berth-*/pid; do read -r __berth_p __berth_s < "$__berth_f" 2>/dev/null || continue; [ -n "$__berth_p" ] && kill -0 "$__berth_p" 2>/dev/null && exit 0; done; exit 1`;
+
 /**
  * What each command's child shell runs: take the session's exports and directory from the
  * state file, source the command file, and save them again — when the command returns, and on
@@ -59,11 +75,23 @@ export function buildEnvironmentScript(variables: Readonly<Record<string, string
  * state folder. The session's own shell holds none of the user's variables, so an `unset` in
  * one command persists like an `export`. Should the state file be lost (a full `/tmp` when it
  * was written), the session's initial environment in `init` is used.
+ *
+ * A spare (`$1` is {@link SPARE_MARK}) is started as soon as the previous command ended, so
+ * that starting a process, taking the state and changing directory are done before the next
+ * command arrives. Its stdin is the session's private FIFO: it waits for one line, `0` (stdin
+ * from /dev/null) or `1` (from the command's input file), and leaves without running anything
+ * on `q` or when the session that holds the FIFO's other end is gone.
  */
 const CHILD_SCRIPT = `__berth_dir=$0
 if [ -s "$__berth_dir/state" ]; then . "$__berth_dir/state" 2>/dev/null; else . "$__berth_dir/init" 2>/dev/null; fi
 cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
 __berth_save() { __BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_dir/state" && echo 1 > "$__berth_dir/saved"; }
+if [ "$1" = ${SPARE_MARK} ]; then
+  read -r __berth_line || exit 0
+  case "$__berth_line" in 0) exec < /dev/null ;; 1) exec < "$__berth_dir/in" ;; *) exit 0 ;; esac
+  unset __berth_line
+  set --
+fi
 trap __berth_save EXIT
 . "$__berth_dir/cmd"
 __berth_st=$?
@@ -78,8 +106,15 @@ exit $__berth_st`;
  * its output. Ends with frame `readyId`, whose status says whether `setsid` is available (0)
  * or not (1).
  *
+ * Each command runs in a spare child started when the previous one ended (`__berth_spawn`,
+ * when the image has `mkfifo`; otherwise the child starts with the command).
+ *
  * After each command the session looks, with builtins only, whether a process it left behind
- * still holds the session's stdout or stderr (`__berth_holders`); the stderr frame's status
+ * still holds the session's stdout or stderr (`__berth_holders`). The walk over every process's
+ * descriptors is skipped when no process was made since the command's own (the namespace's
+ * `ns_last_pid` is the command's pid), or when the sandbox's process ids are exactly those seen
+ * after the last command: nothing the command started is alive then. (Only a process id reused by a process of
+ * the same sandbox could hide one — a user fooling their own next command.) The stderr frame's status
  * then carries `L`, and the runtime retires the session, so nothing that process writes later
  * reaches the gateway (its writes go to a pipe nobody reads). `T`: the command's own EXIT trap
  * kept its `cd` and `export` from being saved. `D`: the command deleted the state folder. Status
@@ -106,6 +141,7 @@ printf '%s\n' "$__berth_e" > "$__berth_d/init" || exit 97
 ${writeState}
 unset __berth_e
 __berth_child=${quoteShell(CHILD_SCRIPT)}
+__berth_spare=${quoteShell(`: ${SPARE_MARK}\n${CHILD_SCRIPT}`)}
 if command -v setsid >/dev/null 2>&1; then __berth_ss=1; else __berth_ss=0; fi
 __berth_holders() {
   for __berth_q in /proc/[0-9]*/fd; do
@@ -118,25 +154,64 @@ __berth_holders() {
   done
   return 1
 }
+__berth_pids() { set -- /proc/[0-9]*; __berth_now="$*"; }
+__berth_g="$__berth_d/go-$$"
+if command -v mkfifo >/dev/null 2>&1 && { [ -p "$__berth_g" ] || mkfifo -m 600 "$__berth_g" 2>/dev/null; }; then __berth_fifo=1; else __berth_fifo=0; fi
+__berth_sp=
+__berth_spawn() {
+  [ "$__berth_fifo" = 1 ] && [ -p "$__berth_g" ] || return 0
+  # This shell holds the FIFO open (read and write, so the open never waits) before the spare
+  # opens its end: the spare's open finds a writer at once, and sees the end of the FIFO when
+  # this shell, its only writer, is gone — however soon that is. The spare does not keep fd 3.
+  exec 3<> "$__berth_g"
+  if [ "$__berth_ss" = 1 ]; then
+    setsid /bin/sh -c "$__berth_spare" "$__berth_d" ${SPARE_MARK} < "$__berth_g" 3>&- &
+  else
+    /bin/sh -c "$__berth_spare" "$__berth_d" ${SPARE_MARK} < "$__berth_g" 3>&- &
+  fi
+  __berth_sp=$!
+}
+__berth_unspare() {
+  [ -n "$__berth_sp" ] || return 0
+  echo q >&3
+  wait "$__berth_sp" 2>/dev/null
+  exec 3>&-
+  __berth_sp=
+}
 __berth_run() {
   printf '__BERTH_%s_S__\n' "$1"; printf '__BERTH_%s_S__\n' "$1" >&2
   if [ ! -f "$__berth_d/init" ]; then
+    __berth_unspare
     printf '\n__BERTH_%s_E_125%s\n' "$1" G; printf '\n__BERTH_%s_E_125%s\n' "$1" G >&2
     return
   fi
-  if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
   true > "$__berth_d/saved"
-  if [ "$__berth_ss" = 1 ]; then
-    setsid /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+  if [ -n "$__berth_sp" ] && kill -0 "$__berth_sp" 2>/dev/null; then
+    __berth_p=$__berth_sp
+    echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
+    echo "$2" >&3
   else
-    /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+    __berth_unspare
+    if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
+    if [ "$__berth_ss" = 1 ]; then
+      setsid /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+    else
+      /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+    fi
+    __berth_p=$!
+    echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
   fi
-  __berth_p=$!
-  echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
   wait "$__berth_p"; __berth_s=$?
+  if [ -n "$__berth_sp" ]; then exec 3>&-; __berth_sp=; fi
   true > "$__berth_d/pid" 2>/dev/null
   __berth_x=
-  if __berth_holders; then __berth_x=L; fi
+  # No process made since the command's own (the last pid of the sandbox's namespace is its
+  # pid): nothing it started can be alive. Else the ids of the sandbox's processes, then the walk.
+  read -r __berth_l < /proc/sys/kernel/ns_last_pid 2>/dev/null || __berth_l=
+  if [ "$__berth_l" != "$__berth_p" ]; then
+    __berth_pids
+    if [ "$__berth_now" != "$__berth_base" ] && __berth_holders; then __berth_x=L; else __berth_base=$__berth_now; fi
+  fi
   if [ ! -f "$__berth_d/init" ]; then
     __berth_x="\${__berth_x}D"
   else
@@ -144,15 +219,20 @@ __berth_run() {
     if [ "$__berth_v" != 1 ] && [ "$__berth_s" -lt 128 ]; then __berth_x="\${__berth_x}T"; fi
   fi
   printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s%s\n' "$1" "$__berth_s" "$__berth_x" >&2
+  case "$__berth_x" in *L* | *D*) ;; *) __berth_spawn ;; esac
 }
+__berth_pids; __berth_base=$__berth_now
 printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss"
 printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss" >&2
+__berth_spawn
 `;
 }
 
 /** Appends an environment change to a session's state file: later lines win when it is sourced. */
 export function buildEnvironmentUpdate(variables: Readonly<Record<string, string>>, removed: Iterable<string>): string {
-  return `__berth_e=${quoteShell(buildEnvironmentScript(variables, removed))}
+  // The spare took the environment before the change: it goes, and the command gets a new child.
+  return `__berth_unspare
+__berth_e=${quoteShell(buildEnvironmentScript(variables, removed))}
 printf '%s\n' "$__berth_e" >> "$__berth_d/init"
 printf '%s\n' "$__berth_e" >> "$__berth_d/state"
 unset __berth_e
