@@ -16,6 +16,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { releaseDisksUnder } from '@berth/sandbox-runtime';
+import { median, round, summary as summaryOf } from './stats.js';
 
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const runs = Number(process.env.BENCH_RUNS ?? 200);
@@ -31,15 +32,10 @@ const environment = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: pat
 await mkdir(environment.HERMES_HOME, { recursive: true });
 await writeFile(path.join(environment.HERMES_HOME, 'config.yaml'), `terminal:\n  docker_image: ${image}\n  docker_network: false\n  lifetime_seconds: 0\n`);
 
-const round = (value: number): number => Math.round(value * 100) / 100;
-const sorted = (values: number[]) => [...values].sort((a, b) => a - b);
-const median = (values: number[]): number => {
-  const ordered = sorted(values);
-  const middle = Math.floor(ordered.length / 2);
-  return ordered.length % 2 ? ordered[middle]! : (ordered[middle - 1]! + ordered[middle]!) / 2;
+const summary = (values: number[]) => {
+  const { runs, medianMs, p90Ms, minMs } = summaryOf(values);
+  return { runs, medianMs: round(medianMs, 2), p90Ms: round(p90Ms, 2), minMs: round(minMs, 2) };
 };
-const percentile = (values: number[], p: number): number => sorted(values)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
-const summary = (values: number[]) => ({ runs: values.length, medianMs: round(median(values)), p90Ms: round(percentile(values, 90)), minMs: round(Math.min(...values)) });
 
 /** Spawns `file args` and resolves with its wall time in ms; rejects on a non-zero exit. */
 function timedRun(file: string, args: string[]): Promise<number> {
@@ -110,7 +106,7 @@ try {
   for (const [name, measured] of Object.entries(sides)) {
     results[name] = { ...summary(measured.times), failures: measured.failures.length, ...(measured.failures.length > 0 ? { firstFailure: measured.failures[0] } : {}) };
   }
-  results.socketClientToDockerExec = round(median(sides.berthSocketClient.times) / median(sides.dockerExecCli.times));
+  results.socketClientToDockerExec = round(median(sides.berthSocketClient.times) / median(sides.dockerExecCli.times), 2);
 } finally {
   await timedRun(process.execPath, [cli, 'rm', '--platform', 'telegram', '--user', userId, '--purge']).catch((error: Error) => console.error(error.message));
   server.kill('SIGTERM');
