@@ -2,10 +2,13 @@ import { existsSync } from 'node:fs';
 import { ImageNotFoundError, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
-import { RUNNING_PROBE, SPARE_PROCESS } from '@berth/sandbox-runtime';
+import { LABELS, RUNNING_PROBE, SPARE_PROCESS } from '@berth/sandbox-runtime';
 import { openExecChannel } from './open-exec-channel.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { toContainerCreateOptions } from './to-container-options.js';
+
+/** How long after a new sandbox started the spare network for the next one is made. */
+const REFILL_DELAY_MS = 200;
 
 /** Commands the keep-alive main process and init leave in a container's process list. */
 const IDLE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b|trap "exit 0"|^sleep 3600$|^\/bin\/sh$/;
@@ -65,6 +68,17 @@ function stateOf(state: { Running?: boolean; Paused?: boolean; Status?: string }
 const nameOf = (name: string | undefined): string => (name ?? '').replace(/^\//, '');
 
 /**
+ * A sandbox's own network: the one its label names, or, for a sandbox of an earlier release, the
+ * network named as the container (a container on it says so in `NetworkMode` on Docker).
+ */
+function ownNetworkOf(info: Dockerode.ContainerInspectInfo): string | undefined {
+  const labelled = info.Config?.Labels?.[LABELS.network];
+  if (labelled) return labelled;
+  const name = nameOf(info.Name);
+  return info.HostConfig?.NetworkMode === name ? name : undefined;
+}
+
+/**
  * A driver over an engine's Docker-compatible API (Docker Engine, Podman's service): the one
  * translation of the driver port to dockerode, with the engine's differences as the typed
  * hooks of its connection (network, create adjustments, another create endpoint) and its own
@@ -103,9 +117,16 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     }
   };
 
+  // Networks taken by prepare() for the create() that follows, by sandbox name.
+  const taken = new Map<string, Promise<{ mode: string; pool: boolean }>>();
+
   return {
     specificationVersion: 'v1',
     engine,
+    async close() {
+      const connected = await connecting?.catch(() => undefined);
+      await connected?.networks.close();
+    },
     capabilities: options.capabilities,
     specRevision: options.specRevision,
     connection,
@@ -171,13 +192,35 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         return containers.map((container) => ({ id: container.Id, name: nameOf(container.Names?.[0]), state: stateOf(container.State), labels: container.Labels ?? {} }));
       }),
 
+    prepare: (spec: SandboxSpec) =>
+      call(`create the network of ${spec.name}`, async ({ networks }) => {
+        if (!spec.network) return;
+        // Kept for create(); a create that never came (the host's folders failed) leaves it for the next attempt.
+        let network = taken.get(spec.name);
+        if (!network) {
+          network = networks.take();
+          taken.set(spec.name, network);
+          network.catch(() => taken.delete(spec.name));
+        }
+        await network;
+      }),
+
     create: (spec: SandboxSpec) =>
       call(`create container ${spec.name}`, async ({ docker, networks, adjustCreate, createContainer }) => {
-        if (spec.network) await networks.prepare(spec.name);
-        const base = toContainerCreateOptions(spec, networks.modeOf(spec.name, spec.network));
-        const request = adjustCreate ? adjustCreate(base) : base;
+        let network: { mode: string; pool: boolean } = { mode: 'none', pool: false };
+        if (spec.network) {
+          const prepared = taken.get(spec.name);
+          taken.delete(spec.name);
+          network = await (prepared ?? networks.take());
+        }
+        const base = toContainerCreateOptions(spec, network.mode);
+        const withLabel = network.pool ? { ...base, Labels: { ...base.Labels, [LABELS.network]: network.mode } } : base;
+        const request = adjustCreate ? adjustCreate(withLabel) : withLabel;
+        let created = false;
         try {
-          return createContainer ? await createContainer(request) : (await docker.createContainer(request)).id;
+          const id = createContainer ? await createContainer(request) : (await docker.createContainer(request)).id;
+          created = true;
+          return id;
         } catch (error) {
           // 409: another process created it first; the runtime adopts that one.
           if (isConflict(error)) return undefined;
@@ -185,19 +228,29 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
             throw new ImageNotFoundError(spec.image, `image ${spec.image} vanished from the ${engine} engine (${engineMessage(error)}); the next command pulls it again, or set terminal.docker_image`, { cause: error });
           }
           throw error;
+        } finally {
+          // A network no container got goes again.
+          if (network.pool && !created) await networks.release(network.mode);
         }
       }),
 
-    start: (id) =>
+    start: (id, startOptions = {}) =>
       call(`start container ${id}`, async ({ docker, networks }) => {
         // A sandbox's own network may have been removed while it was stopped.
-        const info = await docker.getContainer(id).inspect();
-        if (info.HostConfig?.NetworkMode === nameOf(info.Name)) await networks.prepare(nameOf(info.Name));
+        if (!startOptions.justCreated) {
+          const info = await docker.getContainer(id).inspect();
+          const network = ownNetworkOf(info);
+          if (network) await networks.prepare(network);
+        }
         try {
           await docker.getContainer(id).start();
         } catch (error) {
           if (!isAlreadyDone(error)) throw error;
         }
+        // The next new sandbox's network is made a moment after this one started and opened its
+        // shells: made meanwhile, it would slow them by about as much as it saves (the engine
+        // makes networks and starts containers one at a time).
+        if (startOptions.justCreated) setTimeout(() => networks.refill(), REFILL_DELAY_MS).unref();
       }),
 
     stop: (id, graceSeconds) =>
@@ -221,7 +274,8 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
           // 404: gone already; 409: a removal is already in progress elsewhere.
           if (!isGone(error) && !isConflict(error)) throw error;
         }
-        await networks.release(nameOf(info.Name));
+        const network = ownNetworkOf(info);
+        if (network) await networks.release(network);
       }),
 
     rename: (id, name) => call(`rename container ${id}`, async ({ docker }) => void (await docker.getContainer(id).rename({ name }))),

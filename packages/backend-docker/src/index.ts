@@ -2,5 +2,5 @@ export { createDockerBackend, createDockerDriver, validateBackendOptions, type D
 export { createDockerApiDriver, type DockerApiConnection, type DockerApiDriverOptions } from './create-docker-api-driver.js';
 export { findDockerEngine, type DockerEngineEndpoint } from './find-docker-engine.js';
 export { mapDockerError, engineStatus, engineMessage, type EngineErrorContext } from './map-docker-error.js';
-export { createSandboxNetworks, type SandboxNetworks } from './sandbox-networks.js';
+export { createSandboxNetworks, fixedSandboxNetwork, type SandboxNetworks } from './sandbox-networks.js';
 export { toContainerCreateOptions } from './to-container-options.js';

@@ -202,13 +202,18 @@ describe('images and network', () => {
     const aliceId = await backend.doAcquire(alice);
     const networksOf = async (id: string) => (await harness.docker.getContainer(id).inspect()).NetworkSettings.Networks;
     const [bobNetworks, aliceNetworks] = [await networksOf(bobId), await networksOf(aliceId)];
-    expect(Object.keys(bobNetworks)).toEqual([backend.containerName(bob)]);
-    expect(Object.keys(aliceNetworks)).toEqual([backend.containerName(alice)]);
+    // One network each, named at random (a name says nothing of whose it is), and recorded on the container.
+    const ownNetwork = async (id: string) => (await harness.docker.getContainer(id).inspect()).Config.Labels['dev.berth.network'];
+    const [bobNetwork, aliceNetwork] = [await ownNetwork(bobId), await ownNetwork(aliceId)];
+    expect(Object.keys(bobNetworks)).toEqual([bobNetwork]);
+    expect(Object.keys(aliceNetworks)).toEqual([aliceNetwork]);
+    expect(bobNetwork).toMatch(/^berth-net-[0-9a-f]{16}$/);
+    expect(bobNetwork).not.toBe(aliceNetwork);
     const bobIp = Object.values(bobNetworks)[0]?.IPAddress;
     expect(bobIp).toMatch(/^10\.217\.\d+\.\d+$/);
     const subnetOf = async (name: string) => (await harness.docker.getNetwork(name).inspect()).IPAM?.Config?.[0]?.Subnet;
-    expect(await subnetOf(backend.containerName(bob))).toMatch(/\/29$/);
-    expect(await subnetOf(backend.containerName(bob))).not.toBe(await subnetOf(backend.containerName(alice)));
+    expect(await subnetOf(bobNetwork!)).toMatch(/\/29$/);
+    expect(await subnetOf(bobNetwork!)).not.toBe(await subnetOf(aliceNetwork!));
     await backend.doExec(bob, { command: '(nc -l -p 8080 -e echo hello-from-bob > /dev/null 2>&1 &)' });
     // The listener answers locally: the port is open ...
     expect((await backend.doExec(bob, { command: 'nc -w 2 127.0.0.1 8080 < /dev/null; true' })).stdout).toContain('hello-from-bob');
@@ -218,7 +223,7 @@ describe('images and network', () => {
     expect(probe.stdout).not.toContain('hello-from-bob');
     // Removing a sandbox removes its network too.
     await backend.remove(bob.scope.key);
-    await expect(harness.docker.getNetwork(backend.containerName(bob)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await expect(harness.docker.getNetwork(bobNetwork!).inspect()).rejects.toMatchObject({ statusCode: 404 });
     const offline = harness.backend({ docker_network: false });
     const carol = harness.request({ platform: 'telegram', userId: '2013' });
     expect((await offline.doExec(carol, { command: 'ls /sys/class/net' })).stdout.trim()).toBe('lo');

@@ -84,4 +84,33 @@ describe('createSandboxNetworks', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(removed).toEqual(['n1']);
   });
+
+  it('gives a new sandbox the spare made ahead, with a random name, and makes the next one only when asked', async () => {
+    const made: string[] = [];
+    const docker = {
+      listNetworks: async () => [],
+      listContainers: async () => [],
+      getNetwork: (name: string) => ({
+        inspect: async () => {
+          if (!made.includes(name)) throw engineError(404, 'network not found');
+          return { Labels: { 'dev.berth.managed-by': 'berth' } };
+        },
+        remove: async () => void made.splice(made.indexOf(name), 1),
+      }),
+      createNetwork: async (options: { Name: string }) => void made.push(options.Name),
+    } as unknown as Dockerode;
+    const networks = createSandboxNetworks({ docker, endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' });
+    const first = await networks.take();
+    expect(first).toMatchObject({ pool: true });
+    expect(first.mode).toMatch(/^berth-net-[0-9a-f]{16}$/);
+    networks.refill();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(made).toHaveLength(2);
+    const second = await networks.take();
+    expect(second.mode, 'the spare, not a new network').toBe(made[1]);
+    expect(made).toHaveLength(2);
+    networks.refill();
+    await networks.close();
+    expect(made, 'closing removes the spare').toEqual([first.mode, second.mode]);
+  });
 });

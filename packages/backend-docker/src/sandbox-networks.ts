@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
@@ -77,12 +77,31 @@ function isSubnetTaken(error: unknown): boolean {
 
 /** The per-sandbox networks of a Docker backend. */
 export interface SandboxNetworks {
-  /** The `NetworkMode` of the sandbox named `name`: its own network, or `none` without networking. */
-  modeOf(name: string, network: boolean): string;
-  /** Makes sure the sandbox's network exists, allocating it a free /29 of the pool. */
+  /**
+   * The network (`NetworkMode`) of a new sandbox with networking: a spare made ahead when there
+   * is one, else a new one. `pool` says whether it is one of these networks (the sandbox's own,
+   * to be recorded on the container, prepared and released), not a mode such as `slirp4netns`.
+   */
+  take(): Promise<{ readonly mode: string; readonly pool: boolean }>;
+  /** Makes sure a sandbox's own network exists (a stopped sandbox's network may have been removed). */
   prepare(name: string): Promise<void>;
-  /** Removes a removed sandbox's own network, if it has one; never throws (an engine that refuses leaves it). */
+  /** Removes a sandbox's own network, if it has one; never throws (an engine that refuses leaves it). */
   release(name: string): Promise<void>;
+  /** Makes the next spare in the background, so the next new sandbox need not wait for one. */
+  refill(): void;
+  /** Removes the spare; for shutting down. */
+  close(): Promise<void>;
+}
+
+/** Networks that are not the engine's own: the rootless case, where each sandbox gets `mode`. */
+export function fixedSandboxNetwork(mode: string): SandboxNetworks {
+  return {
+    take: async () => ({ mode, pool: false }),
+    prepare: async () => undefined,
+    release: async () => undefined,
+    refill: () => undefined,
+    close: async () => undefined,
+  };
 }
 
 /**
@@ -102,6 +121,8 @@ export function createSandboxNetworks(options: {
   pool: string;
   /** Labels added to every network (a test run's marker, say). */
   labels?: Readonly<Record<string, string>>;
+  /** The start of every network's name (the backend's sandbox name prefix). @default 'berth-' */
+  namePrefix?: string;
 }): SandboxNetworks {
   const { docker, endpoint } = options;
   const pool = parseCidr(options.pool);
@@ -133,15 +154,21 @@ export function createSandboxNetworks(options: {
   // for a container it is about to create is left alone; one removed by mistake is made again
   // by the next prepare().
   let pruning = false;
+  const sparesNow = new Set<string>();
   const pruneOrphans = async (networks: Dockerode.NetworkInspectInfo[]): Promise<void> => {
     if (pruning) return;
     pruning = true;
     try {
       const ours = networks.filter((network) => network.Labels?.[LABELS.managedBy] === MANAGED_BY && Date.now() - Date.parse(network.Created) > ORPHAN_AGE_MS);
       if (ours.length === 0) return;
-      const containers = new Set((await docker.listContainers({ all: true })).flatMap((container) => (container.Names ?? []).map((name) => name.replace(/^\//, ''))));
+      const referenced = new Set(
+        (await docker.listContainers({ all: true })).flatMap((container) => [
+          ...(container.Names ?? []).map((name) => name.replace(/^\//, '')),
+          ...(container.Labels?.[LABELS.network] ? [container.Labels[LABELS.network]] : []),
+        ]),
+      );
       for (const network of ours) {
-        if (containers.has(network.Name)) continue;
+        if (referenced.has(network.Name) || sparesNow.has(network.Name)) continue;
         // Refused when a container (one made by hand, say) still uses it: then it stays.
         await docker
           .getNetwork(network.Id)
@@ -192,24 +219,49 @@ export function createSandboxNetworks(options: {
     );
   };
 
-  return {
-    modeOf: (name, network) => (network ? name : 'none'),
-    async prepare(name) {
-      try {
-        const info = await docker.getNetwork(name).inspect();
-        if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) {
-          throw new SandboxError('NETWORK_NAME_TAKEN', `docker network ${name} exists but is not Berth's; remove it (docker network rm ${name}) or set another name prefix`);
-        }
-        return;
-      } catch (error) {
-        if (!isGone(error)) fail(error, `inspect network ${name}`);
+  const prepare = async (name: string): Promise<void> => {
+    try {
+      const info = await docker.getNetwork(name).inspect();
+      if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) {
+        throw new SandboxError('NETWORK_NAME_TAKEN', `${options.engine ?? 'docker'} network ${name} exists but is not Berth's; remove it (${options.engine ?? 'docker'} network rm ${name}) or set another name prefix`);
       }
-      await create(name);
+      return;
+    } catch (error) {
+      if (!isGone(error)) fail(error, `inspect network ${name}`);
+    }
+    await create(name);
+  };
+
+  // One spare at a time: made after a sandbox was created, taken by the next new one. Its name is
+  // random, like every sandbox network's: a name says nothing about whose it is.
+  let spare: Promise<string | undefined> | undefined;
+  const newName = (): string => `${options.namePrefix ?? 'berth-'}net-${randomBytes(8).toString('hex')}`;
+  const make = async (): Promise<string> => {
+    const name = newName();
+    await create(name);
+    return name;
+  };
+
+  return {
+    async take() {
+      const ready = spare;
+      spare = undefined;
+      const name = ready ? await ready : undefined;
+      if (name) {
+        sparesNow.delete(name);
+        try {
+          const info = await docker.getNetwork(name).inspect();
+          if (info.Labels?.[LABELS.managedBy] === MANAGED_BY) return { mode: name, pool: true };
+        } catch {
+          // Gone (pruned by another gateway, say): make one now.
+        }
+      }
+      return { mode: await make(), pool: true };
     },
+    prepare,
     async release(name) {
       // Found by name, not by the container's NetworkMode: Podman reports "bridge" for a
-      // container on a named network, and a sandbox made without networking may still have the
-      // network an earlier configuration gave it. Only Berth's own network of that name goes.
+      // container on a named network. Only Berth's own network of that name goes.
       try {
         const network = docker.getNetwork(name);
         const info = await network.inspect();
@@ -218,6 +270,27 @@ export function createSandboxNetworks(options: {
       } catch {
         // Gone already, or still in use by a container someone made by hand: leave it.
       }
+    },
+    refill() {
+      if (spare) return;
+      spare = make().then(
+        (name) => {
+          sparesNow.add(name);
+          return name;
+        },
+        () => undefined,
+      );
+    },
+    async close() {
+      const ready = spare;
+      spare = undefined;
+      const name = ready ? await ready : undefined;
+      if (!name) return;
+      sparesNow.delete(name);
+      await docker
+        .getNetwork(name)
+        .remove()
+        .catch(() => undefined);
     },
   };
 }

@@ -1,4 +1,4 @@
-import { createDockerApiDriver, createSandboxNetworks, engineStatus, validateBackendOptions, type DockerApiConnection } from '@berth/backend-docker';
+import { createDockerApiDriver, createSandboxNetworks, engineStatus, fixedSandboxNetwork, validateBackendOptions, type DockerApiConnection } from '@berth/backend-docker';
 import { EngineUnavailableError, SandboxError, type HostLogger } from '@berth/core';
 import { createSandboxRuntime, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
@@ -83,7 +83,7 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
   // networks from each other), so the egress policy holds on this host as for Docker. Rootless:
   // a private slirp4netns stack each (the gateway's user cannot make bridges or firewall rules).
   const networking = (docker: Dockerode, endpoint: string, host: PodmanHost): Pick<DockerApiConnection, 'networks' | 'networkPool'> => {
-    if (host.rootless) return { networks: { modeOf: (_name, network) => (network ? PODMAN_SANDBOX_NETWORK : 'none'), prepare: async () => undefined, release: async () => undefined } };
+    if (host.rootless) return { networks: fixedSandboxNetwork(PODMAN_SANDBOX_NETWORK) };
     const pool = options.networkPool ?? '10.217.0.0/16';
     const local = typeof (docker.modem as { socketPath?: unknown }).socketPath === 'string';
     return { networks: createSandboxNetworks({ docker, engine: 'podman', endpoint, pool, ...(options.labels ? { labels: options.labels } : {}) }), ...(local ? { networkPool: pool } : {}) };

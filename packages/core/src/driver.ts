@@ -156,10 +156,19 @@ export interface SandboxDriverV1 {
   inspect(nameOrId: string): Promise<DriverSandbox | undefined>;
   /** Every sandbox carrying all these labels. */
   list(labels: Readonly<Record<string, string>>): Promise<DriverSandbox[]>;
+  /**
+   * Makes what the engine keeps for the sandbox apart from its container (its network), so that
+   * the runtime can do it while it prepares the host's folders. Optional: `create()` still makes
+   * whatever is missing.
+   */
+  prepare?(spec: SandboxSpec): Promise<void>;
   /** Creates the sandbox (its network too) without starting it; `undefined` when another process holds the name. */
   create(spec: SandboxSpec): Promise<string | undefined>;
-  /** Starts it; a running sandbox is fine. */
-  start(id: string): Promise<void>;
+  /**
+   * Starts it; a running sandbox is fine. `justCreated`: `create()` made it a moment ago, so what
+   * a stopped sandbox may have lost since (its network) need not be looked for.
+   */
+  start(id: string, options?: { readonly justCreated?: boolean }): Promise<void>;
   /** Stops it within `graceSeconds`; a stopped or removed sandbox is fine. */
   stop(id: string, graceSeconds: number): Promise<void>;
   unpause(id: string): Promise<void>;

@@ -50,15 +50,16 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     await context.prepareNetwork();
   };
 
-  const start = async (entry: SandboxEntry, id: string): Promise<void> => {
+  const start = async (entry: SandboxEntry, id: string, justCreated = false): Promise<void> => {
     context.onProgress?.({ phase: 'start', message: `starting ${entry.name}` });
-    await driver.start(id);
+    await driver.start(id, justCreated ? { justCreated } : undefined);
   };
 
   /** Creates and starts the sandbox; `''` when another process holds the name. */
   const create = async (entry: SandboxEntry, request: SandboxRequest, spec: Parameters<typeof driver.create>[0]): Promise<string> => {
-    await prepareFolders(request);
-    await ensureImage();
+    // Independent steps at once: the host's folders and disk, the image, the engine's network.
+    // All are done before the container exists, so a failure leaves no container behind.
+    await Promise.all([prepareFolders(request), ensureImage(), driver.prepare?.(spec)]);
     context.onProgress?.({ phase: 'create', message: `creating ${entry.name}` });
     let id: string | undefined;
     try {
@@ -70,7 +71,7 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     }
     if (id === undefined) return '';
     try {
-      await start(entry, id);
+      await start(entry, id, true);
     } catch (error) {
       // Nothing half-created: a sandbox that cannot start is removed again.
       await driver.remove(id).catch(() => undefined);
@@ -86,8 +87,8 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
    * files kept, since its settings differ — instead of making a duplicate. Only a sandbox with
    * this installation's folders: another gateway on the engine may serve the same scope key.
    */
-  const adoptRenamed = async (entry: SandboxEntry, request: SandboxRequest): Promise<boolean> => {
-    const other = (await find(entry.scopeKey)).find((sandbox) => sandbox.labels[LABELS.workspace] === request.paths.workspace && sandbox.name !== entry.name);
+  const adoptRenamed = async (entry: SandboxEntry, request: SandboxRequest, sandboxes: Awaited<ReturnType<typeof find>>): Promise<boolean> => {
+    const other = sandboxes.find((sandbox) => sandbox.labels[LABELS.scope] === entry.scopeKey && sandbox.labels[LABELS.workspace] === request.paths.workspace && sandbox.name !== entry.name);
     if (!other) return false;
     try {
       await driver.rename(other.id, entry.name);
@@ -100,12 +101,12 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
   };
 
   /** A new user past `docker_max_sandboxes` is refused in one line, before anything is made. */
-  const assertRoomForAnother = async (request: SandboxRequest): Promise<void> => {
+  const assertRoomForAnother = (request: SandboxRequest, sandboxes: Awaited<ReturnType<typeof find>>): void => {
     const limit = settings.docker_max_sandboxes;
     if (limit <= 0) return;
     const root = `${request.paths.root}/`;
     // This installation's sandboxes (its folders), whatever else shares the engine.
-    const existing = (await find()).filter((sandbox) => (sandbox.labels[LABELS.workspace] ?? '').startsWith(root)).length;
+    const existing = sandboxes.filter((sandbox) => (sandbox.labels[LABELS.workspace] ?? '').startsWith(root)).length;
     if (existing >= limit) {
       throw new SandboxError(
         'SANDBOX_LIMIT',
@@ -139,9 +140,11 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     });
     for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
       const found = await driver.inspect(entry.name);
-      if (!found && (await adoptRenamed(entry, request))) continue;
+      // One list of this runtime's sandboxes answers both questions of a new one.
+      const sandboxes = found ? [] : await find();
+      if (!found && (await adoptRenamed(entry, request, sandboxes))) continue;
       if (!found) {
-        await assertRoomForAnother(request);
+        assertRoomForAnother(request, sandboxes);
         const id = await context.limitCreate(() => create(entry, request, spec));
         if (id === '') {
           // Another process holds the name; the engine may not show it until its create completes.

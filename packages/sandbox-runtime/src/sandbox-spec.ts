@@ -14,6 +14,8 @@ export const LABELS = {
   workspace: 'dev.berth.workspace',
   home: 'dev.berth.home',
   configHash: 'dev.berth.config-hash',
+  /** The sandbox's own network, when the engine gives it one (the driver sets it). */
+  network: 'dev.berth.network',
 } as const;
 
 /** The value of the `managed-by` label. */

@@ -259,6 +259,9 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     try {
       // -m 0: no blocks reserved for root (the sandbox user is root); lazy init: seconds become milliseconds.
       await run(tool('mkfs.ext4'), ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', '-L', 'berth', files.fresh]);
+      // Nothing to copy in (a new user): the image goes straight onto the folder (see ensure),
+      // without a mount on a staging folder and the wait for its loop device to go.
+      if (await isEmpty(files.folder)) return;
       await mkdir(files.staging, { recursive: true, mode: 0o700 });
       await mountImage(files.fresh, files.staging);
       try {
@@ -354,14 +357,18 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
           await rename(files.moved, files.folder);
         }
       }
+      let made = false;
       if (state === 'none' && !existsSync(files.image)) {
         await createImage(files);
         await rename(files.fresh, files.image);
+        made = true;
         logger?.info(`berth: made a ${limitMb} MB disk for ${path.basename(files.folder)}`);
       }
-      if (state === 'mine' || existsSync(files.image)) await resize(files, state === 'mine');
+      if (!made && (state === 'mine' || existsSync(files.image))) await resize(files, state === 'mine');
       state = mountState(files.folder, files.image);
       if (state === 'none') await mountOnFolder(files);
+      // A new file system's own folder for fsck's finds: the user's disk starts empty.
+      if (made) await rmdir(path.join(files.folder, 'lost+found')).catch(() => undefined);
       const folderStats = await lstat(files.folder);
       if ((folderStats.mode & 0o777) !== 0o700) await chmod(files.folder, 0o700);
     });

@@ -65,7 +65,16 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     entry.session = undefined;
     if (!entry.running) drop(entry);
     await lifecycle.acquire(entry, request);
-    await acquired(entry);
+    // The capacity policy (stopping the least recently used) runs while the shells open.
+    const capacity = acquired(entry);
+    try {
+      await openShells(entry, request);
+    } finally {
+      await capacity;
+    }
+  };
+
+  const openShells = async (entry: SandboxEntry, request: SandboxRequest): Promise<void> => {
     if (entry.mode === 'exec') return;
     // The kill shell starts beside the session and is up before the first command runs: it must
     // exist before anything needs killing, and an exec still starting when someone pauses the

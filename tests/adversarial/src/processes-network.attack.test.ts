@@ -123,7 +123,9 @@ describe('names: nothing a sandbox can see says who else is there, or how many',
       const container = (await gateway.containerOf(sender))!;
       const name = container.Names[0]!.replace(/^\//, '');
       expect(name).toMatch(/^berth-[0-9a-f]{24}$/);
-      expect(container.HostConfig.NetworkMode).toBe(name);
+      // The sandbox's own network is named at random: neither its name nor its container's says whose it is.
+      expect(container.HostConfig.NetworkMode).toMatch(/^berth-net-[0-9a-f]{16}$/);
+      expect(container.Labels['dev.berth.network']).toBe(container.HostConfig.NetworkMode);
     }
   });
 });
