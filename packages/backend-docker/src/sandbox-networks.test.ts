@@ -112,5 +112,8 @@ describe('createSandboxNetworks', () => {
     networks.refill();
     await networks.close();
     expect(made, 'closing removes the spare').toEqual([first.mode, second.mode]);
+    networks.refill();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(made, 'nothing is made after closing').toEqual([first.mode, second.mode]);
   });
 });

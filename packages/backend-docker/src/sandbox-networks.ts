@@ -235,6 +235,7 @@ export function createSandboxNetworks(options: {
   // One spare at a time: made after a sandbox was created, taken by the next new one. Its name is
   // random, like every sandbox network's: a name says nothing about whose it is.
   let spare: Promise<string | undefined> | undefined;
+  let closed = false;
   const newName = (): string => `${options.namePrefix ?? 'berth-'}net-${randomBytes(8).toString('hex')}`;
   const make = async (): Promise<string> => {
     const name = newName();
@@ -272,7 +273,8 @@ export function createSandboxNetworks(options: {
       }
     },
     refill() {
-      if (spare) return;
+      // Never after close(): a spare nobody will take or remove would be left behind.
+      if (spare || closed) return;
       spare = make().then(
         (name) => {
           sparesNow.add(name);
@@ -282,6 +284,7 @@ export function createSandboxNetworks(options: {
       );
     },
     async close() {
+      closed = true;
       const ready = spare;
       spare = undefined;
       const name = ready ? await ready : undefined;
