@@ -144,6 +144,21 @@ describe('recovery', () => {
     expect((await harness.docker.getContainer(newId).inspect()).HostConfig.PidsLimit).toBe(200);
     await again.close();
   });
+  it('runs the next command, with its own status, after a command killed the spare shell waiting beside it', async () => {
+    const request = harness.request({ platform: 'telegram', userId: '2015' });
+    const backend = harness.backend();
+    await backend.doExec(request, { command: 'cd /tmp && export KEPT=yes' });
+    // Kills every spare, the one running this command too (its status is the kill's) ...
+    await backend.doExec(request, { command: 'pkill -9 -f berth-spare; true' });
+    expect(await backend.doExec(request, { command: 'echo "ok $KEPT $PWD"; exit 3' })).toMatchObject({ exitCode: 3, stdout: 'ok yes /tmp\n' });
+    // ... and, from a job left behind, the spare waiting between two commands: a zombie, then.
+    await backend.doExec(request, { command: '(sleep 0.5; pkill -9 -f berth-spare) > /dev/null 2>&1 &' });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await backend.doExec(request, { command: 'echo "ok $KEPT"; exit 4' })).toMatchObject({ exitCode: 4, stdout: 'ok yes\n' });
+    expect(await backend.doExec(request, { command: 'echo again' })).toMatchObject({ exitCode: 0, stdout: 'again\n' });
+    await backend.close();
+  });
+
   it('counts a command made only of builtins as busy, though it runs in the spare shell that idles between commands', async () => {
     const request = harness.request({ platform: 'telegram', userId: '2014' });
     const backend = harness.backend();

@@ -76,22 +76,23 @@ export const RUNNING_PROBE = `for __berth_f in /tmp/.berth-*/pid; do read -r __b
  * one command persists like an `export`. Should the state file be lost (a full `/tmp` when it
  * was written), the session's initial environment in `init` is used.
  *
- * A spare (`$1` is {@link SPARE_MARK}) is started as soon as the previous command ended, so
- * that starting a process, taking the state and changing directory are done before the next
- * command arrives. Its stdin is the session's private FIFO: it waits for one line, `0` (stdin
- * from /dev/null) or `1` (from the command's input file), and leaves without running anything
- * on `q` or when the session that holds the FIFO's other end is gone.
+ * A spare (`$1` is {@link SPARE_MARK}) is started as soon as the previous command started, so
+ * that starting a process is done before the next command arrives; it takes the state (which
+ * the previous command saves when it ends) once told to run. Its stdin is one of the session's
+ * two private FIFOs: it waits for one line, `0` (stdin from /dev/null) or `1` (from the
+ * command's input file), and leaves without running anything on `q` or when the session that
+ * holds the FIFO's other end is gone.
  */
 const CHILD_SCRIPT = `__berth_dir=$0
-if [ -s "$__berth_dir/state" ]; then . "$__berth_dir/state" 2>/dev/null; else . "$__berth_dir/init" 2>/dev/null; fi
-cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
-__berth_save() { __BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_dir/state" && echo 1 > "$__berth_dir/saved"; }
 if [ "$1" = ${SPARE_MARK} ]; then
   read -r __berth_line || exit 0
   case "$__berth_line" in 0) exec < /dev/null ;; 1) exec < "$__berth_dir/in" ;; *) exit 0 ;; esac
   unset __berth_line
   set --
 fi
+if [ -s "$__berth_dir/state" ]; then . "$__berth_dir/state" 2>/dev/null; else . "$__berth_dir/init" 2>/dev/null; fi
+cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
+__berth_save() { __BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_dir/state" && echo 1 > "$__berth_dir/saved"; }
 trap __berth_save EXIT
 . "$__berth_dir/cmd"
 __berth_st=$?
@@ -106,14 +107,16 @@ exit $__berth_st`;
  * its output. Ends with frame `readyId`, whose status says whether `setsid` is available (0)
  * or not (1).
  *
- * Each command runs in a spare child started when the previous one ended (`__berth_spawn`,
- * when the image has `mkfifo`; otherwise the child starts with the command).
+ * Each command runs in a spare child started when the previous one started (`__berth_spawn`,
+ * when the image has `mkfifo`; otherwise, or when the spare is gone, the child starts with the
+ * command).
  *
  * After each command the session looks, with builtins only, whether a process it left behind
  * still holds the session's stdout or stderr (`__berth_holders`). The walk over every process's
- * descriptors is skipped when no process was made since the command's own (the namespace's
- * `ns_last_pid` is the command's pid), or when the sandbox's process ids are exactly those seen
- * after the last command: nothing the command started is alive then. (Only a process id reused by a process of
+ * descriptors is skipped when no process but the one the session made (the next spare, or the
+ * command's own child) was made since the command started (the namespace's `ns_last_pid`), or
+ * when the sandbox's process ids are those seen at the last check, the spares aside: nothing the
+ * command started is alive then. (Only a process id reused by a process of
  * the same sandbox could hide one — a user fooling their own next command.) The stderr frame's status
  * then carries `L`, and the runtime retires the session, so nothing that process writes later
  * reaches the gateway (its writes go to a pipe nobody reads). `T`: the command's own EXIT trap
@@ -147,35 +150,42 @@ __berth_holders() {
   for __berth_q in /proc/[0-9]*/fd; do
     # Itself, and its parent (outside the sandbox on an engine; the test host's runner locally).
     # No redirection on these loops: some shells run a redirected loop in a subshell, which holds the pipes too.
-    case "$__berth_q" in "/proc/$$/fd" | "/proc/$PPID/fd") continue ;; esac
+    # The next command's spare holds them too, waiting.
+    case "$__berth_q" in "/proc/$$/fd" | "/proc/$PPID/fd" | "/proc/$__berth_sp/fd") continue ;; esac
     for __berth_f in "$__berth_q"/*; do
       if [ "$__berth_f" -ef "/proc/$$/fd/1" ] || [ "$__berth_f" -ef "/proc/$$/fd/2" ]; then return 0; fi
     done
   done
   return 1
 }
-__berth_pids() { set -- /proc/[0-9]*; __berth_now="$*"; }
-__berth_g="$__berth_d/go-$$"
-if command -v mkfifo >/dev/null 2>&1 && { [ -p "$__berth_g" ] || mkfifo -m 600 "$__berth_g" 2>/dev/null; }; then __berth_fifo=1; else __berth_fifo=0; fi
-__berth_sp=
+__berth_pids() { set -- /proc/[0-9]*; __berth_now=" $* "; }
+# The list $1 without /proc/$2, in __berth_w.
+__berth_without() { __berth_w=\${1%%" /proc/$2 "*}; [ "$__berth_w" = "$1" ] || __berth_w="$__berth_w \${1#*" /proc/$2 "}"; }
+__berth_ga="$__berth_d/go-$$-a"; __berth_gb="$__berth_d/go-$$-b"
+if command -v mkfifo >/dev/null 2>&1 && { [ -p "$__berth_ga" ] || mkfifo -m 600 "$__berth_ga" 2>/dev/null; } && { [ -p "$__berth_gb" ] || mkfifo -m 600 "$__berth_gb" 2>/dev/null; }; then __berth_fifo=1; else __berth_fifo=0; fi
+__berth_sp=; __berth_sfd=4
+# A new spare, on the FIFO (and descriptor) the running command's spare does not use. This shell
+# holds the FIFO open (read and write, so the open never waits) before the spare opens its end,
+# and until that spare has ended: a FIFO's bytes go with its last open end, and a spare still on
+# its way to its open would then wait for a writer forever. The spare sees the end of the FIFO
+# when this shell, its only writer, is gone — however soon that is. It keeps neither descriptor.
 __berth_spawn() {
-  [ "$__berth_fifo" = 1 ] && [ -p "$__berth_g" ] || return 0
-  # This shell holds the FIFO open (read and write, so the open never waits) before the spare
-  # opens its end: the spare's open finds a writer at once, and sees the end of the FIFO when
-  # this shell, its only writer, is gone — however soon that is. The spare does not keep fd 3.
-  exec 3<> "$__berth_g"
+  [ "$__berth_fifo" = 1 ] && [ -p "$__berth_ga" ] && [ -p "$__berth_gb" ] || return 0
+  if [ "$__berth_sfd" = 3 ]; then __berth_sfd=4; __berth_g=$__berth_gb; exec 4<> "$__berth_g"; else __berth_sfd=3; __berth_g=$__berth_ga; exec 3<> "$__berth_g"; fi
   if [ "$__berth_ss" = 1 ]; then
-    setsid /bin/sh -c "$__berth_spare" "$__berth_d" ${SPARE_MARK} < "$__berth_g" 3>&- &
+    setsid /bin/sh -c "$__berth_spare" "$__berth_d" ${SPARE_MARK} < "$__berth_g" 3>&- 4>&- &
   else
-    /bin/sh -c "$__berth_spare" "$__berth_d" ${SPARE_MARK} < "$__berth_g" 3>&- &
+    /bin/sh -c "$__berth_spare" "$__berth_d" ${SPARE_MARK} < "$__berth_g" 3>&- 4>&- &
   fi
   __berth_sp=$!
 }
+__berth_say() { if [ "$2" = 3 ]; then echo "$1" >&3; else echo "$1" >&4; fi; }
+__berth_shut() { if [ "$1" = 3 ]; then exec 3>&-; else exec 4>&-; fi; }
 __berth_unspare() {
   [ -n "$__berth_sp" ] || return 0
-  echo q >&3
+  __berth_say q "$__berth_sfd"
   wait "$__berth_sp" 2>/dev/null
-  exec 3>&-
+  __berth_shut "$__berth_sfd"
   __berth_sp=
 }
 __berth_run() {
@@ -186,10 +196,19 @@ __berth_run() {
     return
   fi
   true > "$__berth_d/saved"
-  if [ -n "$__berth_sp" ] && kill -0 "$__berth_sp" 2>/dev/null; then
-    __berth_p=$__berth_sp
+  read -r __berth_l0 < /proc/sys/kernel/ns_last_pid 2>/dev/null || __berth_l0=
+  __berth_pfd=
+  # A spare something killed meanwhile (it lives beside the previous command) is not used: gone,
+  # or a zombie, whose status would pass for the command's.
+  __berth_st=
+  [ -n "$__berth_sp" ] && read -r __berth_st < "/proc/$__berth_sp/stat" 2>/dev/null
+  case "\${__berth_st#*) }" in "" | Z* | X*) __berth_st= ;; esac
+  if [ -n "$__berth_st" ]; then
+    __berth_p=$__berth_sp; __berth_pfd=$__berth_sfd; __berth_sp=
     echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
-    echo "$2" >&3
+    __berth_say "$2" "$__berth_pfd"
+    # The next command's spare starts while this one runs.
+    __berth_spawn
   else
     __berth_unspare
     if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
@@ -202,15 +221,25 @@ __berth_run() {
     echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
   fi
   wait "$__berth_p"; __berth_s=$?
-  if [ -n "$__berth_sp" ]; then exec 3>&-; __berth_sp=; fi
+  [ -n "$__berth_pfd" ] && __berth_shut "$__berth_pfd"
   true > "$__berth_d/pid" 2>/dev/null
   __berth_x=
-  # No process made since the command's own (the last pid of the sandbox's namespace is its
-  # pid): nothing it started can be alive. Else the ids of the sandbox's processes, then the walk.
+  # Processes made since the command started, from the namespace's last pid: none but the one
+  # this shell made (the command's own child, or the next spare) means nothing the command
+  # started can be alive. Else the ids of the sandbox's processes against the last check's
+  # (the spares aside), and only then the walk.
   read -r __berth_l < /proc/sys/kernel/ns_last_pid 2>/dev/null || __berth_l=
-  if [ "$__berth_l" != "$__berth_p" ]; then
+  __berth_clean=
+  if [ -n "$__berth_l0" ] && [ -n "$__berth_l" ]; then
+    if [ -n "$__berth_pfd" ]; then __berth_own=$__berth_sp; else __berth_own=$__berth_p; fi
+    if [ "$__berth_l" = "$__berth_l0" ] || { [ "$__berth_l" = "$((__berth_l0 + 1))" ] && [ "$__berth_l" = "$__berth_own" ]; }; then __berth_clean=1; fi
+  fi
+  if [ -z "$__berth_clean" ]; then
     __berth_pids
-    if [ "$__berth_now" != "$__berth_base" ] && __berth_holders; then __berth_x=L; else __berth_base=$__berth_now; fi
+    __berth_without "$__berth_now" "$__berth_sp"; __berth_a=$__berth_w
+    __berth_without "$__berth_base" "$__berth_p"
+    if [ "$__berth_a" != "$__berth_w" ] && __berth_holders; then __berth_x=L; fi
+    __berth_base=$__berth_now
   fi
   if [ ! -f "$__berth_d/init" ]; then
     __berth_x="\${__berth_x}D"
@@ -219,7 +248,7 @@ __berth_run() {
     if [ "$__berth_v" != 1 ] && [ "$__berth_s" -lt 128 ]; then __berth_x="\${__berth_x}T"; fi
   fi
   printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s%s\n' "$1" "$__berth_s" "$__berth_x" >&2
-  case "$__berth_x" in *L* | *D*) ;; *) __berth_spawn ;; esac
+  if [ -z "$__berth_sp" ]; then case "$__berth_x" in *L* | *D*) ;; *) __berth_spawn ;; esac; fi
 }
 __berth_pids; __berth_base=$__berth_now
 printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss"
