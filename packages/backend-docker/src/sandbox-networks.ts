@@ -261,8 +261,8 @@ export function createSandboxNetworks(options: {
     },
     prepare,
     async release(name) {
-      // Found by name, not by the container's NetworkMode: Podman reports "bridge" for a
-      // container on a named network. Only Berth's own network of that name goes.
+      // The name comes from the container's label (Podman reports "bridge" as the NetworkMode of
+      // a container on a named network). Only Berth's own network of that name goes.
       try {
         const network = docker.getNetwork(name);
         const info = await network.inspect();

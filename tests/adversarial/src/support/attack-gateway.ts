@@ -105,9 +105,9 @@ export async function removeContainersUnder(sandboxDir: string, client: Dockerod
     containers.map(async (container) => {
       if (container.State === 'paused') await thaw(container.Id);
       await client.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
-      // Each sandbox has a network of its own, named as the container.
-      const network = container.HostConfig?.NetworkMode;
-      if (network && network === (container.Names?.[0] ?? '').replace(/^\//, '')) await client.getNetwork(network).remove().catch(() => undefined);
+      // Each sandbox has a network of its own, which its label names.
+      const network = container.Labels?.['dev.berth.network'];
+      if (network) await client.getNetwork(network).remove().catch(() => undefined);
     }),
   );
 }
