@@ -599,6 +599,14 @@ smoke_test() {
   local namespace=berth-smoke
   kubectl_admin delete namespace "$namespace" --wait=true --timeout=60s >/dev/null 2>&1 || true
   kubectl_admin create namespace "$namespace" >/dev/null
+  # A pod is refused until the controller manager made the namespace's default service account
+  # (a moment after the namespace, longer while the controller manager is still starting).
+  local tries=0
+  until kubectl_admin -n "$namespace" get serviceaccount default >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    [ "$tries" -le 120 ] || die "the default service account of namespace $namespace was not made within 60 s; see $LOGS/kube-controller-manager.log"
+    sleep 0.5
+  done
   kubectl_admin -n "$namespace" apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: PersistentVolumeClaim
