@@ -121,8 +121,6 @@ export function createSandboxNetworks(options: {
   pool: string;
   /** Labels added to every network (a test run's marker, say). */
   labels?: Readonly<Record<string, string>>;
-  /** The start of every network's name (the backend's sandbox name prefix). @default 'berth-' */
-  namePrefix?: string;
 }): SandboxNetworks {
   const { docker, endpoint } = options;
   const pool = parseCidr(options.pool);
@@ -154,7 +152,8 @@ export function createSandboxNetworks(options: {
   // for a container it is about to create is left alone; one removed by mistake is made again
   // by the next prepare().
   let pruning = false;
-  const sparesNow = new Set<string>();
+  // The ready spare's name, which pruning leaves alone however old it is.
+  let spareName: string | undefined;
   const pruneOrphans = async (networks: Dockerode.NetworkInspectInfo[]): Promise<void> => {
     if (pruning) return;
     pruning = true;
@@ -168,7 +167,7 @@ export function createSandboxNetworks(options: {
         ]),
       );
       for (const network of ours) {
-        if (referenced.has(network.Name) || sparesNow.has(network.Name)) continue;
+        if (referenced.has(network.Name) || network.Name === spareName) continue;
         // Refused when a container (one made by hand, say) still uses it: then it stays.
         await docker
           .getNetwork(network.Id)
@@ -232,13 +231,13 @@ export function createSandboxNetworks(options: {
     await create(name);
   };
 
-  // One spare at a time: made after a sandbox was created, taken by the next new one. Its name is
-  // random, like every sandbox network's: a name says nothing about whose it is.
+  // One spare at a time: made when the driver asks (after a new sandbox started), taken by the
+  // next new one. Its name is random, like every sandbox network's: a name says nothing about
+  // whose it is.
   let spare: Promise<string | undefined> | undefined;
   let closed = false;
-  const newName = (): string => `${options.namePrefix ?? 'berth-'}net-${randomBytes(8).toString('hex')}`;
   const make = async (): Promise<string> => {
-    const name = newName();
+    const name = `berth-net-${randomBytes(8).toString('hex')}`;
     await create(name);
     return name;
   };
@@ -249,7 +248,7 @@ export function createSandboxNetworks(options: {
       spare = undefined;
       const name = ready ? await ready : undefined;
       if (name) {
-        sparesNow.delete(name);
+        spareName = undefined;
         try {
           const info = await docker.getNetwork(name).inspect();
           if (info.Labels?.[LABELS.managedBy] === MANAGED_BY) return { mode: name, pool: true };
@@ -276,10 +275,7 @@ export function createSandboxNetworks(options: {
       // Never after close(): a spare nobody will take or remove would be left behind.
       if (spare || closed) return;
       spare = make().then(
-        (name) => {
-          sparesNow.add(name);
-          return name;
-        },
+        (name) => (spareName = name),
         () => undefined,
       );
     },
@@ -289,7 +285,7 @@ export function createSandboxNetworks(options: {
       spare = undefined;
       const name = ready ? await ready : undefined;
       if (!name) return;
-      sparesNow.delete(name);
+      spareName = undefined;
       await docker
         .getNetwork(name)
         .remove()

@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { assertOffline } from '../src/harness/assert-offline.js';
 import { startBlackholeProxy } from '../src/harness/blackhole-proxy.js';
-import { scriptedMessage, startFakeModel } from '../src/harness/fake-model.js';
+import { fakeModelProviders, scriptedMessage, startFakeModel } from '../src/harness/fake-model.js';
 import { startFakeTelegram, type IncomingMessage } from '../src/harness/fake-telegram.js';
 import { createGatewayHome, freePort, locateOpenClaw, locatePluginArchive, runOpenClaw, startGateway, updateConfig } from '../src/harness/openclaw-gateway.js';
 import { assertEngineAnswers, docker } from '../src/harness/sandbox-engine.js';
@@ -71,17 +71,7 @@ try {
       { agentId: 'dockerbench', match: { channel: 'telegram', peer: { kind: 'direct', id: String(users.docker) } } },
     ],
     channels: { telegram: { enabled: true, botToken: telegram.botToken, apiRoot: telegram.apiRoot, dmPolicy: 'open', allowFrom: ['*'] } },
-    models: {
-      mode: 'replace',
-      providers: {
-        fake: {
-          baseUrl: model.baseUrl,
-          apiKey: 'berth-e2e-local',
-          api: 'openai-completions',
-          models: [{ id: model.modelId, name: 'Berth e2e', reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 2_000_000, maxTokens: 4096 }],
-        },
-      },
-    },
+    models: fakeModelProviders(model, { contextWindow: 2_000_000 }),
     agents: {
       defaults: { model: { primary: `fake/${model.modelId}` }, sandbox: { mode: 'all', backend: 'berth', scope: 'session', workspaceAccess: 'none' } },
       entries: {

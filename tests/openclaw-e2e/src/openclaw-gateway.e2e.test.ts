@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertOffline } from './harness/assert-offline.js';
 import { startBlackholeProxy, type BlackholeProxy } from './harness/blackhole-proxy.js';
-import { scriptedMessage, startFakeModel, type FakeModel, type ScriptedToolCall } from './harness/fake-model.js';
+import { fakeModelProviders, scriptedMessage, startFakeModel, type FakeModel, type ScriptedToolCall } from './harness/fake-model.js';
 import { startFakeTelegram, type FakeTelegram, type IncomingMessage, type SentMessage } from './harness/fake-telegram.js';
 import { createGatewayHome, freePort, locateOpenClaw, locatePluginArchive, runOpenClaw, startGateway, updateConfig, type GatewayHome, type RunningGateway } from './harness/openclaw-gateway.js';
 import { assertEngineAnswers, execsCreated, removeSandboxContainersUnder, sandboxContainersUnder, type SandboxContainer } from './harness/sandbox-engine.js';
@@ -116,17 +116,7 @@ beforeAll(async () => {
     channels: {
       telegram: { enabled: true, botToken: telegram.botToken, apiRoot: telegram.apiRoot, dmPolicy: 'open', allowFrom: ['*'], groupPolicy: 'open', groups: { '*': { requireMention: false } } },
     },
-    models: {
-      mode: 'replace',
-      providers: {
-        fake: {
-          baseUrl: model.baseUrl,
-          apiKey: 'berth-e2e-local',
-          api: 'openai-completions',
-          models: [{ id: model.modelId, name: 'Berth e2e', reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 64_000, maxTokens: 4096 }],
-        },
-      },
-    },
+    models: fakeModelProviders(model, { contextWindow: 64_000 }),
     agents: { defaults: { model: { primary: `fake/${model.modelId}` }, sandbox: { mode: 'all', backend: 'berth', scope: 'session', workspaceAccess: 'none' } } },
     tools: { toolSearch: false },
     // A message that arrives while the chat's previous run is still finishing runs after it,

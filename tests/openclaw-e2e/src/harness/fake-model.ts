@@ -101,6 +101,21 @@ function decide(messages: ReadonlyArray<{ role?: string; content?: unknown }>, t
   return { text: 'There is nothing to do.' };
 }
 
+/** The `models` section of an OpenClaw config whose only provider is `model`. */
+export function fakeModelProviders(model: FakeModel, options: { contextWindow: number }) {
+  return {
+    mode: 'replace',
+    providers: {
+      fake: {
+        baseUrl: model.baseUrl,
+        apiKey: 'berth-e2e-local',
+        api: 'openai-completions',
+        models: [{ id: model.modelId, name: 'Berth e2e', reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: options.contextWindow, maxTokens: 4096 }],
+      },
+    },
+  };
+}
+
 /** Starts the fake model (`api: "openai-completions"`, streamed or not). */
 export async function startFakeModel(): Promise<FakeModel> {
   const modelId = 'berth-e2e-model';
