@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { ImageNotFoundError, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
-import { LABELS, RUNNING_PROBE, SPARE_PROCESS } from '@berth/sandbox-runtime';
+import { LABELS, RUNNING_PROBE, SESSION_PROCESS } from '@berth/sandbox-runtime';
 import { openExecChannel } from './open-exec-channel.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { toContainerCreateOptions } from './to-container-options.js';
@@ -286,9 +286,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
           const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
           const column = Math.max(0, (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)));
           const commands = (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? '');
-          if (commands.some((command) => !IDLE_PROCESS.test(command) && !SPARE_PROCESS.test(command))) return true;
-          if (!commands.some((command) => SPARE_PROCESS.test(command))) return false;
-          // A waiting spare looks like one running a command made only of builtins: the sessions' pid files tell.
+          if (commands.some((command) => !IDLE_PROCESS.test(command))) return true;
+          if (!commands.some((command) => SESSION_PROCESS.test(command))) return false;
+          // A session's shell, a waiting spare and a command made only of builtins look alike: the sessions' pid files tell.
           const probe = await openExecChannel(docker, id, ['/bin/sh', '-c', RUNNING_PROBE]);
           probe.onStdout(() => undefined);
           probe.onStderr(() => undefined);

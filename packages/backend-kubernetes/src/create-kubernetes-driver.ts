@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ImageNotFoundError, SandboxError, type DriverSandbox, type ExecChannel, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
 import { CoreV1Api, NetworkingV1Api, VersionApi, type KubeConfig, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
-import { RUNNING_PROBE, SPARE_PROCESS } from '@berth/sandbox-runtime';
+import { RUNNING_PROBE } from '@berth/sandbox-runtime';
 import { findKubernetesCluster, type KubernetesCluster } from './find-kubernetes-cluster.js';
 import { openKubernetesExecChannel } from './kubernetes-exec-channel.js';
 import { holdsAll, INSTALLATION_KEY, LABELS_ANNOTATION, MANAGED_BY_KEY, MANAGED_BY_VALUE, POD_ANNOTATION, runtimeLabelsOf, SCOPE_KEY, scopeLabelValue, selectorOf, toKubernetesLabels } from './kubernetes-labels.js';
@@ -435,7 +435,7 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
           if (!pod || stateOf(pod) !== 'running') return false;
           // One line per process: its command line, NULs and newlines as spaces; this probe marks itself.
           const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
-          // A waiting spare looks like one running a command made only of builtins: the sessions' pid files tell (the last line).
+          // A session's shell, a waiting spare and a command made only of builtins all look like /bin/sh: the sessions' pid files tell (the last line).
           const script = `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`;
           const { stdout, exitCode } = await runInPod(connected, pod, ['/bin/sh', '-c', script], 10_000);
           if (exitCode !== 0) return true;
@@ -444,7 +444,7 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
             .split('\n')
             .map((line) => line.trim())
             .filter((line) => line && !line.includes(marker) && !/^tr /.test(line))
-            .some((line) => !IDLE_PROCESS.test(line) && !SPARE_PROCESS.test(line));
+            .some((line) => !IDLE_PROCESS.test(line));
         });
       } catch {
         // Unknown means busy: never destroy work on a guess.

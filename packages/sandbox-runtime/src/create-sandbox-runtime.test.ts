@@ -290,8 +290,9 @@ describe('the sandbox runtime', () => {
     const { config, request } = setUp();
     const runtime = runtimeOver(createFakeDriver(), config);
     await runtime.doExec(request('56'), { command: 'export GONE=soon' });
-    // $0 is the state folder in a command (on the test host, /tmp holds other tests' folders too).
-    const wiped = await runtime.doExec(request('56'), { command: 'rm -rf "$0"; echo wiped' });
+    // $__berth_dir is the state folder in a command (on the test host, /tmp holds other tests'
+    // folders too, and this runs on the host: nothing but a Berth state folder is removed).
+    const wiped = await runtime.doExec(request('56'), { command: 'case "$__berth_dir" in /tmp/.berth-?*) rm -rf "$__berth_dir" ;; esac; echo wiped' });
     expect(wiped.stdout).toBe('wiped\n');
     expect(wiped.stderr).toMatch(/berth: this command deleted the sandbox's shell state .* the next command starts a new shell/);
     const next = await runtime.doExec(request('56'), { command: 'echo "[$GONE]"' });

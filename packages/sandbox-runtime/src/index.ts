@@ -6,4 +6,4 @@ export { assertScopeFolder } from './host-folders.js';
 export { autoMaxRunning, capacityReport, localHostSize, maxRunningOf, type HostSize } from './capacity.js';
 export { createScopeDisks, diskUnenforcedReason, releaseDisksUnder, type ScopeDisks } from './scope-disks.js';
 export { BLOCKED_RANGES, createEgressFirewall, egressRuleset, egressTableName, egressUnenforcedReason, hostResolvers, resolveEgressException, type EgressException, type EgressFirewall } from './egress-firewall.js';
-export { RUNNING_PROBE, SPARE_PROCESS } from './shell-protocol.js';
+export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';

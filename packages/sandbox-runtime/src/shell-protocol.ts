@@ -51,15 +51,15 @@ export function buildEnvironmentScript(variables: Readonly<Record<string, string
   return script;
 }
 
-/** The argument that marks a spare child shell, waiting for its command (see {@link SPARE_PROCESS}). */
-export const SPARE_MARK = 'berth-spare';
-
 /**
- * A spare's command line (`/bin/sh -c ': berth-spare` and its script), as a process list shows
- * it: idle while it waits, but also what a spare running a command made only of builtins looks
- * like — so a driver that finds one asks {@link RUNNING_PROBE} before calling the sandbox idle.
+ * The command line of a Berth session's shell as a process list shows it — and of its spares
+ * (forked from it) and of a command made only of builtins running in one — so a driver that
+ * finds one asks {@link RUNNING_PROBE} before calling the sandbox idle.
  */
-export const SPARE_PROCESS = new RegExp(`^/bin/sh -c : ${SPARE_MARK}\\b`);
+export const SESSION_PROCESS = /^\/bin\/sh$/;
+
+/** @deprecated Spares are forked from the session's shell now and look like it: use {@link SESSION_PROCESS}. */
+export const SPARE_PROCESS = SESSION_PROCESS;
 
 /**
  * A script that exits 0 when a command runs in some Berth session of the sandbox (its state
@@ -68,31 +68,17 @@ export const SPARE_PROCESS = new RegExp(`^/bin/sh -c : ${SPARE_MARK}\\b`);
 export const RUNNING_PROBE = `for __berth_f in /tmp/.berth-*/pid; do read -r __berth_p __berth_s < "$__berth_f" 2>/dev/null || continue; [ -n "$__berth_p" ] && kill -0 "$__berth_p" 2>/dev/null && exit 0; done; exit 1`;
 
 /**
- * What each command's child shell runs: take the session's exports and directory from the
- * state file, source the command file, and save them again — when the command returns, and on
- * `exit` through an EXIT trap (a command that sets its own EXIT trap and then exits replaces
- * that one; the session notices, as the `saved` flag stays empty, and says so). `$0` is the
- * state folder. The session's own shell holds none of the user's variables, so an `unset` in
- * one command persists like an `export`. Should the state file be lost (a full `/tmp` when it
- * was written), the session's initial environment in `init` is used.
- *
- * A spare (`$1` is {@link SPARE_MARK}) is started as soon as the previous command started, so
- * that starting a process is done before the next command arrives; it takes the state (which
- * the previous command saves when it ends) once told to run. Its stdin is one of the session's
- * two private FIFOs: it waits for one line, `0` (stdin from /dev/null) or `1` (from the
- * command's input file), and leaves without running anything on `q` or when the session that
- * holds the FIFO's other end is gone.
+ * What runs a command, in a child of the session's shell: take the session's exports and
+ * directory from the state file, source the command file, and save them again — when the
+ * command returns, and on `exit` through an EXIT trap (a command that sets its own EXIT trap
+ * and then exits replaces that one; the session notices, as the `saved` flag stays empty, and
+ * says so). `__berth_dir` is the state folder. The session's own shell holds none of the user's
+ * variables, so an `unset` in one command persists like an `export`. Should the state file be
+ * lost (a full `/tmp` when it was written), the session's initial environment in `init` is used.
  */
-const CHILD_SCRIPT = `__berth_dir=$0
-if [ "$1" = ${SPARE_MARK} ]; then
-  read -r __berth_line || exit 0
-  case "$__berth_line" in 0) exec < /dev/null ;; 1) exec < "$__berth_dir/in" ;; *) exit 0 ;; esac
-  unset __berth_line
-  set --
-fi
-if [ -s "$__berth_dir/state" ]; then . "$__berth_dir/state" 2>/dev/null; else . "$__berth_dir/init" 2>/dev/null; fi
+const CHILD_BODY = `if [ -s "$__berth_dir/state" ]; then . "$__berth_dir/state" 2>/dev/null; else . "$__berth_dir/init" 2>/dev/null; fi
 cd -- "$__BERTH_CWD" 2>/dev/null; unset __BERTH_CWD
-__berth_save() { __BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_dir/state" && echo 1 > "$__berth_dir/saved"; }
+__berth_save() { [ -z "$__berth_kept" ] || return 0; __berth_kept=1; __BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_dir/state" && echo 1 > "$__berth_dir/saved"; }
 trap __berth_save EXIT
 . "$__berth_dir/cmd"
 __berth_st=$?
@@ -100,21 +86,41 @@ __berth_save
 exit $__berth_st`;
 
 /**
+ * The same as a new `/bin/sh -c` (`$0` is the state folder): for a command that reads `$$` or
+ * `$PPID`, which must name the command's own shell, not the session's.
+ */
+const EXEC_CHILD_SCRIPT = `__berth_dir=$0
+${CHILD_BODY}`;
+
+/**
+ * Whether a command reads the shell's own process id or its parent's (`$$`, `\${$}`, `$PPID`):
+ * it then runs in a `/bin/sh` of its own rather than in a forked copy of the session's shell,
+ * whose `$$` is the session's.
+ */
+export function needsOwnShell(command: string): boolean {
+  return /\$\$|\$\{#?\$\}|PPID/.test(command);
+}
+
+/**
  * The script that turns a fresh `/bin/sh` into a Berth session: a private state folder whose
  * state file holds the environment (sent here, over stdin, so it is never in the container's
  * or the exec's stored configuration) and the directory, and `__berth_run`, which runs one
- * command in a child with its own process group (`setsid` when the image has it) and frames
- * its output. Ends with frame `readyId`, whose status says whether `setsid` is available (0)
- * or not (1).
+ * command in a child of its own and frames its output. Ends with frame `readyId` (status 0).
  *
- * Each command runs in a spare child started when the previous one started (`__berth_spawn`,
- * when the image has `mkfifo`; otherwise, or when the spare is gone, the child starts with the
- * command).
+ * A command's child is a fork of this shell (no new program to load: the cheapest process a
+ * shell can make), rid of the session's bookkeeping; a command that reads `$$` or `$PPID` gets a
+ * `/bin/sh` of its own instead ({@link needsOwnShell}), so those name its shell. Each command runs
+ * in a spare child forked when the previous one started (`__berth_spawn`, when the image has
+ * `mkfifo`; otherwise, or when the spare is gone, the child starts with the command). The `pid`
+ * file names the running child, the last process id before it started and this shell's process
+ * group, for the kill shell ({@link KILLER_INIT}) and {@link RUNNING_PROBE}.
  *
  * After each command the session looks, with builtins only, whether a process it left behind
  * still holds the session's stdout or stderr (`__berth_holders`). The walk over every process's
- * descriptors is skipped when no process but the one the session made (the next spare, or the
- * command's own child) was made since the command started (the namespace's `ns_last_pid`), or
+ * descriptors is skipped when every process made since the last check but those the session
+ * made itself (spares, a command's own child) has ended: the namespace hands out process ids in
+ * order, and its last one is in `/proc/loadavg`, so those are the ids between the last check's
+ * and now (up to 64 of them; more, or ids that wrapped, take the slower way). Or it is skipped
  * when the sandbox's process ids are those seen at the last check, the spares aside: nothing the
  * command started is alive then. (Only a process id reused by a process of
  * the same sandbox could hide one — a user fooling their own next command.) The stderr frame's status
@@ -143,9 +149,37 @@ __berth_e=${quoteShell(state)}
 printf '%s\n' "$__berth_e" > "$__berth_d/init" || exit 97
 ${writeState}
 unset __berth_e
-__berth_child=${quoteShell(CHILD_SCRIPT)}
-__berth_spare=${quoteShell(`: ${SPARE_MARK}\n${CHILD_SCRIPT}`)}
-if command -v setsid >/dev/null 2>&1; then __berth_ss=1; else __berth_ss=0; fi
+__berth_child=${quoteShell(EXEC_CHILD_SCRIPT)}
+# A command's child: a fork of this shell, rid of this shell's bookkeeping.
+__berth_sub() {
+  __berth_dir=$__berth_d
+  unset __berth_child __berth_base __berth_now __berth_w __berth_a __berth_mine __berth_c
+  set --
+  ${CHILD_BODY.replaceAll('\n', '\n  ')}
+}
+# A spare: waits on its FIFO for one line — 0 or 1 (stdin from /dev/null or the command's input
+# file), x0 or x1 (the same, in a /bin/sh of its own) — and leaves on anything else or at the
+# FIFO's end.
+__berth_spare() {
+  read -r __berth_line || exit 0
+  case "$__berth_line" in
+    0) exec < /dev/null ;;
+    1) exec < "$__berth_d/in" ;;
+    x0) exec /bin/sh -c "$__berth_child" "$__berth_d" < /dev/null ;;
+    x1) exec /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_d/in" ;;
+    *) exit 0 ;;
+  esac
+  unset __berth_line
+  __berth_sub
+}
+# This shell's process group, when it leads one (an engine's exec makes it lead a session): a
+# command's processes share it, so the kill shell finds those a command left to init too.
+__berth_pg=
+if read -r __berth_j < "/proc/$$/stat" 2>/dev/null; then
+  set -- \${__berth_j##*) }
+  [ "$3" = "$$" ] && __berth_pg=$$
+  set --
+fi
 __berth_holders() {
   for __berth_q in /proc/[0-9]*/fd; do
     # Itself, and its parent (outside the sandbox on an engine; the test host's runner locally).
@@ -159,6 +193,14 @@ __berth_holders() {
   return 1
 }
 __berth_pids() { set -- /proc/[0-9]*; __berth_now=" $* "; }
+# The last process id the sandbox's pid namespace handed out (the fifth field of /proc/loadavg,
+# per namespace; the read builtin takes a file a byte at a time, and /proc/sys/kernel/ns_last_pid gives
+# nothing past its first byte to such reads).
+if [ -r /proc/loadavg ]; then
+  __berth_lastpid() { read -r __berth_j __berth_j __berth_j __berth_j __berth_l < /proc/loadavg || __berth_l=; }
+else
+  __berth_lastpid() { __berth_l=; }
+fi
 # The list $1 without /proc/$2, in __berth_w.
 __berth_without() { __berth_w=\${1%%" /proc/$2 "*}; [ "$__berth_w" = "$1" ] || __berth_w="$__berth_w \${1#*" /proc/$2 "}"; }
 __berth_ga="$__berth_d/go-$$-a"; __berth_gb="$__berth_d/go-$$-b"
@@ -172,12 +214,9 @@ __berth_sp=; __berth_sfd=4
 __berth_spawn() {
   [ "$__berth_fifo" = 1 ] && [ -p "$__berth_ga" ] && [ -p "$__berth_gb" ] || return 0
   if [ "$__berth_sfd" = 3 ]; then __berth_sfd=4; __berth_g=$__berth_gb; exec 4<> "$__berth_g"; else __berth_sfd=3; __berth_g=$__berth_ga; exec 3<> "$__berth_g"; fi
-  if [ "$__berth_ss" = 1 ]; then
-    setsid /bin/sh -c "$__berth_spare" "$__berth_d" ${SPARE_MARK} < "$__berth_g" 3>&- 4>&- &
-  else
-    /bin/sh -c "$__berth_spare" "$__berth_d" ${SPARE_MARK} < "$__berth_g" 3>&- 4>&- &
-  fi
-  __berth_sp=$!
+  # In ( ): a function's redirections would keep copies of the closed descriptors in the child.
+  ( __berth_spare ) < "$__berth_g" 3>&- 4>&- &
+  __berth_sp=$!; __berth_mine="$__berth_mine$__berth_sp "
 }
 __berth_say() { if [ "$2" = 3 ]; then echo "$1" >&3; else echo "$1" >&4; fi; }
 __berth_shut() { if [ "$1" = 3 ]; then exec 3>&-; else exec 4>&-; fi; }
@@ -196,29 +235,28 @@ __berth_run() {
     return
   fi
   true > "$__berth_d/saved"
-  read -r __berth_l0 < /proc/sys/kernel/ns_last_pid 2>/dev/null || __berth_l0=
+  # The last process id before the command starts: the kill shell takes the session's processes
+  # made after it for the command's, wherever they were left.
+  __berth_lastpid; __berth_from=$__berth_l
   __berth_pfd=
   # A spare something killed meanwhile (it lives beside the previous command) is not used: gone,
   # or a zombie, whose status would pass for the command's.
-  __berth_st=
-  [ -n "$__berth_sp" ] && read -r __berth_st < "/proc/$__berth_sp/stat" 2>/dev/null
-  case "\${__berth_st#*) }" in "" | Z* | X*) __berth_st= ;; esac
-  if [ -n "$__berth_st" ]; then
+  if [ -n "$__berth_sp" ] && [ -e "/proc/$__berth_sp/fd/0" ]; then
     __berth_p=$__berth_sp; __berth_pfd=$__berth_sfd; __berth_sp=
-    echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
-    __berth_say "$2" "$__berth_pfd"
+    echo "$__berth_p $__berth_from $__berth_pg" > "$__berth_d/pid"
+    __berth_say "$3$2" "$__berth_pfd"
     # The next command's spare starts while this one runs.
     __berth_spawn
   else
     __berth_unspare
     if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
-    if [ "$__berth_ss" = 1 ]; then
-      setsid /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+    if [ "$3" = x ]; then
+      /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" 3>&- 4>&- &
     else
-      /bin/sh -c "$__berth_child" "$__berth_d" < "$__berth_i" &
+      ( __berth_sub ) < "$__berth_i" 3>&- 4>&- &
     fi
-    __berth_p=$!
-    echo "$__berth_p $__berth_ss" > "$__berth_d/pid"
+    __berth_p=$!; __berth_mine="$__berth_mine$__berth_p "
+    echo "$__berth_p $__berth_from $__berth_pg" > "$__berth_d/pid"
   fi
   wait "$__berth_p"; __berth_s=$?
   [ -n "$__berth_pfd" ] && __berth_shut "$__berth_pfd"
@@ -228,12 +266,17 @@ __berth_run() {
   # this shell made (the command's own child, or the next spare) means nothing the command
   # started can be alive. Else the ids of the sandbox's processes against the last check's
   # (the spares aside), and only then the walk.
-  read -r __berth_l < /proc/sys/kernel/ns_last_pid 2>/dev/null || __berth_l=
+  __berth_lastpid
   __berth_clean=
-  if [ -n "$__berth_l0" ] && [ -n "$__berth_l" ]; then
-    if [ -n "$__berth_pfd" ]; then __berth_own=$__berth_sp; else __berth_own=$__berth_p; fi
-    if [ "$__berth_l" = "$__berth_l0" ] || { [ "$__berth_l" = "$((__berth_l0 + 1))" ] && [ "$__berth_l" = "$__berth_own" ]; }; then __berth_clean=1; fi
+  if [ -n "$__berth_l0" ] && [ -n "$__berth_l" ] && [ "$__berth_l" -ge "$__berth_l0" ] && [ "$((__berth_l - __berth_l0))" -le 64 ]; then
+    __berth_clean=1; __berth_i=$__berth_l0
+    while [ "$__berth_i" -lt "$__berth_l" ]; do
+      __berth_i=$((__berth_i + 1))
+      case "$__berth_mine" in *" $__berth_i "*) continue ;; esac
+      if [ -e "/proc/$__berth_i" ]; then __berth_clean=; break; fi
+    done
   fi
+  __berth_l0=$__berth_l; __berth_mine=' '
   if [ -z "$__berth_clean" ]; then
     __berth_pids
     __berth_without "$__berth_now" "$__berth_sp"; __berth_a=$__berth_w
@@ -251,8 +294,9 @@ __berth_run() {
   if [ -z "$__berth_sp" ]; then case "$__berth_x" in *L* | *D*) ;; *) __berth_spawn ;; esac; fi
 }
 __berth_pids; __berth_base=$__berth_now
-printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss"
-printf '__BERTH_%s_S__\n\n__BERTH_%s_E_%s\n' ${options.readyId} ${options.readyId} "$__berth_ss" >&2
+__berth_lastpid; __berth_l0=$__berth_l; __berth_mine=' '
+printf '__BERTH_%s_S__\n\n__BERTH_%s_E_0\n' ${options.readyId} ${options.readyId}
+printf '__BERTH_%s_S__\n\n__BERTH_%s_E_0\n' ${options.readyId} ${options.readyId} >&2
 __berth_spawn
 `;
 }
@@ -280,23 +324,25 @@ export function buildCommandScript(options: { id: string; command: string; cwd?:
   const input = options.stdin === undefined ? '' : `printf ${encodePrintfFormat(options.stdin)} > "$__berth_d/in"\n`;
   return `__berth_c=${quoteShell(file)}
 printf '%s' "$__berth_c" > "$__berth_d/cmd"
-${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}
+${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}${needsOwnShell(options.command) ? ' x' : ''}
 `;
 }
 
 /**
  * Defines `__berth_kill DIR`, which kills the process tree of the command running in the
- * session whose state folder is DIR: its process group, and every descendant found through
- * /proc (stopped first, so nothing forks while the walk runs). Builtins only, so it works
- * while a fork bomb holds every pid the container may have. When the kill shell's stdin ends
- * (its connection to the gateway is gone), it kills the command of the session it watches.
+ * session whose state folder is DIR: every descendant found through /proc, and the processes in
+ * the session's process group made since the command started (those it left to init, which no
+ * longer descend from it). The session's group is stopped first, its shell with it for a moment,
+ * so nothing forks while the walk runs, and continued after. Builtins only, so it works while a
+ * fork bomb holds every pid the container may have. When the kill shell's stdin ends (its
+ * connection to the gateway is gone), it kills the command of the session it watches.
  */
 export const KILLER_INIT = `__berth_session=
 trap '[ -n "$__berth_session" ] && __berth_kill "$__berth_session"' EXIT
 __berth_kill() {
-  read -r __berth_p __berth_ss < "$1/pid" 2>/dev/null || return 0
+  read -r __berth_p __berth_from __berth_pg < "$1/pid" 2>/dev/null || return 0
   [ -n "$__berth_p" ] || return 0
-  if [ "$__berth_ss" = 1 ]; then kill -STOP "-$__berth_p" 2>/dev/null; fi
+  if [ -n "$__berth_pg" ]; then kill -STOP "-$__berth_pg" 2>/dev/null; else kill -STOP "$__berth_p" 2>/dev/null; fi
   __berth_all=" $__berth_p "
   __berth_more=1
   while [ "$__berth_more" = 1 ]; do
@@ -304,14 +350,17 @@ __berth_kill() {
     for __berth_f in /proc/[0-9]*/stat; do
       read -r __berth_l < "$__berth_f" 2>/dev/null || continue
       __berth_pid=\${__berth_l%% *}
+      case "$__berth_all" in *" $__berth_pid "*) continue ;; esac
       set -- \${__berth_l##*) }
       case "$__berth_all" in
-        *" $2 "*) case "$__berth_all" in *" $__berth_pid "*) ;; *) __berth_all="$__berth_all$__berth_pid "; __berth_more=1; kill -STOP "$__berth_pid" 2>/dev/null ;; esac ;;
+        *" $2 "*) ;;
+        *) [ -n "$__berth_pg" ] && [ -n "$__berth_from" ] && [ "$3" = "$__berth_pg" ] && [ "$__berth_pid" != "$__berth_pg" ] && [ "$__berth_pid" -gt "$__berth_from" ] || continue ;;
       esac
+      __berth_all="$__berth_all$__berth_pid "; __berth_more=1; kill -STOP "$__berth_pid" 2>/dev/null
     done
   done
-  if [ "$__berth_ss" = 1 ]; then kill -KILL "-$__berth_p" 2>/dev/null; fi
   for __berth_pid in $__berth_all; do kill -KILL "$__berth_pid" 2>/dev/null; done
+  [ -n "$__berth_pg" ] && kill -CONT "-$__berth_pg" 2>/dev/null
   return 0
 }
 `;

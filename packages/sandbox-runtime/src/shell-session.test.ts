@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { rm } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ExecChannel } from '@berth/core';
 import { KillerShell } from './killer-shell.js';
@@ -8,10 +9,11 @@ import { ShellSession } from './shell-session.js';
 /**
  * The session protocol against the host's own /bin/sh (dash on Debian, the shell of most real
  * images), through a local process instead of an engine exec: the framing, persistence and
- * killing logic is the same; the engine only carries the bytes.
+ * killing logic is the same; the engine only carries the bytes. Detached, so the shell leads its
+ * own process group, as an engine's exec does.
  */
-function localChannel(): ExecChannel {
-  const child = spawn('/bin/sh', [], { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp' });
+function localChannel(): ExecChannel & { pid: number } {
+  const child = spawn('/bin/sh', [], { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp', detached: true });
   const closeListeners: Array<() => void> = [];
   let closed = false;
   child.on('close', () => {
@@ -19,6 +21,7 @@ function localChannel(): ExecChannel {
     for (const listener of closeListeners.splice(0)) listener();
   });
   return {
+    pid: child.pid!,
     write: (data) => void child.stdin.write(data),
     end: () => child.stdin.end(),
     destroy: () => child.kill('SIGKILL'),
@@ -37,12 +40,25 @@ afterEach(async () => {
   }
 });
 
-async function open(variables: Record<string, string> = {}): Promise<{ session: ShellSession; run: (command: string, extra?: { stdin?: string; timeoutMs?: number; cwd?: string; variables?: Record<string, string> }) => Promise<{ status: number; stdout: string; stderr: string; timedOut: boolean }> }> {
-  const session = await ShellSession.open({ channel: localChannel(), variables, cwd: '/tmp' });
+/** The host's processes whose command line holds `text`. */
+async function processesWith(text: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const commandLine = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (commandLine.includes(text)) found.push(`${entry}: ${commandLine.replaceAll('\0', ' ')}`);
+  }
+  return found;
+}
+
+async function open(variables: Record<string, string> = {}): Promise<{ session: ShellSession; shellPid: number; run: (command: string, extra?: { stdin?: string; timeoutMs?: number; cwd?: string; variables?: Record<string, string> }) => Promise<{ status: number; stdout: string; stderr: string; timedOut: boolean }> }> {
+  const channel = localChannel();
+  const session = await ShellSession.open({ channel, variables, cwd: '/tmp' });
   sessions.push(session);
   const killer = new KillerShell(localChannel());
   return {
     session,
+    shellPid: channel.pid,
     run: async (command, extra = {}) => {
       const result = await session.run({
         command,
@@ -82,5 +98,53 @@ describe('ShellSession on the host shell', () => {
     expect(result).toMatchObject({ timedOut: true });
     expect(session.alive).toBe(true);
     expect((await run('echo again')).stdout).toBe('again\n');
+  });
+
+  it('kills at the timeout what the command left to init, and nothing older', async () => {
+    const { run } = await open();
+    const older = `berth-older-${randomBytes(4).toString('hex')}`;
+    const orphan = `berth-orphan-${randomBytes(4).toString('hex')}`;
+    // A job an earlier command left running, its output elsewhere (a dev server, say).
+    expect((await run(`(sh -c 'sleep 30; : ${older}' > /dev/null 2>&1 &); echo started`)).stdout).toBe('started\n');
+    // This command's own job, left to init at once (its parent is gone), so no longer its descendant.
+    const result = await run(`(sh -c 'sleep 30; : ${orphan}' > /dev/null 2>&1 &); sleep 30`, { timeoutMs: 300 });
+    expect(result).toMatchObject({ timedOut: true });
+    await expect.poll(() => processesWith(orphan), { timeout: 3_000 }).toEqual([]);
+    expect(await processesWith(older)).toHaveLength(1);
+    // Continued, not left stopped: the older job still runs (its state letter is not T).
+    const [pid] = (await processesWith(older))[0]!.split(':');
+    expect((await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]![0]).not.toBe('T');
+    process.kill(Number(pid), 'SIGKILL');
+    expect((await run('echo again')).stdout).toBe('again\n');
+  });
+
+  it("gives a command reading $$ or $PPID a shell of its own: $$ is the command's shell, kill $$ ends only the command", async () => {
+    const { run, shellPid } = await open();
+    const ids = (await run('echo "$$ $PPID"')).stdout.trim().split(' ').map(Number);
+    expect(ids[1]).toBe(shellPid);
+    expect(ids[0]).not.toBe(shellPid);
+    await run('cd / && export KEPT=1');
+    expect(await run('kill $$; echo not-reached')).toMatchObject({ status: 143, stdout: '' });
+    expect((await run('pwd; echo $KEPT')).stdout).toBe('/\n1\n');
+  });
+
+  it("leaves a command none of the session's descriptors but its stdout and stderr", async () => {
+    const { run, session, shellPid } = await open();
+    const sessionInput = await readlink(`/proc/${shellPid}/fd/0`);
+    // The descriptors of the command's own shell (the one running \`read\`, a builtin), listed by ls.
+    const descriptors = async (stdin?: string) => {
+      const listing = (await run('read -r l < /proc/self/stat; ls -l "/proc/${l%% *}/fd"', stdin === undefined ? {} : { stdin })).stdout;
+      return new Map([...listing.matchAll(/ (\d+) -> (.*)$/gm)].map(([, fd, target]) => [Number(fd), target!]));
+    };
+    for (const [stdin, input] of [[undefined, '/dev/null'], ['x', `${session.stateDir}/in`]] as const) {
+      const given = await descriptors(stdin);
+      expect(given.get(0)).toBe(input);
+      // Not the gateway's channel (the next command's script), not the spares' FIFOs or the state
+      // folder's files but the command file the shell is reading.
+      for (const [fd, target] of given) {
+        expect(target, `descriptor ${fd}`).not.toBe(sessionInput);
+        if (fd > 0 && target !== `${session.stateDir}/cmd`) expect(target, `descriptor ${fd}`).not.toContain(session.stateDir);
+      }
+    }
   });
 });

@@ -60,14 +60,12 @@ export function environmentDigest(variables: Readonly<Record<string, string>>): 
 
 /**
  * A long-lived `/bin/sh` inside a sandbox, driven over its stdin: each command is framed with
- * a random marker, runs in a child with its own process group and stdin, and leaves its
+ * a random marker, runs in a child of its own with its own stdin, and leaves its
  * directory and exports to the next. One command at a time; the caller queues.
  */
 export class ShellSession {
   /** The state folder inside the sandbox (directory, exports, the running command's pid). */
   readonly stateDir: string;
-  /** Whether commands get their own process group (`setsid` present in the image). */
-  readonly processGroups: boolean;
   private readonly channel: ExecChannel;
   private readonly stdoutReader: FrameReader;
   private readonly stderrReader: FrameReader;
@@ -78,10 +76,9 @@ export class ShellSession {
   environmentNames: string[];
   private closeListeners: Array<() => void> = [];
 
-  private constructor(options: { channel: ExecChannel; stateDir: string; processGroups: boolean; stdoutReader: FrameReader; stderrReader: FrameReader; variables: Readonly<Record<string, string>> }) {
+  private constructor(options: { channel: ExecChannel; stateDir: string; stdoutReader: FrameReader; stderrReader: FrameReader; variables: Readonly<Record<string, string>> }) {
     this.channel = options.channel;
     this.stateDir = options.stateDir;
-    this.processGroups = options.processGroups;
     this.stdoutReader = options.stdoutReader;
     this.stderrReader = options.stderrReader;
     this.environmentKey = environmentDigest(options.variables);
@@ -129,17 +126,15 @@ export class ShellSession {
       closedEarly = true;
       failReady?.(new SessionClosedError(false, "the sandbox's /bin/sh ended before it was ready; check that the image has /bin/sh"));
     });
-    const status = await new Promise<number>((resolve, reject) => {
+    await new Promise<void>((resolve, reject) => {
       failReady = reject;
       if (closedEarly) return reject(new SessionClosedError(false, "the sandbox's /bin/sh ended before it was ready; check that the image has /bin/sh"));
       const timer = setTimeout(() => reject(new SandboxError('SANDBOX_SHELL_UNUSABLE', `the sandbox's /bin/sh did not answer within ${options.readyTimeoutMs ?? 10_000} ms`)), options.readyTimeoutMs ?? 10_000);
       let pending = 2;
-      let readyStatus = 0;
-      const done = (value: number): void => {
-        readyStatus = Math.max(readyStatus, value);
+      const done = (): void => {
         if (--pending === 0) {
           clearTimeout(timer);
-          resolve(readyStatus);
+          resolve();
         }
       };
       stdoutReader.expect(readyId, createHeadTailBuffer(1024), done);
@@ -157,7 +152,7 @@ export class ShellSession {
       channel.destroy();
       throw error;
     });
-    const opened = new ShellSession({ channel, stateDir, processGroups: status === 0, stdoutReader, stderrReader, variables: options.variables });
+    const opened = new ShellSession({ channel, stateDir, stdoutReader, stderrReader, variables: options.variables });
     session = opened;
     channel.onClose(() => opened.markClosed());
     if (closedEarly) opened.markClosed();

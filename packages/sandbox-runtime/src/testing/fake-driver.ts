@@ -150,7 +150,8 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
       const sandbox = sandboxes.get(id);
       if (!sandbox) throw gone(id);
       if (sandbox.state !== 'running') throw new SandboxError('SANDBOX_GONE', `sandbox ${sandbox.name} is not running`);
-      const child = spawn('/bin/sh', [], { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp' });
+      // detached: the shell leads its own process group, as an engine's exec does.
+      const child = spawn('/bin/sh', [], { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp', detached: true });
       sandbox.processes.add(child);
       const closeListeners: Array<() => void> = [];
       let closed = false;
