@@ -112,17 +112,15 @@ export function needsOwnShell(command: string): boolean {
  * `/bin/sh` of its own instead ({@link needsOwnShell}), so those name its shell. Each command runs
  * in a spare child forked when the previous one started (`__berth_spawn`, when the image has
  * `mkfifo`; otherwise, or when the spare is gone, the child starts with the command). The `pid`
- * file names the running child, the last process id before it started and this shell's process
- * group, for the kill shell ({@link KILLER_INIT}) and {@link RUNNING_PROBE}.
+ * file names the running child, this shell's process group (`-` when it leads none) and the
+ * processes alive before the command started, for the kill shell ({@link KILLER_INIT}) and
+ * {@link RUNNING_PROBE}.
  *
  * After each command the session looks, with builtins only, whether a process it left behind
  * still holds the session's stdout or stderr (`__berth_holders`). The walk over every process's
- * descriptors is skipped when every process made since the last check but those the session
- * made itself (spares, a command's own child) has ended: the namespace hands out process ids in
- * order, and its last one is in `/proc/loadavg`, so those are the ids between the last check's
- * and now (up to 64 of them; more, or ids that wrapped, take the slower way). Or it is skipped
- * when the sandbox's process ids are those seen at the last check, the spares aside: nothing the
- * command started is alive then. (Only a process id reused by a process of
+ * descriptors is skipped when every process alive now was alive at the last check or is one the
+ * session made since (a spare, a command's own child): one listing of `/proc` tells. (Only a
+ * process id reused by a process of
  * the same sandbox could hide one — a user fooling their own next command.) The stderr frame's status
  * then carries `L`, and the runtime retires the session, so nothing that process writes later
  * reaches the gateway (its writes go to a pipe nobody reads). `T`: the command's own EXIT trap
@@ -153,7 +151,7 @@ __berth_child=${quoteShell(EXEC_CHILD_SCRIPT)}
 # A command's child: a fork of this shell, rid of this shell's bookkeeping.
 __berth_sub() {
   __berth_dir=$__berth_d
-  unset __berth_child __berth_base __berth_now __berth_w __berth_a __berth_mine __berth_c
+  unset __berth_child __berth_base __berth_now __berth_mine __berth_c __berth_a __berth_w
   set --
   ${CHILD_BODY.replaceAll('\n', '\n  ')}
 }
@@ -174,7 +172,7 @@ __berth_spare() {
 }
 # This shell's process group, when it leads one (an engine's exec makes it lead a session): a
 # command's processes share it, so the kill shell finds those a command left to init too.
-__berth_pg=
+__berth_pg=-
 if read -r __berth_j < "/proc/$$/stat" 2>/dev/null; then
   set -- \${__berth_j##*) }
   [ "$3" = "$$" ] && __berth_pg=$$
@@ -192,15 +190,8 @@ __berth_holders() {
   done
   return 1
 }
+# The sandbox's process ids, as " /proc/1 /proc/7 … ", in __berth_now (a glob: one listing of /proc).
 __berth_pids() { set -- /proc/[0-9]*; __berth_now=" $* "; }
-# The last process id the sandbox's pid namespace handed out (the fifth field of /proc/loadavg,
-# per namespace; the read builtin takes a file a byte at a time, and /proc/sys/kernel/ns_last_pid gives
-# nothing past its first byte to such reads).
-if [ -r /proc/loadavg ]; then
-  __berth_lastpid() { read -r __berth_j __berth_j __berth_j __berth_j __berth_l < /proc/loadavg || __berth_l=; }
-else
-  __berth_lastpid() { __berth_l=; }
-fi
 # The list $1 without /proc/$2, in __berth_w.
 __berth_without() { __berth_w=\${1%%" /proc/$2 "*}; [ "$__berth_w" = "$1" ] || __berth_w="$__berth_w \${1#*" /proc/$2 "}"; }
 __berth_ga="$__berth_d/go-$$-a"; __berth_gb="$__berth_d/go-$$-b"
@@ -235,15 +226,15 @@ __berth_run() {
     return
   fi
   true > "$__berth_d/saved"
-  # The last process id before the command starts: the kill shell takes the session's processes
-  # made after it for the command's, wherever they were left.
-  __berth_lastpid; __berth_from=$__berth_l
+  # The processes alive before the command starts: the kill shell takes the session's others
+  # for the command's, wherever they were left.
+  __berth_pids
   __berth_pfd=
   # A spare something killed meanwhile (it lives beside the previous command) is not used: gone,
   # or a zombie, whose status would pass for the command's.
   if [ -n "$__berth_sp" ] && [ -e "/proc/$__berth_sp/fd/0" ]; then
     __berth_p=$__berth_sp; __berth_pfd=$__berth_sfd; __berth_sp=
-    echo "$__berth_p $__berth_from $__berth_pg" > "$__berth_d/pid"
+    echo "$__berth_p $__berth_pg$__berth_now" > "$__berth_d/pid"
     __berth_say "$3$2" "$__berth_pfd"
     # The next command's spare starts while this one runs.
     __berth_spawn
@@ -256,34 +247,29 @@ __berth_run() {
       ( __berth_sub ) < "$__berth_i" 3>&- 4>&- &
     fi
     __berth_p=$!; __berth_mine="$__berth_mine$__berth_p "
-    echo "$__berth_p $__berth_from $__berth_pg" > "$__berth_d/pid"
+    echo "$__berth_p $__berth_pg$__berth_now" > "$__berth_d/pid"
   fi
   wait "$__berth_p"; __berth_s=$?
   [ -n "$__berth_pfd" ] && __berth_shut "$__berth_pfd"
   true > "$__berth_d/pid" 2>/dev/null
   __berth_x=
-  # Processes made since the command started, from the namespace's last pid: none but the one
-  # this shell made (the command's own child, or the next spare) means nothing the command
-  # started can be alive. Else the ids of the sandbox's processes against the last check's
-  # (the spares aside), and only then the walk.
-  __berth_lastpid
-  __berth_clean=
-  if [ -n "$__berth_l0" ] && [ -n "$__berth_l" ] && [ "$__berth_l" -ge "$__berth_l0" ] && [ "$((__berth_l - __berth_l0))" -le 64 ]; then
-    __berth_clean=1; __berth_i=$__berth_l0
-    while [ "$__berth_i" -lt "$__berth_l" ]; do
-      __berth_i=$((__berth_i + 1))
-      case "$__berth_mine" in *" $__berth_i "*) continue ;; esac
-      if [ -e "/proc/$__berth_i" ]; then __berth_clean=; break; fi
+  # Nothing the command started is alive when every process alive now was alive at the last
+  # check or is one this shell made since (a spare, the command's own child); only otherwise the
+  # walk over every process's descriptors.
+  # Quickest: the same list as then, but for the child that ran and the spare waiting now.
+  __berth_pids
+  __berth_without "$__berth_now" "$__berth_sp"; __berth_a=$__berth_w
+  __berth_without "$__berth_base" "$__berth_p"
+  __berth_clean=1
+  if [ "$__berth_a" != "$__berth_w" ]; then
+    for __berth_q in $__berth_now; do
+      case "$__berth_base" in *" $__berth_q "*) continue ;; esac
+      case "$__berth_mine" in *" \${__berth_q#/proc/} "*) continue ;; esac
+      __berth_clean=; break
     done
   fi
-  __berth_l0=$__berth_l; __berth_mine=' '
-  if [ -z "$__berth_clean" ]; then
-    __berth_pids
-    __berth_without "$__berth_now" "$__berth_sp"; __berth_a=$__berth_w
-    __berth_without "$__berth_base" "$__berth_p"
-    if [ "$__berth_a" != "$__berth_w" ] && __berth_holders; then __berth_x=L; fi
-    __berth_base=$__berth_now
-  fi
+  if [ -z "$__berth_clean" ] && __berth_holders; then __berth_x=L; fi
+  __berth_base=$__berth_now; __berth_mine=' '
   if [ ! -f "$__berth_d/init" ]; then
     __berth_x="\${__berth_x}D"
   else
@@ -293,8 +279,7 @@ __berth_run() {
   printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s%s\n' "$1" "$__berth_s" "$__berth_x" >&2
   if [ -z "$__berth_sp" ]; then case "$__berth_x" in *L* | *D*) ;; *) __berth_spawn ;; esac; fi
 }
-__berth_pids; __berth_base=$__berth_now
-__berth_lastpid; __berth_l0=$__berth_l; __berth_mine=' '
+__berth_pids; __berth_base=$__berth_now; __berth_mine=' '
 printf '__BERTH_%s_S__\n\n__BERTH_%s_E_0\n' ${options.readyId} ${options.readyId}
 printf '__BERTH_%s_S__\n\n__BERTH_%s_E_0\n' ${options.readyId} ${options.readyId} >&2
 __berth_spawn
@@ -340,9 +325,9 @@ ${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}${needsO
 export const KILLER_INIT = `__berth_session=
 trap '[ -n "$__berth_session" ] && __berth_kill "$__berth_session"' EXIT
 __berth_kill() {
-  read -r __berth_p __berth_from __berth_pg < "$1/pid" 2>/dev/null || return 0
+  read -r __berth_p __berth_pg __berth_before < "$1/pid" 2>/dev/null || return 0
   [ -n "$__berth_p" ] || return 0
-  if [ -n "$__berth_pg" ]; then kill -STOP "-$__berth_pg" 2>/dev/null; else kill -STOP "$__berth_p" 2>/dev/null; fi
+  if [ "$__berth_pg" != - ]; then kill -STOP "-$__berth_pg" 2>/dev/null; else kill -STOP "$__berth_p" 2>/dev/null; fi
   __berth_all=" $__berth_p "
   __berth_more=1
   while [ "$__berth_more" = 1 ]; do
@@ -352,15 +337,19 @@ __berth_kill() {
       __berth_pid=\${__berth_l%% *}
       case "$__berth_all" in *" $__berth_pid "*) continue ;; esac
       set -- \${__berth_l##*) }
+      # A descendant, or a process of the session's group that was not alive when the command started.
       case "$__berth_all" in
         *" $2 "*) ;;
-        *) [ -n "$__berth_pg" ] && [ -n "$__berth_from" ] && [ "$3" = "$__berth_pg" ] && [ "$__berth_pid" != "$__berth_pg" ] && [ "$__berth_pid" -gt "$__berth_from" ] || continue ;;
+        *)
+          [ "$__berth_pg" != - ] && [ "$3" = "$__berth_pg" ] || continue
+          case " $__berth_before " in *" /proc/$__berth_pid "*) continue ;; esac
+          ;;
       esac
       __berth_all="$__berth_all$__berth_pid "; __berth_more=1; kill -STOP "$__berth_pid" 2>/dev/null
     done
   done
   for __berth_pid in $__berth_all; do kill -KILL "$__berth_pid" 2>/dev/null; done
-  [ -n "$__berth_pg" ] && kill -CONT "-$__berth_pg" 2>/dev/null
+  [ "$__berth_pg" != - ] && kill -CONT "-$__berth_pg" 2>/dev/null
   return 0
 }
 `;
