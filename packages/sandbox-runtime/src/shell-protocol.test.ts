@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildEnvironmentScript, encodePrintfFormat, quoteShell } from './shell-protocol.js';
+import { buildEnvironmentScript, encodePrintfFormat, isPlainProgram, needsOwnShell, quoteShell } from './shell-protocol.js';
 
 // The host's own POSIX shell checks the quoting; no engine is involved.
 const sh = (script: string): Buffer => execFileSync('/bin/sh', ['-c', script]);
@@ -46,5 +46,21 @@ describe('buildEnvironmentScript', () => {
 
   it('skips names that are not shell variable names', () => {
     expect(buildEnvironmentScript({ 'BAD;rm -rf /': 'x', GOOD: 'y' })).toBe("export GOOD='y'\n");
+  });
+});
+
+describe('isPlainProgram and needsOwnShell', () => {
+  it('takes one program with plain words for one, and nothing the shell has to do', () => {
+    for (const command of ['/bin/true', 'ls -la /workspace', 'git status', 'python3 -m pytest -x tests/unit', 'npm run build --if-present', 'make -j4 CC=gcc']) {
+      expect(isPlainProgram(command), command).toBe(true);
+    }
+    for (const command of ['cd /tmp', 'export A=1', 'A=1 env', 'echo hi', 'true', 'ls *.ts', 'ls ~', 'cat a > b', 'a | b', 'a; b', 'a && b', 'a &', 'echo "$HOME"', "ls 'x y'", ' ls', 'ls\n', 'if x', 'exec ls', 'source venv/bin/activate', '. ./env', 'kill 1', 'read x', 'ls # note', 'ls $(pwd)', 'ls `pwd`', 'ls \\x', '']) {
+      expect(isPlainProgram(command), command).toBe(false);
+    }
+  });
+
+  it("sends a command that reads the shell's own id or its parent's to a shell of its own", () => {
+    for (const command of ['echo $$', 'kill ${$}', 'echo $PPID', 'echo ${PPID}', 'tmp=/tmp/x.$$; touch "$tmp"']) expect(needsOwnShell(command), command).toBe(true);
+    for (const command of ['echo $HOME', 'ls', 'printf "%s$" x']) expect(needsOwnShell(command), command).toBe(false);
   });
 });

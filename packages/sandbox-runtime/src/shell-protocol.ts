@@ -101,6 +101,25 @@ export function needsOwnShell(command: string): boolean {
   return /\$\$|\$\{#?\$\}|PPID/.test(command);
 }
 
+/** Builtins and words whose meaning needs the shell, so a command starting with one is never exec'd. */
+const SHELL_WORDS = new Set(
+  ('. : [ alias bg break builtin caller cd command compgen complete continue declare dirs disown echo enable eval exec exit export false fc fg ' +
+    'getopts hash help history jobs kill let local logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source ' +
+    'suspend test time times trap true type typeset ulimit umask unalias unset wait ! { } case do done elif else esac fi for function if in ' +
+    'select then until while').split(' '),
+);
+
+/**
+ * Whether a command is one program with plain words and nothing for the shell to do (no
+ * expansion, quoting, redirection, pipe, list, assignment or builtin): its child shell can then
+ * become the program (`exec`), one process fewer, as nothing it does can change the session's
+ * `cd` or `export`.
+ */
+export function isPlainProgram(command: string): boolean {
+  if (!/^[A-Za-z0-9_./-]+( +[A-Za-z0-9_./=:,@%+-]+)*$/.test(command)) return false;
+  return !SHELL_WORDS.has(command.slice(0, command.indexOf(' ') === -1 ? command.length : command.indexOf(' ')));
+}
+
 /**
  * The script that turns a fresh `/bin/sh` into a Berth session: a private state folder whose
  * state file holds the environment (sent here, over stdin, so it is never in the container's
@@ -235,7 +254,7 @@ __berth_run() {
   if [ -n "$__berth_sp" ] && [ -e "/proc/$__berth_sp/fd/0" ]; then
     __berth_p=$__berth_sp; __berth_pfd=$__berth_sfd; __berth_sp=
     echo "$__berth_p $__berth_pg$__berth_now" > "$__berth_d/pid"
-    __berth_say "$3$2" "$__berth_pfd"
+    if [ "$3" = x ]; then __berth_say "x$2" "$__berth_pfd"; else __berth_say "$2" "$__berth_pfd"; fi
     # The next command's spare starts while this one runs.
     __berth_spawn
   else
@@ -274,7 +293,8 @@ __berth_run() {
     __berth_x="\${__berth_x}D"
   else
     read -r __berth_v < "$__berth_d/saved" 2>/dev/null || __berth_v=
-    if [ "$__berth_v" != 1 ] && [ "$__berth_s" -lt 128 ]; then __berth_x="\${__berth_x}T"; fi
+    # A command exec'd as the child (mode e) saves nothing, having nothing to save.
+    if [ "$__berth_v" != 1 ] && [ "$__berth_s" -lt 128 ] && [ "$3" != e ]; then __berth_x="\${__berth_x}T"; fi
   fi
   printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s%s\n' "$1" "$__berth_s" "$__berth_x" >&2
   if [ -z "$__berth_sp" ]; then case "$__berth_x" in *L* | *D*) ;; *) __berth_spawn ;; esac; fi
@@ -305,11 +325,14 @@ export function buildCommandFile(command: string, cwd?: string): string {
 
 /** What Berth writes into a session to run one framed command. */
 export function buildCommandScript(options: { id: string; command: string; cwd?: string; stdin?: Uint8Array }): string {
-  const file = buildCommandFile(options.command, options.cwd);
+  // A plain program with no directory of its own: the child becomes it (`e`: nothing to save).
+  const plain = options.cwd === undefined && isPlainProgram(options.command);
+  const file = plain ? `exec ${options.command}\n` : buildCommandFile(options.command, options.cwd);
   const input = options.stdin === undefined ? '' : `printf ${encodePrintfFormat(options.stdin)} > "$__berth_d/in"\n`;
+  const mode = plain ? ' e' : needsOwnShell(options.command) ? ' x' : '';
   return `__berth_c=${quoteShell(file)}
 printf '%s' "$__berth_c" > "$__berth_d/cmd"
-${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}${needsOwnShell(options.command) ? ' x' : ''}
+${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}${mode}
 `;
 }
 

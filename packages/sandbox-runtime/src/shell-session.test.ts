@@ -128,6 +128,21 @@ describe('ShellSession on the host shell', () => {
     expect((await run('pwd; echo $KEPT')).stdout).toBe('/\n1\n');
   });
 
+  it('runs a plain program as the child itself, with its own status and streams, and keeps the session\'s cd and export', async () => {
+    const { run } = await open();
+    await run('cd / && export KEPT=1');
+    expect(await run('/bin/echo plain')).toMatchObject({ status: 0, stdout: 'plain\n', stderr: '' });
+    const missing = await run('ls /no-such-folder-here');
+    expect(missing.status).not.toBe(0);
+    expect(missing.stderr).toContain('/no-such-folder-here');
+    expect(await run('no-such-program-here')).toMatchObject({ status: 127 });
+    expect(await run('cat', { stdin: 'given' })).toMatchObject({ status: 0, stdout: 'given' });
+    expect(await run('env')).toMatchObject({ stdout: expect.stringContaining('KEPT=1') });
+    expect(await run('pwd; echo $KEPT')).toMatchObject({ stdout: '/\n1\n', stderr: '' });
+    expect(await run('sleep 30', { timeoutMs: 300 })).toMatchObject({ timedOut: true });
+    expect((await run('echo again')).stdout).toBe('again\n');
+  });
+
   it("leaves a command none of the session's descriptors but its stdout and stderr", async () => {
     const { run, session, shellPid } = await open();
     const sessionInput = await readlink(`/proc/${shellPid}/fd/0`);
