@@ -2,7 +2,9 @@
  * What a host that spawns a process per command pays: a spawned `berth exec --socket` client
  * against a running `berth serve`, next to a spawned `docker exec CONTAINER true` on the same
  * container, a spawned `berth exec` without the server, and bare `node -e 0` (the floor of any
- * Node client). Runs are interleaved so both sides see the same machine load. Prints a table
+ * Node client); and, where the host has Perl, bench/perl-socket-client.pl — a prototype that is
+ * not shipped, measured to see what a client that is not Node would cost (its answers are first
+ * checked against the real client's). Runs are interleaved so both sides see the same machine load. Prints a table
  * and writes JSON to bench-results/. Run with `pnpm --filter @berth/gateway-plugin bench`
  * after a build.
  *
@@ -11,6 +13,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -45,6 +48,23 @@ function timedRun(file: string, args: string[]): Promise<number> {
       if (error) reject(new Error(`${file} ${args.join(' ')} failed (exit ${String(error.code)}): ${(stderr + stdout).trim() || error.message}`));
       else resolve(performance.now() - started);
     });
+  });
+}
+
+const perlClient = path.join(import.meta.dirname, 'perl-socket-client.pl');
+const hasPerl = (() => {
+  try {
+    execFileSync('perl', ['-MIO::Socket::UNIX', '-e', '1'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** Spawns `file args` and resolves with its exit status and output, whatever the status. */
+function answer(file: string, args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { env: environment }, (error, stdout, stderr) => resolve({ status: error ? Number(error.code) : 0, stdout, stderr }));
   });
 }
 
@@ -93,12 +113,22 @@ try {
   const container = (JSON.parse(listing) as Array<{ scope: string; containerId: string }>).find((entry) => entry.scope === `user:telegram:${userId}`)?.containerId;
   if (!container) throw new Error(`berth ls did not list user:telegram:${userId}`);
   await warmUp('docker', ['exec', container, 'true']);
+  const perlArgs = (command: string) => [perlClient, socket, sessionKey, command];
+  if (hasPerl) {
+    // The prototype must answer as the real client does before its time means anything.
+    const probe = `printf 'tab\\there \\\\ "quoted" \\303\\251\\360\\237\\231\\202\\n'; echo to-stderr >&2; exit 3`;
+    const real = await answer(process.execPath, [cli, 'exec', '--socket', socket, '--session-key', sessionKey, '--', probe]);
+    const prototype = await answer('perl', perlArgs(probe));
+    if (JSON.stringify(real) !== JSON.stringify(prototype)) throw new Error(`the Perl prototype answered ${JSON.stringify(prototype)}, the real client ${JSON.stringify(real)}`);
+    await warmUp('perl', perlArgs('true'));
+  }
 
-  const sides = { berthSocketClient: side(), dockerExecCli: side(), nodeStartup: side(), berthExecWithoutServer: side() };
+  const sides = { berthSocketClient: side(), dockerExecCli: side(), nodeStartup: side(), berthExecWithoutServer: side(), perlPrototypeClient: side() };
   for (let run = 0; run < runs; run++) {
     await measure(sides.berthSocketClient, process.execPath, client);
     await measure(sides.dockerExecCli, 'docker', ['exec', container, 'true']);
     await measure(sides.nodeStartup, process.execPath, ['-e', '0']);
+    if (hasPerl) await measure(sides.perlPrototypeClient, 'perl', perlArgs('true'));
   }
   for (let run = 0; run < directRuns; run++) await measure(sides.berthExecWithoutServer, process.execPath, [cli, 'exec', '--platform', 'telegram', '--user', userId, '--', 'true']);
 
@@ -107,6 +137,8 @@ try {
     results[name] = { ...summary(measured.times), failures: measured.failures.length, ...(measured.failures.length > 0 ? { firstFailure: measured.failures[0] } : {}) };
   }
   results.socketClientToDockerExec = round(median(sides.berthSocketClient.times) / median(sides.dockerExecCli.times), 2);
+  results.nodeStartupToDockerExec = round(median(sides.nodeStartup.times) / median(sides.dockerExecCli.times), 2);
+  if (hasPerl) results.perlPrototypeToDockerExec = round(median(sides.perlPrototypeClient.times) / median(sides.dockerExecCli.times), 2);
 } finally {
   await timedRun(process.execPath, [cli, 'rm', '--platform', 'telegram', '--user', userId, '--purge']).catch((error: Error) => console.error(error.message));
   server.kill('SIGTERM');
@@ -120,6 +152,7 @@ const rows: Array<[string, { medianMs: number; p90Ms: number; minMs: number; run
   ['spawned docker exec CONTAINER true', results.dockerExecCli as never],
   ['spawned node -e 0 (floor of a Node client)', results.nodeStartup as never],
   ['spawned berth exec (no server) -- true', results.berthExecWithoutServer as never],
+  ...(hasPerl ? [['spawned Perl prototype client (not shipped) -- true', results.perlPrototypeClient as never] as [string, never]] : []),
 ];
 const width = Math.max(...rows.map(([label]) => label.length));
 console.log(`\nberth exec --socket vs docker exec (docker, ${image}, same container)\n`);
@@ -130,6 +163,8 @@ for (const [label, row] of rows) {
   );
 }
 console.log(`\nsocket client / docker exec (medians): ${results.socketClientToDockerExec as number}`);
+console.log(`node -e 0 / docker exec (medians): ${results.nodeStartupToDockerExec as number}`);
+if (hasPerl) console.log(`Perl prototype client / docker exec (medians): ${results.perlPrototypeToDockerExec as number}`);
 const outputDir = path.join(import.meta.dirname, '..', 'bench-results');
 await mkdir(outputDir, { recursive: true });
 const file = path.join(outputDir, `socket-exec-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
