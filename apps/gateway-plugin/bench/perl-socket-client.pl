@@ -2,6 +2,8 @@
 # A prototype, measured by socket-exec.bench.ts only and not shipped: how fast a client of
 # `berth serve` can be when it is not Node. Perl is in every Debian and Ubuntu base system
 # (perl-base is essential), and this uses only what perl-base has: one JSON line out, one in.
+# Its reading of the answer relies on the server's field order and would be fooled by output that
+# spells a later field's name; a shipped client would need a real JSON parser.
 # Usage: perl-socket-client.pl SOCKET SESSION_KEY COMMAND
 use strict;
 use warnings;
