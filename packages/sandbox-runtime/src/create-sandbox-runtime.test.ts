@@ -1,4 +1,6 @@
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -272,6 +274,34 @@ describe('the sandbox runtime', () => {
     const second = await runtime.doExec(request('54'), { command: 'sleep 0.5; pwd; echo "$KEEP"' });
     expect(second).toMatchObject({ stdout: '/\nyes\n', stderr: '' });
     expect(`${second.stdout}${second.stderr}`).not.toContain('LATE');
+  });
+
+  it("kills a timed-out command's tree in the exec-per-command mode too, and nothing outside it", async () => {
+    const { config, request } = setUp({ docker_exec_mode: 'exec' });
+    const runtime = runtimeOver(createFakeDriver(), config);
+    const marker = `berth-fallback-${randomBytes(4).toString('hex')}`;
+    const running = (text: string) =>
+      readdirSync('/proc')
+        .filter((entry) => /^\d+$/.test(entry))
+        .filter((entry) => {
+          try {
+            return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text);
+          } catch {
+            return false;
+          }
+        });
+    // A process of the host's, in a group of its own: the kill must leave it running.
+    const bystander = spawn('sh', ['-c', `sleep 30; : ${marker}-bystander`], { detached: true, stdio: 'ignore' });
+    try {
+      const result = await runtime.doExec(request('58'), { command: `sh -c 'sleep 30; : ${marker}-child' & wait`, timeout: 1 });
+      expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+      await expect.poll(() => running(`${marker}-child`), { timeout: 3_000 }).toEqual([]);
+      expect(running(`${marker}-bystander`)).toHaveLength(1);
+      expect(readFileSync(`/proc/${bystander.pid}/stat`, 'utf8').split(') ')[1]![0]).not.toBe('T');
+      expect((await runtime.doExec(request('58'), { command: 'echo after' })).stdout).toBe('after\n');
+    } finally {
+      bystander.kill('SIGKILL');
+    }
   });
 
   it("says so when a command's own EXIT trap and exit keep its cd and export from being saved, and keeps them otherwise", async () => {

@@ -350,6 +350,8 @@ trap '[ -n "$__berth_session" ] && __berth_kill "$__berth_session"' EXIT
 __berth_kill() {
   read -r __berth_p __berth_pg __berth_before < "$1/pid" 2>/dev/null || return 0
   [ -n "$__berth_p" ] || return 0
+  # A group of the session's own only: never 0 (the kill shell's), 1 (every process) or junk.
+  case "$__berth_pg" in '' | 0 | 1 | *[!0-9]*) __berth_pg=- ;; esac
   if [ "$__berth_pg" != - ]; then kill -STOP "-$__berth_pg" 2>/dev/null; else kill -STOP "$__berth_p" 2>/dev/null; fi
   __berth_all=" $__berth_p "
   __berth_more=1
@@ -414,7 +416,8 @@ else
   eval "$__berth_env"
 fi
 unset __berth_env __berth_apply
-echo "$$ 1" > "$__berth_d/pid" 2>/dev/null
+# This shell is the command's, its own exec: its process group (when it leads one) is the command's.
+echo "$$ $$" > "$__berth_d/pid" 2>/dev/null
 trap '__BERTH_CWD=$PWD; export __BERTH_CWD; export -p > "$__berth_d/state" 2>/dev/null' EXIT
 set --
 eval "$__berth_c"

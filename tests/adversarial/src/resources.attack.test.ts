@@ -63,7 +63,10 @@ afterAll(async () => {
 
 describe(`resources: one sandbox exhausting its limits leaves the other answering within ${RESPONSE_BOUND_MS} ms`, () => {
   it('a fork bomb hits the pids limit and is killed at its timeout', async () => {
-    const outcome = await underAttack('fork bomb', 'bomb() { bomb | bomb & }; bomb; sleep 30', 6);
+    // The command's own shell then waits on a FIFO it holds (a builtin read), not on \`sleep\`: with
+    // every pid taken, the fork for a sleep fails, and a shell that cannot fork ends at once
+    // (status 2) instead of reaching its timeout.
+    const outcome = await underAttack('fork bomb', 'rm -f /tmp/hold; mkfifo /tmp/hold; exec 7<> /tmp/hold; bomb() { bomb | bomb & }; bomb; read -r never <&7', 6);
     expect(outcome).toMatchObject({ returncode: 124 });
     await attackerRecovers();
     // The timeout killed the whole tree: no bomb process is left running in the background.

@@ -146,12 +146,13 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
     async isBusy(id) {
       return driver.busy.has(id);
     },
-    async openChannel(id): Promise<ExecChannel> {
+    async openChannel(id, command): Promise<ExecChannel> {
       const sandbox = sandboxes.get(id);
       if (!sandbox) throw gone(id);
       if (sandbox.state !== 'running') throw new SandboxError('SANDBOX_GONE', `sandbox ${sandbox.name} is not running`);
       // detached: the shell leads its own process group, as an engine's exec does.
-      const child = spawn('/bin/sh', [], { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp', detached: true });
+      const [file = '/bin/sh', ...args] = command;
+      const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp', detached: true });
       sandbox.processes.add(child);
       const closeListeners: Array<() => void> = [];
       let closed = false;
