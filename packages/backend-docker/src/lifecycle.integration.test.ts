@@ -148,11 +148,13 @@ describe('recovery', () => {
     const request = harness.request({ platform: 'telegram', userId: '2015' });
     const backend = harness.backend();
     await backend.doExec(request, { command: 'cd /tmp && export KEPT=yes' });
-    // Kills every spare, the one running this command too (its status is the kill's) ...
-    await backend.doExec(request, { command: 'pkill -9 -f berth-spare; true' });
+    // A spare waits with one of the session's FIFOs as its stdin; this kills every waiting one.
+    const killSpares = `for f in /proc/[0-9]*/fd/0; do case "$(readlink "$f")" in */go-*) p=\${f#/proc/}; kill -9 "\${p%%/*}" ;; esac; done`;
+    // Kills the spare waiting beside this command ...
+    await backend.doExec(request, { command: `${killSpares}; true` });
     expect(await backend.doExec(request, { command: 'echo "ok $KEPT $PWD"; exit 3' })).toMatchObject({ exitCode: 3, stdout: 'ok yes /tmp\n' });
     // ... and, from a job left behind, the spare waiting between two commands: a zombie, then.
-    await backend.doExec(request, { command: '(sleep 0.5; pkill -9 -f berth-spare) > /dev/null 2>&1 &' });
+    await backend.doExec(request, { command: `(sleep 0.5; ${killSpares}) > /dev/null 2>&1 &` });
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(await backend.doExec(request, { command: 'echo "ok $KEPT"; exit 4' })).toMatchObject({ exitCode: 4, stdout: 'ok yes\n' });
     expect(await backend.doExec(request, { command: 'echo again' })).toMatchObject({ exitCode: 0, stdout: 'again\n' });

@@ -10,6 +10,7 @@ import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runt
 import { sandboxSettings } from './sandbox-settings.js';
 import { LABELS, MANAGED_BY } from './sandbox-spec.js';
 import { createFakeDriver, type FakeDriver } from './testing/fake-driver.js';
+import { hostProcessesWith } from './testing/host-processes.js';
 
 // The runtime's policies against an in-memory engine whose execs are real host shells: fast
 // and deterministic, so adoption, drift, capacity and the reap race are each pinned down here,
@@ -280,23 +281,13 @@ describe('the sandbox runtime', () => {
     const { config, request } = setUp({ docker_exec_mode: 'exec' });
     const runtime = runtimeOver(createFakeDriver(), config);
     const marker = `berth-fallback-${randomBytes(4).toString('hex')}`;
-    const running = (text: string) =>
-      readdirSync('/proc')
-        .filter((entry) => /^\d+$/.test(entry))
-        .filter((entry) => {
-          try {
-            return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text);
-          } catch {
-            return false;
-          }
-        });
     // A process of the host's, in a group of its own: the kill must leave it running.
     const bystander = spawn('sh', ['-c', `sleep 30; : ${marker}-bystander`], { detached: true, stdio: 'ignore' });
     try {
       const result = await runtime.doExec(request('58'), { command: `sh -c 'sleep 30; : ${marker}-child' & wait`, timeout: 1 });
       expect(result).toMatchObject({ exitCode: 124, timedOut: true });
-      await expect.poll(() => running(`${marker}-child`), { timeout: 3_000 }).toEqual([]);
-      expect(running(`${marker}-bystander`)).toHaveLength(1);
+      await expect.poll(() => hostProcessesWith(`${marker}-child`), { timeout: 3_000 }).toEqual([]);
+      expect(hostProcessesWith(`${marker}-bystander`)).toHaveLength(1);
       expect(readFileSync(`/proc/${bystander.pid}/stat`, 'utf8').split(') ')[1]![0]).not.toBe('T');
       expect((await runtime.doExec(request('58'), { command: 'echo after' })).stdout).toBe('after\n');
     } finally {

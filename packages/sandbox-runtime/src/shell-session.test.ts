@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile, readlink, rm } from 'node:fs/promises';
+import { readFile, readlink, rm } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ExecChannel } from '@berth/core';
 import { KillerShell } from './killer-shell.js';
 import { ShellSession } from './shell-session.js';
+import { hostProcessesWith } from './testing/host-processes.js';
 
 /**
  * The session protocol against the host's own /bin/sh (dash on Debian, the shell of most real
@@ -39,17 +40,6 @@ afterEach(async () => {
     await rm(session.stateDir, { recursive: true, force: true });
   }
 });
-
-/** The host's processes whose command line holds `text`. */
-async function processesWith(text: string): Promise<string[]> {
-  const found: string[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const commandLine = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
-    if (commandLine.includes(text)) found.push(`${entry}: ${commandLine.replaceAll('\0', ' ')}`);
-  }
-  return found;
-}
 
 async function open(variables: Record<string, string> = {}): Promise<{ session: ShellSession; shellPid: number; run: (command: string, extra?: { stdin?: string; timeoutMs?: number; cwd?: string; variables?: Record<string, string> }) => Promise<{ status: number; stdout: string; stderr: string; timedOut: boolean }> }> {
   const channel = localChannel();
@@ -109,10 +99,10 @@ describe('ShellSession on the host shell', () => {
     // This command's own job, left to init at once (its parent is gone), so no longer its descendant.
     const result = await run(`(sh -c 'sleep 30; : ${orphan}' > /dev/null 2>&1 &); sleep 30`, { timeoutMs: 300 });
     expect(result).toMatchObject({ timedOut: true });
-    await expect.poll(() => processesWith(orphan), { timeout: 3_000 }).toEqual([]);
-    expect(await processesWith(older)).toHaveLength(1);
+    await expect.poll(() => hostProcessesWith(orphan), { timeout: 3_000 }).toEqual([]);
+    expect(hostProcessesWith(older)).toHaveLength(1);
     // Continued, not left stopped: the older job still runs (its state letter is not T).
-    const [pid] = (await processesWith(older))[0]!.split(':');
+    const [pid] = hostProcessesWith(older);
     expect((await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]![0]).not.toBe('T');
     process.kill(Number(pid), 'SIGKILL');
     expect((await run('echo again')).stdout).toBe('again\n');
