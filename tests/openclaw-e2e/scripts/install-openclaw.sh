@@ -12,6 +12,10 @@ OPENCLAW_VERSION="2026.9.6"
 NODE_PACKAGE_VERSION="24.22.3"
 CACHE="${BERTH_OPENCLAW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth-openclaw}"
 
+# npm as a user's shell runs it: `pnpm run` points npm's global config at its own rc file, which
+# hides the machine's (a cafile for a proxy's certificate authority, say).
+unset npm_config_globalconfig
+
 say() { printf '[openclaw e2e] %s\n' "$*" >&2; }
 fail() { say "$*"; exit 1; }
 

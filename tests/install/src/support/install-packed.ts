@@ -6,6 +6,17 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
+/**
+ * The environment a user's own shell gives npm: without the global config that `pnpm run` points
+ * npm at (its own rc file), which would hide the machine's (a `cafile` for a proxy's certificate
+ * authority, say) and make every registry fetch fail.
+ */
+const userEnvironment = (): NodeJS.ProcessEnv => {
+  const environment = { ...process.env };
+  delete environment.npm_config_globalconfig;
+  return environment;
+};
+
 /** The repository's root. */
 export const REPOSITORY = path.resolve(import.meta.dirname, '..', '..', '..', '..');
 
@@ -58,12 +69,12 @@ export async function installPacked(dependencies: readonly string[], registryPac
     path.join(folder, 'package.json'),
     JSON.stringify({ name: 'berth-consumer', private: true, type: 'module', dependencies: { ...Object.fromEntries(dependencies.map((name) => [name, `file:${tarballs[name]}`])), ...registryPackages }, overrides }, null, 2),
   );
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: folder, maxBuffer: 16 * 1024 * 1024 });
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: folder, env: userEnvironment(), maxBuffer: 16 * 1024 * 1024 });
   return {
     folder,
     tarballs,
     node: (file, environment = {}) => run(process.execPath, [file], { cwd: folder, env: { ...process.env, ...environment }, maxBuffer: 16 * 1024 * 1024 }),
-    command: (name, args) => run(name, [...args], { cwd: folder, maxBuffer: 16 * 1024 * 1024 }),
+    command: (name, args) => run(name, [...args], { cwd: folder, env: userEnvironment(), maxBuffer: 16 * 1024 * 1024 }),
     bin: (name, args, environment = {}) =>
       run(path.join(folder, 'node_modules', '.bin', name), [...args], { cwd: folder, env: { ...process.env, ...environment }, maxBuffer: 16 * 1024 * 1024 }),
   };
