@@ -2,9 +2,9 @@
  * What a host that spawns a process per command pays: a spawned `berth exec --socket` client
  * against a running `berth serve`, next to a spawned `docker exec CONTAINER true` on the same
  * container, a spawned `berth exec` without the server, and bare `node -e 0` (the floor of any
- * Node client); and, where the host has Perl, bench/perl-socket-client.pl — a prototype that is
- * not shipped, measured to see what a client that is not Node would cost (its answers are first
- * checked against the real client's). Runs are interleaved so both sides see the same machine load. Prints a table
+ * Node client); and, where the host has Perl, the shipped Perl client (client/berth-socket-client.pl,
+ * what `sandboxCommandArgv` spawns by default there; its answer is first checked against the
+ * Node client's). Runs are interleaved so both sides see the same machine load. Prints a table
  * and writes JSON to bench-results/. Run with `pnpm --filter @berth/gateway-plugin bench`
  * after a build.
  *
@@ -13,12 +13,12 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { releaseDisksUnder } from '@berth/sandbox-runtime';
+import { findPerl, sandboxCommandArgv } from '../src/socket/sandbox-command-argv.js';
 import { median, round, summary as summaryOf } from './stats.js';
 
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
@@ -51,15 +51,7 @@ function timedRun(file: string, args: string[]): Promise<number> {
   });
 }
 
-const perlClient = path.join(import.meta.dirname, 'perl-socket-client.pl');
-const hasPerl = (() => {
-  try {
-    execFileSync('perl', ['-MIO::Socket::UNIX', '-e', '1'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const hasPerl = findPerl() !== undefined;
 
 /** Spawns `file args` and resolves with its exit status and output, whatever the status. */
 function answer(file: string, args: string[]): Promise<{ status: number; stdout: string; stderr: string }> {
@@ -113,22 +105,25 @@ try {
   const container = (JSON.parse(listing) as Array<{ scope: string; containerId: string }>).find((entry) => entry.scope === `user:telegram:${userId}`)?.containerId;
   if (!container) throw new Error(`berth ls did not list user:telegram:${userId}`);
   await warmUp('docker', ['exec', container, 'true']);
-  const perlArgs = (command: string) => [perlClient, socket, sessionKey, command];
+  const perlArgv = (command: string) => sandboxCommandArgv({ socket, sessionKey, command, client: 'perl' });
   if (hasPerl) {
-    // The prototype must answer as the real client does before its time means anything.
+    // The Perl client must answer as the Node client does before its time means anything.
     const probe = `printf 'tab\\there \\\\ "quoted" \\303\\251\\360\\237\\231\\202\\n'; echo to-stderr >&2; exit 3`;
     const real = await answer(process.execPath, [cli, 'exec', '--socket', socket, '--session-key', sessionKey, '--', probe]);
-    const prototype = await answer('perl', perlArgs(probe));
-    if (JSON.stringify(real) !== JSON.stringify(prototype)) throw new Error(`the Perl prototype answered ${JSON.stringify(prototype)}, the real client ${JSON.stringify(real)}`);
-    await warmUp('perl', perlArgs('true'));
+    const [perl, ...perlArgs] = perlArgv(probe);
+    const viaPerl = await answer(perl!, perlArgs);
+    if (JSON.stringify(real) !== JSON.stringify(viaPerl)) throw new Error(`the Perl client answered ${JSON.stringify(viaPerl)}, the Node client ${JSON.stringify(real)}`);
+    const [file, ...args] = perlArgv('true');
+    await warmUp(file!, args);
   }
 
-  const sides = { berthSocketClient: side(), dockerExecCli: side(), nodeStartup: side(), berthExecWithoutServer: side(), perlPrototypeClient: side() };
+  const sides = { berthSocketClient: side(), dockerExecCli: side(), nodeStartup: side(), berthExecWithoutServer: side(), perlSocketClient: side() };
+  const [perl, ...perlTrue] = hasPerl ? perlArgv('true') : [];
   for (let run = 0; run < runs; run++) {
     await measure(sides.berthSocketClient, process.execPath, client);
     await measure(sides.dockerExecCli, 'docker', ['exec', container, 'true']);
     await measure(sides.nodeStartup, process.execPath, ['-e', '0']);
-    if (hasPerl) await measure(sides.perlPrototypeClient, 'perl', perlArgs('true'));
+    if (hasPerl) await measure(sides.perlSocketClient, perl!, perlTrue);
   }
   for (let run = 0; run < directRuns; run++) await measure(sides.berthExecWithoutServer, process.execPath, [cli, 'exec', '--platform', 'telegram', '--user', userId, '--', 'true']);
 
@@ -138,7 +133,7 @@ try {
   }
   results.socketClientToDockerExec = round(median(sides.berthSocketClient.times) / median(sides.dockerExecCli.times), 2);
   results.nodeStartupToDockerExec = round(median(sides.nodeStartup.times) / median(sides.dockerExecCli.times), 2);
-  if (hasPerl) results.perlPrototypeToDockerExec = round(median(sides.perlPrototypeClient.times) / median(sides.dockerExecCli.times), 2);
+  if (hasPerl) results.perlSocketClientToDockerExec = round(median(sides.perlSocketClient.times) / median(sides.dockerExecCli.times), 2);
 } finally {
   await timedRun(process.execPath, [cli, 'rm', '--platform', 'telegram', '--user', userId, '--purge']).catch((error: Error) => console.error(error.message));
   server.kill('SIGTERM');
@@ -148,11 +143,11 @@ try {
 }
 
 const rows: Array<[string, { medianMs: number; p90Ms: number; minMs: number; runs: number; failures: number }]> = [
-  ['spawned berth exec --socket … -- true', results.berthSocketClient as never],
+  ['spawned berth exec --socket … -- true (Node client)', results.berthSocketClient as never],
+  ...(hasPerl ? [['spawned Perl client (berth-socket-client.pl) -- true', results.perlSocketClient as never] as [string, never]] : []),
   ['spawned docker exec CONTAINER true', results.dockerExecCli as never],
   ['spawned node -e 0 (floor of a Node client)', results.nodeStartup as never],
   ['spawned berth exec (no server) -- true', results.berthExecWithoutServer as never],
-  ...(hasPerl ? [['spawned Perl prototype client (not shipped) -- true', results.perlPrototypeClient as never] as [string, never]] : []),
 ];
 const width = Math.max(...rows.map(([label]) => label.length));
 console.log(`\nberth exec --socket vs docker exec (docker, ${image}, same container)\n`);
@@ -162,9 +157,9 @@ for (const [label, row] of rows) {
     `${label.padEnd(width)}  ${String(row.runs).padStart(5)}  ${`${row.medianMs} ms`.padStart(9)}  ${`${row.p90Ms} ms`.padStart(9)}  ${`${row.minMs} ms`.padStart(9)}  ${row.failures}`,
   );
 }
-console.log(`\nsocket client / docker exec (medians): ${results.socketClientToDockerExec as number}`);
+console.log(`\nNode socket client / docker exec (medians): ${results.socketClientToDockerExec as number}`);
 console.log(`node -e 0 / docker exec (medians): ${results.nodeStartupToDockerExec as number}`);
-if (hasPerl) console.log(`Perl prototype client / docker exec (medians): ${results.perlPrototypeToDockerExec as number}`);
+if (hasPerl) console.log(`Perl socket client / docker exec (medians): ${results.perlSocketClientToDockerExec as number}`);
 const outputDir = path.join(import.meta.dirname, '..', 'bench-results');
 await mkdir(outputDir, { recursive: true });
 const file = path.join(outputDir, `socket-exec-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

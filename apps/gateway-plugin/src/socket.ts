@@ -2,9 +2,11 @@
 // (OpenClaw): `berth serve`'s server, to embed, and its thin client and argv.
 export { serveSandboxes, SocketPathError, type SandboxSocketServer, type ServeSandboxesOptions } from './socket/serve-sandboxes.js';
 export { requestSandboxExec, SandboxSocketClientError } from './socket/request-sandbox-exec.js';
-export { sandboxCommandArgv, type SandboxCommandArgvOptions } from './socket/sandbox-command-argv.js';
+export { findPerl, PERL_SOCKET_CLIENT, sandboxCommandArgv, type SandboxCommandArgvOptions } from './socket/sandbox-command-argv.js';
 export { parseSandboxSocketRequest, SandboxSocketRequestError } from './socket/parse-sandbox-socket-request.js';
 export {
+  encodeFramedResult,
+  FRAMED_RESULT_TAG,
   MAX_SANDBOX_SOCKET_REQUEST_BYTES,
   SANDBOX_SOCKET_PROTOCOL_VERSION,
   type SandboxSocketErrorResponse,

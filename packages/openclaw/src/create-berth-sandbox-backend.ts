@@ -120,6 +120,7 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
         request,
         hostWorkspaceDir: params.workspaceDir,
         ...(options.node ? { node: options.node } : {}),
+        ...(config.plugin.client ? { client: config.plugin.client } : {}),
       });
     },
     manager: {

@@ -22,6 +22,8 @@ export interface CreateSandboxHandleOptions {
   readonly hostWorkspaceDir: string;
   /** Node binary of the spawned client. @default process.execPath */
   readonly node?: string;
+  /** Which spawned client: see `sandboxCommandArgv`'s `client`. @default 'auto' */
+  readonly client?: 'auto' | 'perl' | 'node';
 }
 
 /**
@@ -65,7 +67,14 @@ export function createSandboxHandle(options: CreateSandboxHandleOptions): OpenCl
 
     async buildExecSpec({ command, workdir }) {
       return {
-        argv: sandboxCommandArgv({ socket, sessionKey, command, ...(workdir ? { cwd: workdir } : {}), ...(options.node ? { node: options.node } : {}) }),
+        argv: sandboxCommandArgv({
+          socket,
+          sessionKey,
+          command,
+          ...(workdir ? { cwd: workdir } : {}),
+          ...(options.node ? { node: options.node } : {}),
+          ...(options.client ? { client: options.client } : {}),
+        }),
         // The client needs no variables: the sandbox's come from Berth (docker_env,
         // docker_forward_env, the user's own), never from the gateway's process.
         env: {},

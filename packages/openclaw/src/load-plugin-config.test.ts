@@ -34,9 +34,11 @@ describe('loadPluginConfig', () => {
   });
 
   it('refuses unknown plugin keys, wrong shapes, and both sources at once', () => {
-    expect(() => loadPluginConfig({ termnal: {} }, environment)).toThrow('unknown key plugins.entries.berth.config.termnal; the Berth plugin takes terminal, configFile and socket (see docs/openclaw.md)');
+    expect(() => loadPluginConfig({ termnal: {} }, environment)).toThrow('unknown key plugins.entries.berth.config.termnal; the Berth plugin takes terminal, configFile, socket and client (see docs/openclaw.md)');
     expect(() => loadPluginConfig({ terminal: 'docker' }, environment)).toThrow('plugins.entries.berth.config.terminal is "docker": expected a mapping of terminal settings');
     expect(() => loadPluginConfig({ socket: '' }, environment)).toThrow('plugins.entries.berth.config.socket is "": expected a non-empty path');
+    expect(() => loadPluginConfig({ client: 'python' }, environment)).toThrow('plugins.entries.berth.config.client is "python": expected "auto", "perl" or "node"');
+    expect(loadPluginConfig({ client: 'node' }, environment).plugin.client).toBe('node');
     expect(() => loadPluginConfig({ terminal: {}, configFile: '/etc/berth.yaml' }, environment)).toThrow(/has both terminal and configFile; keep one/);
   });
 

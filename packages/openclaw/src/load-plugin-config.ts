@@ -21,6 +21,12 @@ export const openClawPluginConfigSchema = z.strictObject({
    * fresh private folder under the system's temporary folder, removed when the gateway stops.
    */
   socket: z.string().min(1).optional(),
+  /**
+   * Which client each spawned command runs: `perl` (a few ms to start), `node` (`berth exec
+   * --socket`, tens of ms), or `auto`: Perl when the gateway's PATH has a perl with its Socket
+   * module, else Node. Default `auto`.
+   */
+  client: z.enum(['auto', 'perl', 'node']).optional(),
 });
 
 /** The plugin's own settings, validated. */
@@ -50,11 +56,11 @@ export function loadPluginConfig(pluginConfig: unknown, environment: Readonly<Re
     const issue = parsed.error.issues[0]!;
     if (issue.code === 'unrecognized_keys') {
       const key = `${PLUGIN_CONFIG_KEY}.${issue.keys[0]!}`;
-      throw new ConfigError(key, `unknown key ${key}; the Berth plugin takes terminal, configFile and socket (see docs/openclaw.md)`);
+      throw new ConfigError(key, `unknown key ${key}; the Berth plugin takes terminal, configFile, socket and client (see docs/openclaw.md)`);
     }
     const key = [PLUGIN_CONFIG_KEY, ...issue.path.map(String)].join('.');
     const given = issue.path.reduce<unknown>((value, part) => (value as Record<PropertyKey, unknown> | undefined)?.[part as PropertyKey], pluginConfig);
-    const expected = issue.path[0] === 'terminal' ? 'a mapping of terminal settings' : 'a non-empty path';
+    const expected = issue.path[0] === 'terminal' ? 'a mapping of terminal settings' : issue.path[0] === 'client' ? '"auto", "perl" or "node"' : 'a non-empty path';
     throw new ConfigError(key, `${key} is ${describeForMessage(given)}: expected ${expected}`);
   }
   const plugin = parsed.data;

@@ -17,8 +17,8 @@ export interface SocketExecArguments {
   readonly forwardStdin: boolean;
 }
 
-// The same plain names `berth exec --task` accepts.
-const TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** The plain task names `berth exec --task` accepts, whichever client sends them. */
+export const PLAIN_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 function shorten(value: string, max = 60): string {
   const printable = value.replace(/[\u0000-\u001f\u007f]/g, '?');
@@ -63,7 +63,7 @@ export function parseSocketExecArguments(argv: readonly string[]): SocketExecArg
   }
   if (hasUser && values['session-key'] !== undefined) throw new SocketExecUsageError('berth exec: give either --session-key or --platform/--user, not both');
   if (values['session-key'] === '') throw new SocketExecUsageError('berth exec: --session-key is empty; give the host session key, e.g. agent:main:telegram:direct:123');
-  if (values.task !== undefined && !TASK_ID.test(values.task)) {
+  if (values.task !== undefined && !PLAIN_TASK_ID.test(values.task)) {
     throw new SocketExecUsageError(
       `berth exec: task id ${shorten(values.task)} is not a plain name; use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
     );

@@ -16,7 +16,7 @@ function refusal(line: string): SandboxSocketRequestError {
 
 describe('parseSandboxSocketRequest', () => {
   it('accepts a full request and keeps every field', () => {
-    const request = { v: 1, sessionKey: 'agent:main:telegram:direct:123', taskId: 't1', command: 'ls -la', cwd: '/tmp', timeout: 2.5, stdin: 'input\n' };
+    const request = { v: 1, sessionKey: 'agent:main:telegram:direct:123', taskId: 't1', command: 'ls -la', cwd: '/tmp', timeout: 2.5, stdin: 'input\n', reply: 'framed' };
     expect(parseSandboxSocketRequest(JSON.stringify(request))).toEqual(request);
     expect(parseSandboxSocketRequest('{"v":1,"platform":"telegram","userId":"5","command":"true"}')).toEqual({ v: 1, platform: 'telegram', userId: '5', command: 'true' });
   });
@@ -35,6 +35,7 @@ describe('parseSandboxSocketRequest', () => {
     ['no version', '{"command":"x"}', 'REQUEST_INVALID', /field v/],
     ['no command', '{"v":1}', 'REQUEST_INVALID', /field command is required/],
     ['an empty command', '{"v":1,"command":""}', 'REQUEST_INVALID', /field command must not be empty/],
+    ['a reply form it does not know', '{"v":1,"command":"x","reply":"xml"}', 'REQUEST_INVALID', /field reply must be "json" or "framed"/],
     ['a timeout as text', '{"v":1,"command":"x","timeout":"3"}', 'REQUEST_INVALID', /field timeout must be a number/],
     ['a zero timeout', '{"v":1,"command":"x","timeout":0}', 'REQUEST_INVALID', /field timeout must be more than 0/],
     ['a huge timeout', '{"v":1,"command":"x","timeout":1e9}', 'REQUEST_INVALID', /field timeout must be at most 86400/],

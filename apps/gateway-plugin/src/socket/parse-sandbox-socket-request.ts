@@ -30,6 +30,7 @@ const requestSchema = z
     cwd: text(4096).optional(),
     timeout: z.number().positive('must be more than 0').max(86_400, 'must be at most 86400 seconds').optional(),
     stdin: z.string().max(MAX_SANDBOX_SOCKET_REQUEST_BYTES).optional(),
+    reply: z.enum(['json', 'framed']).optional(),
   })
   .superRefine((request, context) => {
     if ((request.platform === undefined) !== (request.userId === undefined)) {
@@ -57,7 +58,8 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
       if (issue.path.length === 0) return `the request must be a JSON object, e.g. {"v":1,"command":"ls"}`;
       return valueAt(input, issue.path) === undefined ? `field ${field} is required` : `field ${field} must be a ${issue.expected}`;
     case 'invalid_value':
-      return field === 'v' ? `field v must be ${SANDBOX_SOCKET_PROTOCOL_VERSION}, the protocol version this server speaks` : `field ${field} has an unexpected value`;
+      if (field === 'v') return `field v must be ${SANDBOX_SOCKET_PROTOCOL_VERSION}, the protocol version this server speaks`;
+      return field === 'reply' ? 'field reply must be "json" or "framed"' : `field ${field} has an unexpected value`;
     default:
       return `field ${field} ${issue.message}`;
   }

@@ -36,6 +36,12 @@ export interface SandboxSocketRequest {
   readonly timeout?: number;
   /** Standard input of the command; empty when absent. */
   readonly stdin?: string;
+  /**
+   * How a result comes back: one JSON line ({@link SandboxSocketResult}), or `framed`
+   * ({@link encodeFramedResult}), which a client that is not Node reads without a JSON parser.
+   * Refusals are a JSON line either way. @default 'json'
+   */
+  readonly reply?: 'json' | 'framed';
 }
 
 /** What a command produced, secrets masked as the plugin masks them. */
@@ -61,3 +67,21 @@ export interface SandboxSocketErrorResponse {
 
 /** The one JSON line `berth serve` answers with. */
 export type SandboxSocketResponse = SandboxSocketResult | SandboxSocketErrorResponse;
+
+/** The first word of a framed result's header line. */
+export const FRAMED_RESULT_TAG = 'BERTH1';
+
+/**
+ * A result as `reply: 'framed'` sends it: one ASCII header line
+ * `BERTH1 EXIT TIMED_OUT TRUNCATED STDOUT_BYTES STDERR_BYTES` (the flags 0 or 1), then the
+ * UTF-8 bytes of stdout and of stderr, nothing else. Lengths, not markers, end each part, so no
+ * output can be mistaken for the frame.
+ */
+export function encodeFramedResult(result: Pick<SandboxSocketResult, 'exitCode' | 'timedOut' | 'truncated' | 'stdout' | 'stderr'>): Buffer {
+  const stdout = Buffer.from(result.stdout, 'utf8');
+  const stderr = Buffer.from(result.stderr, 'utf8');
+  // As the Node client reads a JSON result: a status outside 0-255 is 1.
+  const exitCode = Number.isInteger(result.exitCode) && result.exitCode >= 0 && result.exitCode <= 255 ? result.exitCode : 1;
+  const header = `${FRAMED_RESULT_TAG} ${exitCode} ${result.timedOut ? 1 : 0} ${result.truncated ? 1 : 0} ${stdout.length} ${stderr.length}\n`;
+  return Buffer.concat([Buffer.from(header, 'latin1'), stdout, stderr]);
+}

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { BerthError, isBerthError, type HostLogger, type SessionContext } from '@berth/core';
 import type { Berth } from '../create-berth.js';
 import { parseSandboxSocketRequest, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
-import { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketErrorResponse, type SandboxSocketRequest, type SandboxSocketResponse } from './protocol.js';
+import { encodeFramedResult, MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketErrorResponse, type SandboxSocketRequest, type SandboxSocketResponse } from './protocol.js';
 
 /** The socket path cannot be served: in use, not a socket, too long, or in an unsafe folder. */
 export class SocketPathError extends BerthError {
@@ -154,7 +154,7 @@ function errorResponse(error: unknown): SandboxSocketErrorResponse {
 
 /**
  * Serves `berth.execute()` on a Unix socket, one JSON request line per connection answered by
- * one JSON line (see `protocol.ts`), so that a process the host spawns reaches the gateway's
+ * one JSON line, or by a framed result when the request asks (see `protocol.ts`), so that a process the host spawns reaches the gateway's
  * warm sandbox sessions. The socket is mode 0600 in a folder only its owner can write to; a
  * stale socket is replaced, anything else at the path is refused.
  */
@@ -172,16 +172,19 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
   const connections = new Set<net.Socket>();
   const inFlight = new Set<Promise<void>>();
 
-  const answer = (connection: net.Socket, response: SandboxSocketResponse): void => {
+  const answer = (connection: net.Socket, response: SandboxSocketResponse, framed = false): void => {
     if (connection.destroyed) return;
     // Closed once written: the request line's bytes after a refusal are not read.
-    connection.end(`${JSON.stringify(response)}\n`, () => connection.destroy());
+    const bytes = framed && !('error' in response) ? encodeFramedResult(response) : `${JSON.stringify(response)}\n`;
+    connection.end(bytes, () => connection.destroy());
   };
 
   const run = async (connection: net.Socket, line: string): Promise<void> => {
     let response: SandboxSocketResponse;
+    let framed = false;
     try {
       const request = parseSandboxSocketRequest(line);
+      framed = request.reply === 'framed';
       const session = sessionOf(request);
       const result = await berth.execute(request.command, {
         ...(session ? { session } : {}),
@@ -205,7 +208,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       if (!isBerthError(error)) logger?.error(`berth serve: ${refusal.error.message}`);
       response = refusal;
     }
-    answer(connection, response);
+    answer(connection, response, framed);
   };
 
   // Half-open: a client may end its side after the request and still read the answer.

@@ -1,0 +1,122 @@
+#!/usr/bin/perl
+# The fast client of `berth serve`, for hosts that spawn a process per command (OpenClaw's
+# sandbox backends do). It does what `berth exec --socket` does, in a Perl that starts in a few
+# milliseconds where Node takes tens: sends one request, writes the command's stdout and stderr
+# to its own, exits with its status (124 after a timeout, 125 when Berth fails, one line on
+# stderr). Only what perl-base has (Socket), which every Debian and Ubuntu system carries.
+#
+# It is spawned by the argv that sandboxCommandArgv builds, not typed by people:
+#   berth-socket-client.pl --socket=/abs/path [--timeout=S] [--stdin] --request=JSON
+# The request is the JSON object that `berth serve` reads, made by the host's own JSON encoder
+# and asking for a framed reply; with --stdin this process's input is added as its `stdin`.
+use strict;
+use warnings;
+use Socket qw(PF_UNIX SOCK_STREAM pack_sockaddr_un);
+
+# The same bound as MAX_SANDBOX_SOCKET_REQUEST_BYTES in protocol.ts.
+my $MAX_REQUEST_BYTES = 1024 * 1024;
+my $BERTH_ERROR_EXIT = 125;
+
+sub fail {
+  my ($message) = @_;
+  $message =~ s/\s*[\r\n]+\s*/ /g;
+  $message =~ s/\A\s+|\s+\z//g;
+  print STDERR "berth: $message\n";
+  exit $BERTH_ERROR_EXIT;
+}
+
+my ($path, $request, $timeout, $forward_stdin);
+for my $word (@ARGV) {
+  if ($word =~ /\A--socket=(\/.*)\z/s) { $path = $1 }
+  elsif ($word =~ /\A--request=(\{.*\})\z/s) { $request = $1 }
+  elsif ($word =~ /\A--timeout=([0-9]+(?:\.[0-9]+)?)\z/) { $timeout = $1 }
+  elsif ($word eq '--stdin') { $forward_stdin = 1 }
+  else { fail('berth-socket-client.pl: unexpected argument; it takes --socket=ABSOLUTE_PATH [--timeout=S] [--stdin] --request=JSON, as sandboxCommandArgv builds them') }
+}
+fail('berth-socket-client.pl: --socket=ABSOLUTE_PATH and --request=JSON are required, as sandboxCommandArgv builds them') unless defined $path && defined $request;
+
+# A JSON string of raw bytes: quotes, backslashes and control characters escaped, the rest as
+# sent (the server reads the line as UTF-8, as it reads the Node client's).
+sub json_string {
+  my ($text) = @_;
+  $text =~ s/(["\\])/\\$1/g;
+  $text =~ s/([\x00-\x1f])/sprintf('\\u%04x', ord $1)/ge;
+  return "\"$text\"";
+}
+
+if ($forward_stdin) {
+  binmode STDIN;
+  my $input = '';
+  # One byte over the bound is enough to refuse the request with a clear message.
+  while (length($input) <= $MAX_REQUEST_BYTES) {
+    my $read = sysread(STDIN, $input, 65536, length $input);
+    fail("cannot read this process's input ($!)") unless defined $read;
+    last if $read == 0;
+  }
+  $request =~ s/\}\z/,"stdin":@{[json_string($input)]}}/;
+}
+fail("the request is larger than $MAX_REQUEST_BYTES bytes; send less input with it") if length($request) > $MAX_REQUEST_BYTES;
+
+# The socket must be ours: another user's socket at the path could be a stand-in that collects
+# every command and its input.
+my $start = "start the server with \"berth serve --socket $path\"";
+my @stat = lstat $path;
+unless (@stat) {
+  fail("no berth server at $path: the socket does not exist; $start") if $!{ENOENT};
+  fail("cannot reach $path: permission denied; run as the user that started berth serve") if $!{EACCES};
+  fail("cannot inspect $path ($!); $start");
+}
+fail("$path is not a socket; $start") unless -S _;
+fail("$path belongs to uid $stat[4], not to you (uid $<); refusing to send a command to another user's server") if $stat[4] != $<;
+
+socket(my $connection, PF_UNIX, SOCK_STREAM, 0) or fail("cannot make a socket ($!)");
+unless (connect($connection, pack_sockaddr_un($path))) {
+  fail("nothing listens on $path (a socket left by a stopped server); start the server with \"berth serve --socket $path\"") if $!{ECONNREFUSED};
+  fail("cannot connect to $path: permission denied; run as the user that started berth serve") if $!{EACCES};
+  fail("the connection to $path failed ($!); check that berth serve is running");
+}
+# A server that answers (a refusal) before reading the whole request closes early: that answer counts.
+local $SIG{PIPE} = 'IGNORE';
+my $line = "$request\n";
+my $offset = 0;
+while ($offset < length $line) {
+  my $written = syswrite($connection, $line, length($line) - $offset, $offset);
+  last unless defined $written;
+  $offset += $written;
+}
+
+my $answer = '';
+while (1) {
+  my $read = sysread($connection, $answer, 65536, length $answer);
+  last if !defined $read && length $answer > 0;
+  fail("the connection to $path failed ($!); check that berth serve is running") unless defined $read;
+  last if $read == 0;
+}
+close $connection;
+
+if ($answer =~ /\ABERTH1 ([0-9]{1,3}) ([01]) ([01]) ([0-9]+) ([0-9]+)\n/) {
+  my ($status, $timed_out, $out_bytes, $err_bytes) = ($1, $2, $4, $5);
+  my $body = $+[0];
+  fail("the server on $path answered a cut or padded result; is it berth serve?") if length($answer) != $body + $out_bytes + $err_bytes;
+  binmode STDOUT;
+  binmode STDERR;
+  syswrite(STDOUT, $answer, $out_bytes, $body) if $out_bytes > 0;
+  syswrite(STDERR, $answer, $err_bytes, $body + $out_bytes) if $err_bytes > 0;
+  if ($timed_out) {
+    print STDERR 'berth: the command was killed at its timeout' . (defined $timeout ? " of $timeout s" : '') . "\n";
+    exit 124;
+  }
+  exit($status <= 255 ? $status : 1);
+}
+
+# A refusal is one JSON line, {"v":1,"error":{"code":"…","message":"…"}}, as JSON.stringify writes it.
+fail("the berth server on $path closed the connection without answering; see its log") unless $answer =~ /\n/;
+fail("the server on $path answered something that is neither a framed result nor a refusal; is it berth serve of this release?")
+  unless $answer =~ /\A\{"v":1,"error":\{"code":"[A-Za-z0-9_]+","message":"((?:[^"\\]|\\.)*)"\}\}\n/s;
+my $message = $1;
+utf8::decode($message);
+my %escaped = ('"' => '"', '\\' => '\\', '/' => '/', b => "\b", f => "\f", n => "\n", r => "\r", t => "\t");
+$message =~ s/\\u(d[89ab][0-9a-f]{2})\\u(d[c-f][0-9a-f]{2})/chr(0x10000 + ((hex($1) - 0xd800) << 10) + (hex($2) - 0xdc00))/gie;
+$message =~ s{\\(?:u([0-9a-fA-F]{4})|(.))}{defined $1 ? chr(hex $1) : ($escaped{$2} // $2)}ges;
+utf8::encode($message);
+fail($message);
