@@ -5,7 +5,7 @@ import type { PlatformRegistry } from './platform-registry.js';
 import { resolveEnvironment } from './resolve-environment.js';
 import { resolveSandboxDir, resolveSandboxPaths } from './sandbox-paths.js';
 import { resolveScope, taskScope, userScope, type SandboxScope } from './scope.js';
-import type { SessionContext } from './session-context.js';
+import { getActiveSession, type SessionContext } from './session-context.js';
 import type { SandboxRequest } from './backend.js';
 import type { TerminalConfig } from './config.js';
 
@@ -23,6 +23,21 @@ export interface SandboxResolver {
   forScope(scope: SandboxScope): SandboxRequest;
   /** The scope of an identity (after links) or a task. */
   scopeOf(target: { identity: Identity } | { taskId: string }): SandboxScope;
+}
+
+/** How many sessions' requests a resolver remembers. */
+const REMEMBERED_REQUESTS = 4096;
+
+/** Freezes a request and what it holds, so that one remembered request can serve many commands. */
+function freezeRequest(request: SandboxRequest): SandboxRequest {
+  Object.freeze(request.paths);
+  Object.freeze(request.environment.variables);
+  for (const detail of request.environment.details) Object.freeze(detail);
+  Object.freeze(request.environment.details);
+  Object.freeze(request.environment.secrets);
+  Object.freeze(request.environment);
+  Object.freeze(request.scope);
+  return Object.freeze(request);
 }
 
 /**
@@ -44,6 +59,32 @@ export function createSandboxResolver(options: {
     paths: resolveSandboxPaths(scope, sandboxDir),
     environment: resolveEnvironment(scope, config, index),
   });
+  // The same session asks again and again (every command of a chat): its request is remembered,
+  // frozen, so each command does not canonicalise, encode and check the same id anew. Forwarded
+  // variables are read live from the gateway's environment, so a remembered request is used only
+  // while they still hold the values it was made with. Refusals are never remembered.
+  const remembered = new Map<string, { readonly request: SandboxRequest; readonly forwarded: ReadonlyArray<string | undefined> }>();
+  const forwardedValues = (): Array<string | undefined> => config.docker_forward_env.map((name) => index.environment[name]);
+  const sameValues = (a: ReadonlyArray<string | undefined>, b: ReadonlyArray<string | undefined>): boolean => a.every((value, position) => value === b[position]);
+  const resolve: SandboxResolver['resolve'] = (resolveOptions = {}) => {
+    const session = resolveOptions.session ?? getActiveSession();
+    const key = JSON.stringify([session?.platform, session?.userId, session?.chatId, session?.sessionKey, session?.taskId, session !== undefined, resolveOptions.taskId]);
+    const forwarded = forwardedValues();
+    const hit = remembered.get(key);
+    if (hit && sameValues(hit.forwarded, forwarded)) {
+      // Most recently used last, so the oldest is the one dropped when the map is full.
+      remembered.delete(key);
+      remembered.set(key, hit);
+      return hit.request;
+    }
+    const request = freezeRequest(
+      forScope(resolveScope({ userSandbox: config.docker_user_sandbox, registry, links, ...(session ? { session } : {}), taskId: resolveOptions.taskId })),
+    );
+    remembered.delete(key);
+    if (remembered.size >= REMEMBERED_REQUESTS) remembered.delete(remembered.keys().next().value!);
+    remembered.set(key, { request, forwarded });
+    return request;
+  };
   return {
     config,
     registry,
@@ -51,16 +92,7 @@ export function createSandboxResolver(options: {
     links,
     sandboxDir,
     forScope,
-    resolve: (resolveOptions = {}) =>
-      forScope(
-        resolveScope({
-          userSandbox: config.docker_user_sandbox,
-          registry,
-          links,
-          ...(resolveOptions.session ? { session: resolveOptions.session } : {}),
-          taskId: resolveOptions.taskId,
-        }),
-      ),
+    resolve,
     scopeOf: (target) => ('identity' in target ? userScope(target.identity, registry, links) : taskScope(target.taskId)),
   };
 }

@@ -45,4 +45,16 @@ describe('FrameReader', () => {
     expect(calls).toBe(1);
     expect(sink.text()).toBe('x');
   });
+
+  it('without a start marker, takes everything from expect() to the end marker, and drops what came before', () => {
+    const reader = new FrameReader();
+    reader.push(Buffer.from('late output of a job, before the command\n'));
+    const sink = createHeadTailBuffer(1000);
+    let status: number | undefined;
+    reader.expect(id, sink, (value) => (status = value), undefined, { startMarker: false });
+    for (const byte of Buffer.from(`err\n${endMarkerPrefix(id)}3\nafter`)) reader.push(Buffer.from([byte]));
+    expect(status).toBe(3);
+    expect(sink.text()).toBe('err\n');
+    expect(reader.stray).toBe('late output of a job, before the command\n'.length + 'after'.length);
+  });
 });

@@ -5,10 +5,11 @@ export type FrameEndHandler = (status: number, flags: string) => void;
 
 /**
  * Cuts one output stream of a persistent shell into per-command frames. The shell prints
- * `__BERTH_<id>_S__\n` before a command and `\n__BERTH_<id>_E_<status>\n` after it, with a
- * random id per command: bytes between the two are the command's output, bytes outside any
- * frame (a background job of an earlier command, say) are dropped. Patterns split across
- * chunks are found; memory stays at the sink's limit plus one pattern length.
+ * `__BERTH_<id>_S__\n` before a command (on stdout only: see ShellSession) and
+ * `\n__BERTH_<id>_E_<status>\n` after it, with a random id per command: bytes between the two
+ * are the command's output, bytes outside any frame (a background job of an earlier command,
+ * say) are dropped. Patterns split across chunks are found; memory stays at the sink's limit
+ * plus one pattern length.
  */
 export class FrameReader {
   private state: 'idle' | 'start' | 'body' | 'status' = 'idle';
@@ -22,9 +23,13 @@ export class FrameReader {
   /** Bytes that arrived outside every frame since the reader was made. */
   stray = 0;
 
-  /** Waits for the frame of command `id`; its output goes to `sink`. */
-  expect(id: string, sink: HeadTailBuffer, onEnd: FrameEndHandler, onStart?: () => void): void {
-    this.state = 'start';
+  /**
+   * Waits for the frame of command `id`; its output goes to `sink`. With `startMarker: false`
+   * the frame is taken to start now (the stream carries no start marker for it): every byte
+   * from here to the end marker is the command's.
+   */
+  expect(id: string, sink: HeadTailBuffer, onEnd: FrameEndHandler, onStart?: () => void, options: { startMarker?: boolean } = {}): void {
+    this.state = options.startMarker === false ? 'body' : 'start';
     this.carry = Buffer.alloc(0);
     this.startPattern = Buffer.from(startMarker(id));
     this.endPattern = Buffer.from(endMarkerPrefix(id));

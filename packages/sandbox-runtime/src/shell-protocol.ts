@@ -129,8 +129,9 @@ export function isPlainProgram(command: string): boolean {
  * A command's child is a fork of this shell (no new program to load: the cheapest process a
  * shell can make), rid of the session's bookkeeping; a command that reads `$$` or `$PPID` gets a
  * `/bin/sh` of its own instead ({@link needsOwnShell}), so those name its shell. Each command runs
- * in a spare child forked when the previous one started (`__berth_spawn`, when the image has
- * `mkfifo`; otherwise, or when the spare is gone, the child starts with the command). The `pid`
+ * in a spare child forked once the previous command's answer was sent (`__berth_spawn`, when the
+ * image has `mkfifo`; otherwise, or when the spare is gone, the child starts with the command):
+ * the fork costs the next command nothing and competes with no running one. The `pid`
  * file names the running child, this shell's process group (`-` when it leads none) and the
  * processes alive before the command started, for the kill shell ({@link KILLER_INIT}) and
  * {@link RUNNING_PROBE}.
@@ -238,7 +239,7 @@ __berth_unspare() {
   __berth_sp=
 }
 __berth_run() {
-  printf '__BERTH_%s_S__\n' "$1"; printf '__BERTH_%s_S__\n' "$1" >&2
+  printf '__BERTH_%s_S__\n' "$1"
   if [ ! -f "$__berth_d/init" ]; then
     __berth_unspare
     printf '\n__BERTH_%s_E_125%s\n' "$1" G; printf '\n__BERTH_%s_E_125%s\n' "$1" G >&2
@@ -255,8 +256,6 @@ __berth_run() {
     __berth_p=$__berth_sp; __berth_pfd=$__berth_sfd; __berth_sp=
     echo "$__berth_p $__berth_pg$__berth_now" > "$__berth_d/pid"
     if [ "$3" = x ]; then __berth_say "x$2" "$__berth_pfd"; else __berth_say "$2" "$__berth_pfd"; fi
-    # The next command's spare starts while this one runs.
-    __berth_spawn
   else
     __berth_unspare
     if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi
@@ -297,6 +296,7 @@ __berth_run() {
     if [ "$__berth_v" != 1 ] && [ "$__berth_s" -lt 128 ] && [ "$3" != e ]; then __berth_x="\${__berth_x}T"; fi
   fi
   printf '\n__BERTH_%s_E_%s\n' "$1" "$__berth_s"; printf '\n__BERTH_%s_E_%s%s\n' "$1" "$__berth_s" "$__berth_x" >&2
+  # The next command's spare, once this answer is on its way (not for a session being retired).
   if [ -z "$__berth_sp" ]; then case "$__berth_x" in *L* | *D*) ;; *) __berth_spawn ;; esac; fi
 }
 __berth_pids; __berth_base=$__berth_now; __berth_mine=' '

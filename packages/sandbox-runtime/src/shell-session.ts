@@ -51,11 +51,34 @@ export interface SessionRunOptions {
   readonly killGraceMs?: number;
 }
 
+// A frozen environment (the resolver's remembered requests are) cannot change: its digest is
+// worked out once, not for every command.
+const frozenDigests = new WeakMap<object, string>();
+
 /** A digest of an environment, so a session remembers which one it holds without keeping the values. */
 export function environmentDigest(variables: Readonly<Record<string, string>>): string {
+  const known = frozenDigests.get(variables);
+  if (known !== undefined) return known;
   const hash = createHash('sha256');
   for (const name of Object.keys(variables).sort()) hash.update(`${name}\0${variables[name]}\0`);
-  return hash.digest('hex');
+  const digest = hash.digest('hex');
+  if (Object.isFrozen(variables)) frozenDigests.set(variables, digest);
+  return digest;
+}
+
+// Markers come from a pool of random bytes filled 256 at a time: as random, one call fewer per command.
+const MARKER_BYTES = 12;
+let markerPool = Buffer.alloc(0);
+let markerOffset = 0;
+
+/** A fresh random marker id (96 bits, hex) for one command's frames. */
+function markerId(): string {
+  if (markerOffset + MARKER_BYTES > markerPool.length) {
+    markerPool = randomBytes(MARKER_BYTES * 256);
+    markerOffset = 0;
+  }
+  markerOffset += MARKER_BYTES;
+  return markerPool.toString('hex', markerOffset - MARKER_BYTES, markerOffset);
 }
 
 /**
@@ -180,7 +203,7 @@ export class ShellSession {
     if (this.closed) return Promise.reject(new SessionClosedError(false, 'the sandbox shell has ended'));
     if (this.busy) return Promise.reject(new SandboxError('SANDBOX_SESSION_BUSY', 'a command is already running in this session; queue commands per sandbox'));
     this.busy = true;
-    const id = randomBytes(12).toString('hex');
+    const id = markerId();
     const stdout = createHeadTailBuffer(options.outputLimit);
     const stderr = createHeadTailBuffer(options.outputLimit);
     let script = buildCommandScript({ id, command: options.command, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}), ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
@@ -223,7 +246,11 @@ export class ShellSession {
       };
       this.closeListeners.push(onClosed);
       this.stdoutReader.expect(id, stdout, (value, endFlags) => onEnd(value, true, endFlags), () => (started = true));
-      this.stderrReader.expect(id, stderr, (value, endFlags) => onEnd(value, false, endFlags));
+      // stderr has no start marker: one chunk fewer through the engine per command. Its frame
+      // starts now; nothing else writes to it between commands, as a process a command leaves
+      // holding it retires the session (flag L), and what arrived since the last frame ended
+      // was dropped as stray. The stdout start marker alone says the command started.
+      this.stderrReader.expect(id, stderr, (value, endFlags) => onEnd(value, false, endFlags), undefined, { startMarker: false });
       timer = setTimeout(() => {
         timedOut = true;
         options.kill().catch(() => undefined);
