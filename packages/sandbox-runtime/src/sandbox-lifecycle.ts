@@ -139,9 +139,12 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
       extraLabels: context.extraLabels,
     });
     for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
+      // One list of this runtime's sandboxes answers both questions of a new one; asked at once
+      // with the inspect, as acquiring is mostly for new and restarted sandboxes.
+      const listing = find();
+      listing.catch(() => undefined);
       const found = await driver.inspect(entry.name);
-      // One list of this runtime's sandboxes answers both questions of a new one.
-      const sandboxes = found ? [] : await find();
+      const sandboxes = found ? [] : await listing;
       if (!found && (await adoptRenamed(entry, request, sandboxes))) continue;
       if (!found) {
         assertRoomForAnother(request, sandboxes);

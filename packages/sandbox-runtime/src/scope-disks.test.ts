@@ -124,6 +124,41 @@ describe.skipIf(!root)('scope disks (root: real loop devices)', () => {
     expect(existsSync(path.join(path.dirname(paths.root), 'disks', 'docker', 'telegram@5.ext4'))).toBe(false);
   });
 
+  it("gives a new user the spare disk made ahead, made again after, and never one of another size", async () => {
+    const alice = pathsOf('7');
+    const sandboxDir = alice.root.replace(/\/docker$/, '');
+    const disksFolder = path.join(sandboxDir, 'disks', 'docker');
+    const spare = path.join(disksFolder, '.spare.ext4');
+    const until = async (what: () => boolean): Promise<void> => {
+      for (let wait = 0; wait < 100 && !what(); wait++) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(what()).toBe(true);
+    };
+    // What a process that died making a spare left.
+    const dead = execFileSync('sh', ['-c', 'echo $$']).toString().trim();
+    mkdirSync(disksFolder, { recursive: true });
+    const leftover = path.join(disksFolder, `.spare.ext4.new-${dead}-00000000`);
+    writeFileSync(leftover, 'half made');
+    const disks = createScopeDisks({ limitMb: 64, engine: 'docker', hostFolders: true });
+    await disks.ensure(alice);
+    await until(() => existsSync(spare));
+    expect(existsSync(leftover)).toBe(false);
+    const made = statSync(spare).ino;
+    const bob = pathsOf('8', sandboxDir);
+    await disks.ensure(bob);
+    expect(statSync(path.join(disksFolder, 'telegram@8.ext4')).ino).toBe(made);
+    expect(disks.usage(bob.folder)).toMatchObject({ limitMb: 64 });
+    mkdirSync(bob.workspace, { recursive: true });
+    writeFileSync(path.join(bob.workspace, 'b'), 'b\n');
+    expect(execFileSync('ls', ['-A', bob.folder]).toString()).toBe('workspace\n');
+    // The next spare, a new file.
+    await until(() => existsSync(spare) && statSync(spare).ino !== made);
+    const smaller = createScopeDisks({ limitMb: 32, engine: 'docker', hostFolders: true });
+    const carol = pathsOf('9', sandboxDir);
+    await smaller.ensure(carol);
+    expect(smaller.usage(carol.folder)).toMatchObject({ limitMb: 32 });
+    await until(() => existsSync(spare) && statSync(spare).size === 32 * 1024 * 1024);
+  });
+
   it('does nothing with container_disk 0, or for a driver without host folders', async () => {
     const paths = pathsOf('6');
     mkdirSync(paths.folder, { recursive: true });

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { chmod, lstat, mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -34,8 +35,21 @@ const SEARCH = ['/usr/sbin', '/sbin', '/usr/bin', '/bin'];
 /** Mount options: no set-user-id programs or device files from a user's disk ever count. */
 const MOUNT_OPTIONS = 'loop,nosuid,nodev,noatime,discard';
 const MB = 1024 * 1024;
+/** The name of the spare disk in a `disks` folder; no scope folder's name starts with a dot. */
+const SPARE_DISK = '.spare.ext4';
+/** How long after a new user's disk was made the spare for the next one is made. */
+const SPARE_DISK_DELAY_MS = 300;
 /** How long a process waits for another that prepares the same disk (a big first copy takes a while). */
 const LOCK_WAIT_MS = 600_000;
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
 
 function findTool(tool: Tool): string | undefined {
   const folders = [...SEARCH, ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean)];
@@ -250,18 +264,79 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     }
   };
 
+  /** An empty file system of `container_disk` in a new image file at `file`. */
+  const makeFileSystem = async (file: string): Promise<void> => {
+    const handle = await open(file, 'w', 0o600);
+    await handle.truncate(limitMb * MB);
+    await handle.close();
+    // -m 0: no blocks reserved for root (the sandbox user is root); lazy init: seconds become milliseconds.
+    await run(tool('mkfs.ext4'), ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', '-L', 'berth', file]);
+  };
+
+  // One new user's disk made ahead, in the background once a new user's disk was made, so that
+  // the next new user's first command does not wait for mkfs. It appears under its name only once
+  // complete, and is taken by a rename, so two processes can never take the same one. Its name
+  // starts with a dot, which no scope folder's does.
+  const spareMaking = new Map<string, Promise<void>>();
+  const spareOf = (disks: string): string => path.join(disks, SPARE_DISK);
+  // Made a moment after it is asked for, like the spare network: made at once, it would compete
+  // with the new sandbox's own start for the CPU.
+  const makeSpareSoon = (disks: string): void => {
+    setTimeout(() => makeSpare(disks), SPARE_DISK_DELAY_MS).unref();
+  };
+  const makeSpare = (disks: string): void => {
+    if (spareMaking.has(disks)) return;
+    const making = (async () => {
+      if (existsSync(spareOf(disks))) return;
+      // What a process that died making one left behind.
+      for (const entry of await readdir(disks).catch(() => [] as string[])) {
+        const maker = Number(/^\.spare\.ext4\.new-(\d+)-/.exec(entry)?.[1] ?? 0);
+        if (maker > 0 && maker !== process.pid && !isAlive(maker)) await rm(path.join(disks, entry), { force: true });
+      }
+      const file = `${spareOf(disks)}.new-${process.pid}-${randomBytes(4).toString('hex')}`;
+      try {
+        await makeFileSystem(file);
+        await rename(file, spareOf(disks));
+      } finally {
+        await rm(file, { force: true });
+      }
+    })()
+      .catch((error: unknown) => logger?.warn(`berth: making a spare disk in ${disks} failed (the next new user's disk is made when needed): ${error instanceof Error ? error.message : String(error)}`))
+      .finally(() => spareMaking.delete(disks));
+    spareMaking.set(disks, making);
+  };
+  /** Takes the spare as `file` when there is one of the right size. */
+  const takeSpare = async (disks: string, file: string): Promise<boolean> => {
+    try {
+      if ((await stat(spareOf(disks))).size !== limitMb * MB) {
+        // Made before container_disk changed.
+        await rm(spareOf(disks), { force: true });
+        return false;
+      }
+      await rename(spareOf(disks), file);
+      return true;
+    } catch {
+      // None, or another process took it first.
+      return false;
+    }
+  };
+
   /** Makes a new image holding the folder's current files; refuses (removing the image) when they do not fit. */
   const createImage = async (files: Layout): Promise<void> => {
     await rm(files.fresh, { force: true });
-    const handle = await open(files.fresh, 'w', 0o600);
-    await handle.truncate(limitMb * MB);
-    await handle.close();
+    const empty = await isEmpty(files.folder);
+    if (empty && (await takeSpare(files.disks, files.fresh))) {
+      makeSpareSoon(files.disks);
+      return;
+    }
     try {
-      // -m 0: no blocks reserved for root (the sandbox user is root); lazy init: seconds become milliseconds.
-      await run(tool('mkfs.ext4'), ['-q', '-F', '-m', '0', '-E', 'lazy_itable_init=1,lazy_journal_init=1,nodiscard', '-L', 'berth', files.fresh]);
-      // Nothing to copy in (a new user): the image goes straight onto the folder (see ensure),
+      await makeFileSystem(files.fresh);
+      // A new user (nothing to copy in): the image goes straight onto the folder (see ensure),
       // without a mount on a staging folder and the wait for its loop device to go.
-      if (await isEmpty(files.folder)) return;
+      if (empty) {
+        makeSpareSoon(files.disks);
+        return;
+      }
       await mkdir(files.staging, { recursive: true, mode: 0o700 });
       await mountImage(files.fresh, files.staging);
       try {

@@ -119,10 +119,12 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     const scopeFolders = new Set(readdirSync(path.join(parent, root)));
     for (const entry of after) {
       if (entry === root || entry.startsWith(root + path.sep)) continue;
-      // The per-scope disks (container_disk): one owner-only image per scope folder, nothing else.
+      // The per-scope disks (container_disk): one owner-only image per scope folder, and the one
+      // spare made ahead for the next new user (or one still being made), nothing else.
       if (entry === disks || entry === path.join(disks, 'docker')) continue;
       expect(path.dirname(entry), entry).toBe(path.join(disks, 'docker'));
-      expect(entry.endsWith('.ext4') && scopeFolders.has(path.basename(entry, '.ext4')), entry).toBe(true);
+      const spare = /^\.spare\.ext4(\.new-\d+-[0-9a-f]{8})?$/.test(path.basename(entry));
+      expect(spare || (entry.endsWith('.ext4') && scopeFolders.has(path.basename(entry, '.ext4'))), entry).toBe(true);
       expect(statSync(path.join(parent, entry)).mode & 0o777).toBe(0o600);
     }
     // Directly inside the root: one folder per scope, each with exactly the workspace and home
