@@ -254,6 +254,21 @@ describe('berth ls, env, doctor', () => {
     expect(human.stdout).not.toMatch(/\u001b\[/);
   });
 
+  it("ls and rm see only this installation's sandboxes, though another gateway serves the same user on the engine", async () => {
+    const other = { TERMINAL_SANDBOX_DIR: path.join(root, 'other-sandboxes') };
+    expect((await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'echo other > /workspace/who'], other)).status).toBe(0);
+    expect((await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'true'])).status).toBe(0);
+    const listed = async (environment: Record<string, string> = {}) =>
+      (JSON.parse((await berth(['ls', '--json'], environment)).stdout) as Array<{ scope: string; workspace: string }>).filter((record) => record.scope === `user:telegram:${alice}`).map((record) => record.workspace);
+    expect(await listed()).toEqual([path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace')]);
+    expect(await listed(other)).toEqual([path.join(other.TERMINAL_SANDBOX_DIR, 'docker', `telegram@${alice}`, 'workspace')]);
+    // Removing the other installation's sandbox of alice leaves this one's running.
+    expect((await berth(['rm', '--platform', 'telegram', '--user', alice, '--purge'], other)).status).toBe(0);
+    expect(await listed(other)).toEqual([]);
+    expect(await listed()).toEqual([path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace')]);
+    expect((await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'test ! -e /workspace/who && echo kept'])).stdout).toBe('kept\n');
+  });
+
   it('env --json gives sources, masked values, the exact prefix and refused names', async () => {
     const run = await berth(['env', '--platform', 'telegram', '--user', alice, '--json'], { ...userEnvironment, HERMES_USER_TELEGRAM_0042_GITHUB_TOKEN: 'refused-secret-value' });
     expect(run.status).toBe(0);

@@ -60,6 +60,8 @@ export interface DockerBackendOptions extends DockerDriverOptions {
   readonly namePrefix?: string;
   /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
   readonly reapIntervalMs?: number;
+  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove. */
+  readonly sandboxRoot?: string;
 }
 
 /** The Docker backend: the sandbox runtime over the Docker driver. */
@@ -73,6 +75,7 @@ const optionsSchema = z.object({
   environment: z.custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), { message: 'expected the environment as an object of strings' }).optional(),
   networkPool: z.string().optional(),
   labels: z.record(z.string(), z.string()).optional(),
+  sandboxRoot: z.string().min(1).refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' }).optional(),
   image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
   logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
   onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
@@ -105,6 +108,7 @@ export function createDockerBackend(options: DockerBackendOptions): DockerBacken
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
     ...(options.labels ? { labels: options.labels } : {}),
+    ...(options.sandboxRoot ? { sandboxRoot: options.sandboxRoot } : {}),
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });
 }

@@ -1,8 +1,9 @@
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ImageNotFoundError } from '@berth/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildSandboxSpec, LABELS, sandboxSettings } from '@berth/sandbox-runtime';
+import { buildSandboxSpec, LABELS, releaseDisksUnder, sandboxSettings } from '@berth/sandbox-runtime';
 import { toContainerCreateOptions } from './to-container-options.js';
 import { createHarness, engineExec, TEST_IMAGE, TEST_LABEL, type Harness } from './testing/integration-harness.js';
 
@@ -69,6 +70,38 @@ describe('one container per scope', () => {
     expect(containers[0]!.Names).toEqual([`/${backend.containerName(request)}`]);
     expect(backend.containerName(request)).not.toMatch(/telegram|2020/);
     await backend.close();
+  });
+});
+
+describe('two gateways on one engine', () => {
+  it("each lists, reaps and removes only its own sandboxes, even the same user's", async () => {
+    const otherDir = await mkdtemp(path.join(tmpdir(), 'berth-docker-other-'));
+    try {
+      const rootOf = (dir: string) => path.join(dir, 'docker');
+      const mine = harness.backend({ lifetime_seconds: 1 }, { sandboxRoot: rootOf(harness.sandboxDir), reapIntervalMs: 0 });
+      const theirs = harness.backend({ sandbox_dir: otherDir }, { sandboxRoot: rootOf(otherDir), reapIntervalMs: 0 });
+      const user = { platform: 'telegram', userId: '2090' };
+      const myRequest = harness.request(user);
+      const theirRequest = harness.request(user, {}, { sandbox_dir: otherDir });
+      expect(myRequest.scope.key).toBe(theirRequest.scope.key);
+      await mine.doExec(myRequest, { command: 'echo mine > /workspace/who' });
+      await theirs.doExec(theirRequest, { command: 'echo theirs > /workspace/who' });
+      const theirId = (await theirs.list()).find((info) => info.scopeKey === theirRequest.scope.key)!.containerId;
+      const listed = async (backend: typeof mine) => (await backend.list()).filter((info) => info.scopeKey === myRequest.scope.key).map((info) => info.workspace);
+      expect(await listed(mine)).toEqual([myRequest.paths.workspace]);
+      expect(await listed(theirs)).toEqual([theirRequest.paths.workspace]);
+      // Idle past lifetime_seconds: the reaper (which adopts what it finds first) stops only its own.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(await mine.reap()).toEqual([myRequest.scope.key]);
+      expect((await harness.docker.getContainer(theirId).inspect()).State.Running).toBe(true);
+      await mine.remove(myRequest.scope.key);
+      expect((await harness.docker.getContainer(theirId).inspect()).State.Running).toBe(true);
+      expect((await theirs.doExec(theirRequest, { command: 'cat /workspace/who' })).stdout).toBe('theirs\n');
+      await theirs.remove(theirRequest.scope.key);
+    } finally {
+      await releaseDisksUnder(otherDir);
+      await rm(otherDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -28,6 +28,8 @@ export interface KubernetesBackendOptions {
   /** Prefix of sandbox names. @default 'berth-' */
   readonly namePrefix?: string;
   /** Labels on every sandbox; the backend only lists, adopts, reaps and purges sandboxes that carry them. */
+  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove. */
+  readonly sandboxRoot?: string;
   readonly labels?: Readonly<Record<string, string>>;
   /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
   readonly reapIntervalMs?: number;
@@ -52,6 +54,7 @@ const optionsSchema = z.object({
   // Names become Pod and claim names: DNS-1123 labels, so lower case.
   namePrefix: z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, { message: 'expected lower-case letters, digits or "-" (a Kubernetes name)' }).optional(),
   labels: z.record(z.string(), z.string()).optional(),
+  sandboxRoot: z.string().min(1).refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' }).optional(),
   reapIntervalMs: z.number().int().min(0).optional(),
   startTimeoutMs: z.number().int().min(1_000).optional(),
 });
@@ -97,6 +100,7 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Kube
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
     ...(options.labels ? { labels: options.labels } : {}),
+    ...(options.sandboxRoot ? { sandboxRoot: options.sandboxRoot } : {}),
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });
 }

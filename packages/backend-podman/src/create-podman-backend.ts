@@ -136,6 +136,8 @@ export interface PodmanBackendOptions extends PodmanDriverOptions {
   /** Prefix of container names. @default 'berth-' */
   readonly namePrefix?: string;
   /** Labels added to every sandbox, and required of every sandbox this backend lists, adopts or reaps. */
+  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove. */
+  readonly sandboxRoot?: string;
   readonly labels?: Readonly<Record<string, string>>;
   /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
   readonly reapIntervalMs?: number;
@@ -153,6 +155,7 @@ const optionsSchema = z.object({
   // process.env is no plain object, which z.record refuses.
   environment: z.custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), { message: 'expected the environment as an object of strings' }).optional(),
   labels: z.record(z.string(), z.string()).optional(),
+  sandboxRoot: z.string().min(1).refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' }).optional(),
   networkPool: z.string().optional(),
   image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
   logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
@@ -178,6 +181,7 @@ export function createPodmanBackend(options: PodmanBackendOptions): PodmanBacken
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
     ...(options.labels ? { labels: options.labels } : {}),
+    ...(options.sandboxRoot ? { sandboxRoot: options.sandboxRoot } : {}),
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });
   return { ...runtime, podmanHost: () => driver.podmanHost() };

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import {
   assertSandboxDriver,
   SandboxError,
@@ -40,6 +41,13 @@ export interface SandboxRuntimeOptions {
   readonly namePrefix?: string;
   /** Labels added to every sandbox, and required of every sandbox this runtime lists, adopts or reaps. */
   readonly labels?: Readonly<Record<string, string>>;
+  /**
+   * The folder of this installation's sandboxes (`{sandbox_dir}/docker`, a request's
+   * `paths.root`). When given, the runtime lists, adopts, reaps, stops and removes only the
+   * sandboxes whose workspace is inside it, so two gateways on one engine never touch each
+   * other's sandboxes, even those of the same user.
+   */
+  readonly sandboxRoot?: string;
   /** Milliseconds between automatic reaps while `lifetime_seconds` is set; 0: only explicit `reap()`. @default a quarter of the lifetime, 1 s to 60 s */
   readonly reapIntervalMs?: number;
   /** How many sandboxes may be created and started at once; more wait. @default 4 */
@@ -76,6 +84,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     image: options.image ?? settings.docker_image,
     namePrefix: options.namePrefix ?? 'berth-',
     extraLabels: options.labels ?? {},
+    ...(options.sandboxRoot ? { sandboxRoot: path.resolve(options.sandboxRoot) } : {}),
     logger: options.logger,
     onProgress: options.onProgress,
     entries: new Map(),

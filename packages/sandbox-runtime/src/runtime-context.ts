@@ -19,6 +19,8 @@ export interface RuntimeContext {
   readonly namePrefix: string;
   /** Labels on every sandbox, required of every sandbox the runtime lists, adopts or reaps. */
   readonly extraLabels: Readonly<Record<string, string>>;
+  /** The folder of this installation's sandboxes: only those whose workspace is inside it are the runtime's. */
+  readonly sandboxRoot?: string;
   readonly logger: HostLogger | undefined;
   readonly onProgress: ((event: ProgressEvent) => void) | undefined;
   /** Scope key → entry. */

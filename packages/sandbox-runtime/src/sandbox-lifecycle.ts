@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { SandboxError, type SandboxRequest } from '@berth/core';
 import { prepareHostFolders } from './host-folders.js';
 import { isConflict, isGone, type RuntimeContext } from './runtime-context.js';
@@ -29,7 +30,13 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     [LABELS.managedBy]: MANAGED_BY,
     ...(scopeKey ? { [LABELS.scope]: scopeKey } : {}),
   });
-  const find: SandboxLifecycle['find'] = (scopeKey) => driver.list(ownLabels(scopeKey));
+  // This installation's sandboxes only: another gateway on the engine labels its own the same way,
+  // for the same users, and its workspaces are elsewhere.
+  const root = context.sandboxRoot === undefined ? undefined : `${context.sandboxRoot}${path.sep}`;
+  const find: SandboxLifecycle['find'] = async (scopeKey) => {
+    const sandboxes = await driver.list(ownLabels(scopeKey));
+    return root === undefined ? sandboxes : sandboxes.filter((sandbox) => (sandbox.labels[LABELS.workspace] ?? '').startsWith(root));
+  };
 
   const ensureImage = (): Promise<void> => {
     imageReady ??= (async () => {
