@@ -6,8 +6,9 @@
  *
  * - warm: a builtin (`true`) and a forked command (`/bin/true`) through the plugin; the same two
  *   written into a shell already running in that container (the floor: what any design pays for
- *   the engine's stream and the shell's own work); one dockerode exec; `docker exec` through the
- *   CLI;
+ *   the way in and the shell's own work), once reached through the engine's exec stream and once
+ *   through the sandbox's channel FIFOs (the way Berth's shells are reached where the sandbox has
+ *   a launcher); one dockerode exec; `docker exec` through the CLI;
  * - cold: the first command of a new user against `docker run --rm IMAGE true`, both networked;
  * - a crowd of users each sending commands at once, every answer checked, against the engine
  *   making and starting as many networked containers at once (the engine-bound floor);
@@ -26,6 +27,7 @@ import { PassThrough, type Duplex } from 'node:stream';
 import { promisify } from 'node:util';
 import { REDACTED, runWithSession, type TerminalEnvironment } from '@berth/core';
 import Dockerode from 'dockerode';
+import { channelsFolderOf, openFifoChannel } from '@berth/sandbox-runtime';
 import { createBerthPlugin, createInProcessTerminalRegistry, releaseDisksUnder, type BerthPlugin } from '../src/index.js';
 import { median, printTable, round, summary, timed } from './stats.js';
 
@@ -66,12 +68,24 @@ async function register(config: Record<string, unknown>): Promise<{ plugin: Bert
 
 const execAs = (terminal: TerminalEnvironment, userId: string, command: string) => runWithSession({ platform: 'telegram', userId }, () => terminal.execute(command));
 
-/** A shell already running in the container: what a command written into it costs, from here. */
-async function openFloorShell(containerId: string) {
-  const exec = await docker.getContainer(containerId).exec({ Cmd: ['/bin/sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true });
-  const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+/** A shell already running in the container, through the engine's exec stream or the sandbox's channel FIFOs: what a command written into it costs, from here. */
+async function openFloorShell(containerId: string, channels?: string) {
   const stdout = new PassThrough();
-  docker.modem.demuxStream(stream, stdout, new PassThrough().resume());
+  let write: (data: string) => void;
+  let close: () => void;
+  if (channels) {
+    const channel = await openFifoChannel(channels);
+    if (!channel) throw new Error(`the sandbox's launcher gave no shell through ${channels}`);
+    channel.onStdout((chunk) => stdout.write(chunk));
+    write = (data) => channel.write(data);
+    close = () => channel.destroy();
+  } else {
+    const exec = await docker.getContainer(containerId).exec({ Cmd: ['/bin/sh'], AttachStdin: true, AttachStdout: true, AttachStderr: true });
+    const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+    docker.modem.demuxStream(stream, stdout, new PassThrough().resume());
+    write = (data) => stream.write(data);
+    close = () => stream.end();
+  }
   let buffered = '';
   let waiting: { marker: string; resolve: () => void } | undefined;
   stdout.on('data', (chunk: Buffer) => {
@@ -89,10 +103,10 @@ async function openFloorShell(containerId: string) {
       const marker = `__F${++counter}__`;
       return new Promise<void>((resolve) => {
         waiting = { marker: `${marker}\n`, resolve };
-        stream.write(`${command}; echo ${marker}\n`);
+        write(`${command}; echo ${marker}\n`);
       });
     },
-    close: () => stream.end(),
+    close,
   };
 }
 
@@ -126,11 +140,14 @@ try {
   const containerId = (await berth.backend.list()).find((entry) => entry.scopeKey === `user:telegram:${warmUser}`)?.containerId;
   if (!containerId) throw new Error('the warm user has no container after a command');
   const floor = await openFloorShell(containerId);
+  const fifoFloor = await openFloorShell(containerId, channelsFolderOf(berth.request({ session: { platform: 'telegram', userId: warmUser } }).paths.folder));
   const sides = {
     pluginBuiltin: { run: async () => expectOutput(await execAs(terminal, warmUser, 'true'), '', 'true'), times: [] as number[] },
     pluginForked: { run: async () => expectOutput(await execAs(terminal, warmUser, '/bin/true'), '', '/bin/true'), times: [] as number[] },
     floorBuiltin: { run: () => floor.run('true'), times: [] as number[] },
     floorForked: { run: () => floor.run('/bin/true'), times: [] as number[] },
+    fifoFloorBuiltin: { run: () => fifoFloor.run('true'), times: [] as number[] },
+    fifoFloorForked: { run: () => fifoFloor.run('/bin/true'), times: [] as number[] },
     dockerode: { run: () => dockerodeExec(containerId), times: [] as number[], every: 4 },
     cli: { run: () => run('docker', ['exec', containerId, 'true']), times: [] as number[], every: 4 },
   };
@@ -143,11 +160,15 @@ try {
     }
   }
   floor.close();
+  fifoFloor.close();
   const warm = Object.fromEntries(Object.entries(sides).map(([name, side]) => [name, summary(side.times)]));
   results.warm = {
     ...warm,
     pluginBuiltinToFloor: round(median(sides.pluginBuiltin.times) / median(sides.floorBuiltin.times), 2),
     pluginForkedToFloor: round(median(sides.pluginForked.times) / median(sides.floorForked.times), 2),
+    pluginBuiltinToFifoFloor: round(median(sides.pluginBuiltin.times) / median(sides.fifoFloorBuiltin.times), 2),
+    pluginForkedToFifoFloor: round(median(sides.pluginForked.times) / median(sides.fifoFloorForked.times), 2),
+    pluginBuiltinToCli: round(median(sides.pluginBuiltin.times) / median(sides.cli.times), 4),
     pluginForkedToCli: round(median(sides.pluginForked.times) / median(sides.cli.times), 4),
   };
 
@@ -241,7 +262,7 @@ try {
 }
 
 type Row = { medianMs: number; p90Ms: number; runs: number };
-const warm = results.warm as Record<string, Row> & { pluginBuiltinToFloor: number; pluginForkedToFloor: number; pluginForkedToCli: number };
+const warm = results.warm as Record<string, Row> & { pluginBuiltinToFloor: number; pluginForkedToFloor: number; pluginBuiltinToFifoFloor: number; pluginForkedToFifoFloor: number; pluginBuiltinToCli: number; pluginForkedToCli: number };
 const cold = results.cold as { plugin: Row; dockerRun: Row; pluginToDockerRun: number };
 const crowd = results.crowd as { users: number; commandsPerUser: number; wallMs: number; engineFloorMs: number; wallToFloor: number; wrong: number; errors: number };
 const memory = results.memory as { heapPerSandboxKb: number; rssPerSandboxKb: number; gcExposed: boolean };
@@ -250,12 +271,15 @@ const spread = (row: Row) => `p90 ${row.p90Ms} ms, ${row.runs} runs`;
 printTable(`Berth through the plugin, as a host calls it (docker ${results.engine as string}, ${image})`, [
   ['warm builtin `true` through the plugin', ms(warm.pluginBuiltin!), spread(warm.pluginBuiltin!)],
   ['warm forked `/bin/true` through the plugin', ms(warm.pluginForked!), spread(warm.pluginForked!)],
-  ['floor: `true` written into a running shell', ms(warm.floorBuiltin!), spread(warm.floorBuiltin!)],
-  ['floor: `/bin/true` written into a running shell', ms(warm.floorForked!), spread(warm.floorForked!)],
+  ['floor: `true` written into a running shell (engine exec stream)', ms(warm.floorBuiltin!), spread(warm.floorBuiltin!)],
+  ['floor: `/bin/true` written into a running shell (engine exec stream)', ms(warm.floorForked!), spread(warm.floorForked!)],
+  ['floor: `true` written into a running shell (channel FIFOs)', ms(warm.fifoFloorBuiltin!), spread(warm.fifoFloorBuiltin!)],
+  ['floor: `/bin/true` written into a running shell (channel FIFOs)', ms(warm.fifoFloorForked!), spread(warm.fifoFloorForked!)],
   ['one dockerode exec of `true`', ms(warm.dockerode!), spread(warm.dockerode!)],
   ['docker exec CONTAINER true (CLI)', ms(warm.cli!), spread(warm.cli!)],
-  ['plugin builtin / floor', String(warm.pluginBuiltinToFloor), ''],
-  ['plugin forked / floor', String(warm.pluginForkedToFloor), ''],
+  ['plugin builtin / floor (engine stream, channel FIFOs)', `${warm.pluginBuiltinToFloor}, ${warm.pluginBuiltinToFifoFloor}`, ''],
+  ['plugin forked / floor (engine stream, channel FIFOs)', `${warm.pluginForkedToFloor}, ${warm.pluginForkedToFifoFloor}`, ''],
+  ['plugin builtin / CLI', String(warm.pluginBuiltinToCli), warm.pluginBuiltinToCli <= 0.02 ? 'within 1/50' : 'above 1/50'],
   ['plugin forked / CLI', String(warm.pluginForkedToCli), warm.pluginForkedToCli <= 0.02 ? 'within 1/50' : 'above 1/50'],
   ['cold first command of a new user', ms(cold.plugin), spread(cold.plugin)],
   ['docker run --rm IMAGE true (networked)', ms(cold.dockerRun), spread(cold.dockerRun)],

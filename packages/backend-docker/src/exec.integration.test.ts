@@ -206,3 +206,46 @@ describe('fallback mode: one engine exec per command', () => {
     await fallback.close();
   });
 });
+
+describe("a sandbox's shells", () => {
+  it('start through its launcher, with no engine exec at all, a timeout kill and a new session included', async () => {
+    const backend = harness.backend({ timeout: 30 });
+    const request = harness.request({ platform: 'telegram', userId: '1090' });
+    expect(await backend.doExec(request, { command: 'echo first' })).toMatchObject({ exitCode: 0, stdout: 'first\n' });
+    expect(await backend.doExec(request, { command: 'sleep 30', timeout: 1 })).toMatchObject({ exitCode: 124, timedOut: true });
+    // A job left holding the output retires the session; the next command gets a new one.
+    const left = await backend.doExec(request, { command: 'sleep 30 &' });
+    expect(left.exitCode).toBe(0);
+    expect((await backend.doExec(request, { command: 'echo again' })).stdout).toBe('again\n');
+    const id = await backend.doAcquire(request);
+    const info = await harness.docker.getContainer(id).inspect();
+    expect(info.ExecIDs ?? []).toEqual([]);
+    expect(info.Mounts.find((mount) => mount.Destination === '/run/berth')).toMatchObject({ RW: false, Source: `${request.paths.folder}/.berth-channels` });
+    // The launch FIFO, and the FIFOs of the two live shells (the session and the kill shell); the
+    // retired session's are gone.
+    const names = (await engineExec(harness.docker, id, 'ls /run/berth')).output.trim().split('\n');
+    expect(names.filter((name) => name !== 'launch').map((name) => name.replace(/^[0-9a-f]{16}/, '')).sort()).toEqual(['.err', '.err', '.in', '.in', '.out', '.out']);
+  });
+
+  it('are engine execs once the launcher is gone (killed), and answer all the same', async () => {
+    const backend = harness.backend({ timeout: 30 });
+    const request = harness.request({ platform: 'telegram', userId: '1091' });
+    const id = await backend.doAcquire(request);
+    // The launcher: the child of the main process (not of the engine's init) that runs the same script.
+    const killed = await engineExec(
+      harness.docker,
+      id,
+      `for d in /proc/[0-9]*; do case "$(tr '\\0' ' ' 2>/dev/null < $d/cmdline)" in '/bin/sh -c trap'*) read -r p c s pp rest < $d/stat; case "$(tr '\\0' ' ' 2>/dev/null < /proc/$pp/cmdline)" in '/bin/sh -c trap'*) kill -9 \${d#/proc/} && echo killed ;; esac ;; esac; done`,
+    );
+    expect(killed.output).toBe('killed\n');
+    // A job left holding the output retires the session: the next command needs a new shell.
+    await backend.doExec(request, { command: 'sleep 30 &' });
+    const result = await backend.doExec(request, { command: 'echo still here; echo $PWD' });
+    expect(result).toMatchObject({ exitCode: 0, stdout: 'still here\n/workspace\n' });
+    const info = await harness.docker.getContainer(id).inspect();
+    // The new session is an exec (the kill shell, still alive, came from the launcher before).
+    expect((info.ExecIDs ?? []).length).toBe(1);
+    expect((await backend.doExec(request, { command: 'sleep 30', timeout: 1 })).exitCode).toBe(124);
+  });
+});
+

@@ -1,5 +1,5 @@
 import type { SandboxSpec } from '@berth/core';
-import { HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
+import { CHANNELS_TARGET, HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
 import type Dockerode from 'dockerode';
 
 const MEGABYTE = 1024 * 1024;
@@ -30,6 +30,8 @@ export function toContainerCreateOptions(spec: SandboxSpec, networkMode: string)
         { Type: 'bind', Source: spec.workspace, Target: WORKSPACE_TARGET, ReadOnly: false },
         { Type: 'bind', Source: spec.home, Target: HOME_TARGET, ReadOnly: false },
         ...spec.volumes.map((volume) => ({ Type: 'bind' as const, Source: volume.source, Target: volume.target, ReadOnly: volume.readOnly })),
+        // Read-only: the sandbox can open the FIFOs there, never replace or add one.
+        ...(spec.channels ? [{ Type: 'bind' as const, Source: spec.channels, Target: CHANNELS_TARGET, ReadOnly: true }] : []),
       ],
       CapDrop: ['ALL'],
       CapAdd: [...security.capabilities],

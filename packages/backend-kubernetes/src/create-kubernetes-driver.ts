@@ -11,7 +11,7 @@ import { probeNetworkPolicy, type NetworkPolicyProbe } from './probe-network-pol
 import { buildNetworkPolicies, buildSandboxClaim, buildSandboxPod, type ClusterObjectOptions } from './to-kubernetes-objects.js';
 
 /** Commands an idle sandbox runs: pause, the keep-alive loop and its sleep, the session and kill shells. */
-const IDLE_PROCESS = /^(\/pause|\/bin\/sh -c trap "exit 0" TERM INT HUP; while :; do sleep 3600 & wait \$!; done|sleep 3600|\/bin\/sh)$/;
+const IDLE_PROCESS = /^(\/pause|\/bin\/sh -c trap "exit 0" TERM INT HUP; .*|sleep 3600|\/bin\/sh)$/;
 /** Why a container cannot start because of its image. */
 const IMAGE_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'ErrImageNeverPull', 'InvalidImageName']);
 /** Why a container cannot start for a reason of its own (bad settings, a runtime that refuses). */

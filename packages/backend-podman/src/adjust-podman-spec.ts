@@ -1,4 +1,4 @@
-import { HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
+import { CHANNELS_TARGET, HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
 import type { PodmanHost } from './read-podman-host.js';
@@ -48,7 +48,7 @@ export function adjustPodmanHostConfig(hostConfig: Dockerode.HostConfig, options
     delete adjusted.NanoCpus;
   }
   if (host.selinuxEnforcing) {
-    const relabelled = new Set([WORKSPACE_TARGET, HOME_TARGET]);
+    const relabelled = new Set([WORKSPACE_TARGET, HOME_TARGET, CHANNELS_TARGET]);
     const binds = [...(hostConfig.Binds ?? [])];
     const mounts: Dockerode.MountSettings[] = [];
     for (const mount of hostConfig.Mounts ?? []) {

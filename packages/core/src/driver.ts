@@ -51,6 +51,12 @@ export interface SandboxSpec {
   readonly home: string;
   /** The operator's extra bind mounts (`docker_volumes`). */
   readonly volumes: ReadonlyArray<{ readonly source: string; readonly target: string; readonly readOnly: boolean }>;
+  /**
+   * The scope's channel folder, mounted read-only at `/run/berth` (drivers with host folders): the
+   * FIFOs through which the main process starts the runtime's shells without an engine exec.
+   * Absent: every shell is an engine exec.
+   */
+  readonly channels?: string;
   /** The main process: a shell that waits and leaves at once on TERM. */
   readonly command: readonly string[];
   readonly workingDir: string;

@@ -1,6 +1,7 @@
 import { lstat, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { PathEscapeError, type SandboxPaths } from '@berth/core';
+import { channelsFolderOf, LAUNCH_FIFO, makeFifos } from './fifo-channel.js';
 
 async function assertRealFolder(folder: string, what: string): Promise<void> {
   const stats = await lstat(folder);
@@ -31,9 +32,10 @@ export function assertScopeFolder(paths: SandboxPaths): void {
 }
 
 /**
- * Creates the scope's folders, owner-only (0700), and refuses when the root, the scope folder,
- * the workspace or the home is a symbolic link: a link planted there would otherwise mount
- * (and later purge) a folder outside the sandbox root.
+ * Creates the scope's folders, owner-only (0700) — the workspace, the home and the channel
+ * folder — and refuses when the root, the scope folder, the workspace, the home or the channel
+ * folder is a symbolic link: a link planted there would otherwise mount (and later purge) a
+ * folder outside the sandbox root.
  */
 export async function prepareHostFolders(paths: SandboxPaths, mountDisk?: (paths: SandboxPaths) => Promise<void>): Promise<void> {
   assertScopeFolder(paths);
@@ -47,6 +49,17 @@ export async function prepareHostFolders(paths: SandboxPaths, mountDisk?: (paths
   }
   await makeFolder(paths.workspace, 'the workspace');
   await makeFolder(paths.home, 'the home folder');
+  // The channel folder (mounted read-only at /run/berth) and its launch FIFO: the sandbox's shells
+  // start through them, without an engine exec. Without mkfifo on the host, shells are execs.
+  const channels = channelsFolderOf(paths.folder);
+  await makeFolder(channels, 'the channel folder');
+  // Made when missing; anything else at its name (not a FIFO) leaves the launcher idle and the
+  // shells to the engine's exec.
+  const launch = path.join(channels, LAUNCH_FIFO);
+  await lstat(launch).catch(async (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+    await makeFifos([launch]).catch(() => undefined);
+  });
 }
 
 /**

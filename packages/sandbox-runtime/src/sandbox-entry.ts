@@ -27,6 +27,8 @@ export interface SandboxEntry {
   paths: SandboxPaths | undefined;
   /** The sandbox's settings differ from ours but it was busy: recreate it once idle. */
   stale: boolean;
+  /** The sandbox's launcher did not answer: its shells are engine execs until it is started again. */
+  shellsByExec?: boolean;
   /** Digest of the environment the fallback mode last sent. */
   environmentKey: string | undefined;
   /** Whose sandbox it is, for `list()`. */

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { SandboxError, type SandboxRequest } from '@berth/core';
+import { channelsFolderOf } from './fifo-channel.js';
 import { prepareHostFolders } from './host-folders.js';
 import { isConflict, isGone, type RuntimeContext } from './runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';
@@ -144,6 +145,7 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
       engine: driver.engine,
       specRevision: driver.specRevision,
       extraLabels: context.extraLabels,
+      ...(driver.capabilities.hostFolders ? { channels: channelsFolderOf(request.paths.folder) } : {}),
     });
     for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
       // One list of this runtime's sandboxes answers both questions of a new one; asked at once

@@ -28,11 +28,26 @@ export const HOME_TARGET = '/root';
 /** Every sandbox's hostname: it says nothing about whose sandbox it is. */
 export const SANDBOX_HOSTNAME = 'sandbox';
 
+/** Where a sandbox's channel folder appears, read-only: the FIFOs its launcher starts shells on. */
+export const CHANNELS_TARGET = '/run/berth';
+
 /**
  * What the sandbox runs as its main process: a shell that waits and leaves at once on TERM, so
- * a stop takes milliseconds, not the engine's kill timeout. Commands come in through execs.
+ * a stop takes milliseconds, not the engine's kill timeout. Where the channel folder is mounted
+ * and holds the `launch` FIFO (drivers with host folders), a child of it is the launcher: for
+ * each line read there (a channel's name, hex digits only) it starts `/bin/sh` on that channel's
+ * three FIFOs, in `/workspace`, in a session of its own where the image has `setsid` (so the
+ * kill shell can take what a command leaves to init by its process group), after saying the
+ * name on stdout; started from a subshell that leaves at once, so init, not the launcher (which
+ * never waits), reaps it when it ends. Elsewhere (or when the launcher is gone) shells come
+ * through engine execs.
+ * The script starts with `trap "exit 0" TERM INT HUP;`, which drivers read as an idle process.
  */
-export const KEEP_ALIVE_COMMAND = ['/bin/sh', '-c', 'trap "exit 0" TERM INT HUP; while :; do sleep 3600 & wait $!; done'] as const;
+export const KEEP_ALIVE_COMMAND = [
+  '/bin/sh',
+  '-c',
+  `trap "exit 0" TERM INT HUP; if [ -p ${CHANNELS_TARGET}/launch ]; then ( command -v setsid >/dev/null 2>&1 && __berth_s=setsid || __berth_s=; while :; do while IFS= read -r __berth_n; do case "$__berth_n" in "" | *[!0-9a-f]*) continue ;; esac; [ -p "${CHANNELS_TARGET}/$__berth_n.in" ] || continue; ( ( echo "$__berth_n"; cd /workspace 2>/dev/null; exec $__berth_s /bin/sh ) < "${CHANNELS_TARGET}/$__berth_n.in" > "${CHANNELS_TARGET}/$__berth_n.out" 2> "${CHANNELS_TARGET}/$__berth_n.err" & ); done < ${CHANNELS_TARGET}/launch; done ) & fi; while :; do sleep 3600 & wait $!; done`,
+] as const;
 
 /** The ownership labels of a scope's sandbox: who it belongs to (for `berth ls`) and where its files are. */
 export function scopeLabels(options: { scope: SandboxScope; paths: SandboxPaths; engine: string; extra?: Readonly<Record<string, string>> }): Record<string, string> {
@@ -83,6 +98,8 @@ export interface BuildSandboxSpecOptions {
   readonly specRevision: string;
   /** Labels added to Berth's own (a test run's marker, say). */
   readonly extraLabels?: Readonly<Record<string, string>>;
+  /** The scope's channel folder, for a driver with host folders (see `SandboxSpec.channels`). */
+  readonly channels?: string;
 }
 
 /**
@@ -102,6 +119,7 @@ export function buildSandboxSpec(options: BuildSandboxSpecOptions): { spec: Sand
     workspace: options.paths.workspace,
     home: options.paths.home,
     volumes: settings.docker_volumes.map(parseVolume),
+    ...(options.channels ? { channels: options.channels } : {}),
     command: [...KEEP_ALIVE_COMMAND],
     workingDir: WORKSPACE_TARGET,
     limits: {

@@ -1,4 +1,5 @@
 import type { ExecRequest, OpenExecChannel, SandboxRequest } from '@berth/core';
+import { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
 import { KillerShell } from './killer-shell.js';
 import { FALLBACK_STATE_DIR, runExecOnce } from './run-exec-once.js';
 import { messageOf, type RuntimeContext } from './runtime-context.js';
@@ -34,7 +35,20 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     return driver.openChannel(id, command, options);
   };
 
+  // The sandbox's own shells (the session and the kill shell) start through its launcher when it
+  // has one (fifo-channel.ts); otherwise, or when the launcher does not answer, through the
+  // engine's exec, and this sandbox's shells keep to the exec until it is started again.
+  const shellOpener = (entry: SandboxEntry): OpenExecChannel => async (command, options) => {
+    if (driver.capabilities.hostFolders && entry.paths && !entry.shellsByExec) {
+      const channel = await openFifoChannel(channelsFolderOf(entry.paths.folder));
+      if (channel) return channel;
+      entry.shellsByExec = true;
+    }
+    return channelOpener(entry)(command, options);
+  };
+
   const drop: ShellSessions['drop'] = (entry) => {
+    entry.shellsByExec = false;
     entry.session?.close();
     entry.session = undefined;
     entry.killer?.close();
@@ -44,7 +58,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
 
   const openKiller = (entry: SandboxEntry): Promise<KillerShell | undefined> => {
     if (entry.killer?.alive) return Promise.resolve(entry.killer);
-    entry.killerOpening ??= channelOpener(entry)(['/bin/sh'])
+    entry.killerOpening ??= shellOpener(entry)(['/bin/sh'])
       .then(async (channel) => {
         const killer = new KillerShell(channel);
         entry.killer = killer;
@@ -80,7 +94,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     // exist before anything needs killing, and an exec still starting when someone pauses the
     // sandbox would hold the engine's lock on it (inspect, unpause and rm all wait) until thawed.
     const killerReady = openKiller(entry);
-    const channel = await channelOpener(entry)(['/bin/sh'], { workingDir: WORKSPACE_TARGET });
+    const channel = await shellOpener(entry)(['/bin/sh'], { workingDir: WORKSPACE_TARGET });
     try {
       const session = await ShellSession.open({ channel, variables: request.environment.variables, ...(entry.retired ? { successorOf: entry.retired } : {}) });
       entry.retired = undefined;

@@ -112,7 +112,7 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     expect(taskContainer?.Labels?.['dev.berth.workspace']).toBe(path.join(sandboxDir, 'docker', 'task~chat%3Asignal%3Achat', 'workspace'));
   });
 
-  it('afterwards nothing exists outside {sandbox_dir}/docker but each scope\'s disk image, and every container mounts only its own two folders', async () => {
+  it('afterwards nothing exists outside {sandbox_dir}/docker but each scope\'s disk image, and every container mounts only its own two folders (and its own channel folder, read-only)', async () => {
     const after = listing(parent).filter((entry) => !before.includes(entry));
     const root = path.join('gateway', 'sandboxes', 'docker');
     const disks = path.join('gateway', 'sandboxes', 'disks');
@@ -138,15 +138,22 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
       }
       const folder = item.name;
       const entries = readdirSync(path.join(parent, root, folder), { withFileTypes: true });
-      expect(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()).toEqual(['home', 'workspace']);
+      // The channel folder holds only FIFOs: the launch FIFO, and a channel's three for the moment it takes to start.
+      expect(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()).toEqual(['.berth-channels', 'home', 'workspace']);
       for (const entry of entries.filter((candidate) => !candidate.isDirectory())) expect({ name: entry.name, file: entry.isFile() }).toEqual({ name: expect.stringMatching(/^\.berth-/), file: true });
+      for (const entry of readdirSync(path.join(parent, root, folder, '.berth-channels'), { withFileTypes: true })) expect({ name: entry.name, fifo: entry.isFIFO() }).toEqual({ name: expect.stringMatching(/^(launch|[0-9a-f]{16}\.(in|out|err))$/), fifo: true });
     }
     for (const container of await gateway.containers()) {
       const info = await docker.getContainer(container.Id).inspect();
-      const sources = info.Mounts.map((mount) => mount.Source).sort();
       const folder = path.dirname(info.Config.Labels['dev.berth.workspace'] ?? '');
       expect(path.dirname(folder)).toBe(path.join(sandboxDir, 'docker'));
-      expect(sources).toEqual([path.join(folder, 'home'), path.join(folder, 'workspace')]);
+      // Its own workspace and home, and its own channel folder read-only: nothing of anyone else's.
+      const mounts = info.Mounts.map((mount) => ({ source: mount.Source, target: mount.Destination, writable: mount.RW })).sort((a, b) => a.target.localeCompare(b.target));
+      expect(mounts).toEqual([
+        { source: path.join(folder, 'home'), target: '/root', writable: true },
+        { source: path.join(folder, '.berth-channels'), target: '/run/berth', writable: false },
+        { source: path.join(folder, 'workspace'), target: '/workspace', writable: true },
+      ]);
     }
   });
 });

@@ -139,6 +139,9 @@ describe('variables: one user cannot read another user\'s credentials', () => {
 
   it('through the engine\'s stored config: no secret in Env, Labels, Cmd or any exec of either container (session and exec modes)', async () => {
     const inspected: string[] = [];
+    // The exec mode runs each command as an exec, which the engine lists while it runs: one runs now.
+    const running = execGateway.run(carol, 'sleep 2; true');
+    await new Promise((resolve) => setTimeout(resolve, 700));
     for (const [which, sender] of [
       [gateway, alice],
       [gateway, bob],
@@ -151,7 +154,8 @@ describe('variables: one user cannot read another user\'s credentials', () => {
       inspected.push(JSON.stringify(info));
       for (const execId of info.ExecIDs ?? []) inspected.push(JSON.stringify(await docker.getExec(execId).inspect().catch(() => ({}))));
     }
-    // The exec inspections are there (a persistent shell, a killer shell, one-off execs).
+    await running;
+    // The running command's exec was inspected too (a session's shells start through the sandbox's launcher, without an exec).
     expect(inspected.length).toBeGreaterThan(3);
     const text = inspected.join('\n');
     expect(leaked(text, allSecrets)).toEqual([]);

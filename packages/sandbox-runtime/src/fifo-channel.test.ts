@@ -1,0 +1,139 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { ExecChannel } from '@berth/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LAUNCH_FIFO, makeFifos, openFifoChannel } from './fifo-channel.js';
+import { CHANNELS_TARGET, KEEP_ALIVE_COMMAND } from './sandbox-spec.js';
+
+// The sandbox's own main process, run on this host with the channel folder where the sandbox
+// would see /run/berth: the launcher script and the FIFOs are the real ones, no engine.
+const folders: string[] = [];
+const launchers: ChildProcess[] = [];
+afterEach(() => {
+  for (const launcher of launchers.splice(0)) if (launcher.pid) process.kill(-launcher.pid, 'SIGKILL');
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+async function channelFolder(withLaunchFifo = true): Promise<string> {
+  const folder = mkdtempSync(path.join(tmpdir(), 'berth-channels-'));
+  folders.push(folder);
+  if (withLaunchFifo) await makeFifos([path.join(folder, LAUNCH_FIFO)]);
+  return folder;
+}
+
+function startLauncher(folder: string, script = KEEP_ALIVE_COMMAND[2].replaceAll(CHANNELS_TARGET, folder)): void {
+  // A process group of its own, so the test ends the launcher and every shell it started.
+  launchers.push(spawn('/bin/sh', ['-c', script], { detached: true, stdio: 'ignore' }));
+}
+
+function collect(channel: ExecChannel): { out: () => string; err: () => string; closed: Promise<void> } {
+  let out = '';
+  let err = '';
+  channel.onStdout((chunk) => (out += chunk.toString()));
+  channel.onStderr((chunk) => (err += chunk.toString()));
+  return { out: () => out, err: () => err, closed: new Promise((resolve) => channel.onClose(resolve)) };
+}
+
+async function until(what: () => boolean, ms = 5_000): Promise<void> {
+  for (const started = Date.now(); !what(); ) {
+    if (Date.now() - started > ms) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('openFifoChannel', () => {
+  it('gets a shell from the launcher: stdin, stdout and stderr apart, and its names gone from the folder', async () => {
+    const folder = await channelFolder();
+    startLauncher(folder);
+    const channel = await openFifoChannel(folder);
+    expect(channel).toBeDefined();
+    const seen = collect(channel!);
+    channel!.write('echo out; echo err >&2; echo $$ > /dev/null\n');
+    await until(() => seen.out() === 'out\n' && seen.err() === 'err\n');
+    // Its three FIFOs, named after this process, until it closes.
+    const names = readdirSync(folder).filter((entry) => entry !== LAUNCH_FIFO);
+    expect(names.map((entry) => entry.slice(16)).sort()).toEqual(['.err', '.in', '.out']);
+    expect(Number.parseInt(names[0]!.slice(0, 8), 16)).toBe(process.pid);
+    // Two at once, each its own shell.
+    const [first, second] = await Promise.all([openFifoChannel(folder), openFifoChannel(folder)]);
+    const one = collect(first!);
+    const two = collect(second!);
+    first!.write('echo one\n');
+    second!.write('echo two\n');
+    await until(() => one.out() === 'one\n' && two.out() === 'two\n');
+    for (const open of [channel, first, second]) open!.destroy();
+    expect(readdirSync(folder)).toEqual([LAUNCH_FIFO]);
+  });
+
+  it('ends the shell when this side closes its stdin, and says so when the shell ends by itself', async () => {
+    const folder = await channelFolder();
+    startLauncher(folder);
+    const channel = await openFifoChannel(folder);
+    const seen = collect(channel!);
+    channel!.write('echo $$\n');
+    await until(() => /^\d+\n$/.test(seen.out()));
+    const pid = Number(seen.out().trim());
+    channel!.destroy();
+    // The gateway gone (its ends closed): the shell reads the end of its stdin and leaves.
+    await until(() => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    const other = await openFifoChannel(folder);
+    const ended = collect(other!);
+    other!.write('exit 3\n');
+    await ended.closed;
+  });
+
+  it('answers undefined at once without a launcher, or without a launch FIFO, leaving nothing behind', async () => {
+    const noReader = await channelFolder();
+    const started = Date.now();
+    expect(await openFifoChannel(noReader)).toBeUndefined();
+    expect(await openFifoChannel(await channelFolder(false))).toBeUndefined();
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(readdirSync(noReader)).toEqual([LAUNCH_FIFO]);
+  });
+
+  it('gives up after its timeout when the launcher reads but starts no shell (a sandbox full of processes)', async () => {
+    const folder = await channelFolder();
+    startLauncher(folder, `while :; do while read -r line; do :; done < ${folder}/${LAUNCH_FIFO}; done`);
+    expect(await openFifoChannel(folder, { helloTimeoutMs: 300 })).toBeUndefined();
+    expect(readdirSync(folder)).toEqual([LAUNCH_FIFO]);
+  });
+
+  it("removes the FIFOs a process that is gone left (a gateway killed), and no one else's", async () => {
+    const folder = await channelFolder();
+    startLauncher(folder);
+    const gone = execFileSync('sh', ['-c', 'echo $$']).toString().trim();
+    const hex = (pid: number | string) => Number(pid).toString(16).padStart(8, '0');
+    const stale = path.join(folder, `${hex(gone)}01234567.in`);
+    const live = path.join(folder, `${hex(process.pid)}fedcba98.in`);
+    await makeFifos([stale, live]);
+    writeFileSync(path.join(folder, 'notes'), 'not ours');
+    (await openFifoChannel(folder))!.destroy();
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(live)).toBe(true);
+    expect(existsSync(path.join(folder, 'notes'))).toBe(true);
+  });
+
+  it('starts nothing for a request line that is not a channel name', async () => {
+    const folder = await channelFolder();
+    const marker = path.join(folder, 'pwned');
+    startLauncher(folder);
+    const { openSync, writeSync, closeSync, constants } = await import('node:fs');
+    const fd = openSync(path.join(folder, LAUNCH_FIFO), constants.O_WRONLY);
+    writeSync(fd, `x; touch ${marker}\n../../etc/x\n$(touch ${marker})\n`);
+    closeSync(fd);
+    // A real request after them still gets its shell: the bad lines were read and skipped.
+    const channel = await openFifoChannel(folder);
+    expect(channel).toBeDefined();
+    channel!.destroy();
+    expect(existsSync(marker)).toBe(false);
+  });
+});

@@ -1,0 +1,233 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { ExecChannel } from '@berth/core';
+
+/**
+ * A sandbox's shells without an engine exec: its main process (the launcher, see
+ * `KEEP_ALIVE_COMMAND`) reads shell requests from a FIFO in the sandbox's channel folder, a
+ * host folder of the scope mounted read-only at `/run/berth`, and starts `/bin/sh` on three FIFOs
+ * the gateway made there. The gateway then talks to the shell through those FIFOs directly:
+ * no engine exec to start it (the engine runs execs of one container one after another, tens of
+ * milliseconds each), and no engine in the way of each command's bytes.
+ */
+
+/** The channel folder's name inside a scope's folder, beside `workspace` and `home`. */
+export const CHANNELS_FOLDER = '.berth-channels';
+/** The FIFO on which the launcher takes requests: one line, a channel's name. */
+export const LAUNCH_FIFO = 'launch';
+/** How long a request may take to get its shell before the engine's exec is used instead. @default */
+const HELLO_TIMEOUT_MS = 3_000;
+/** A channel's FIFOs: the process that made them (8 hex digits), a random part, the stream. */
+const FIFO_NAME = /^([0-9a-f]{8})[0-9a-f]{8}\.(in|out|err)$/;
+
+function run(file: string, args: readonly string[]): Promise<void> {
+  return new Promise((resolve, reject) => execFile(file, args, { timeout: 10_000 }, (error) => (error ? reject(error) : resolve())));
+}
+
+/** Makes FIFOs (mode 0600) with coreutils' `mkfifo`: Node has no call of its own for it. */
+export function makeFifos(files: readonly string[]): Promise<void> {
+  return run('mkfifo', ['-m', '600', '--', ...files]);
+}
+
+/** The channel folder of a scope's folder. */
+export function channelsFolderOf(scopeFolder: string): string {
+  return path.join(scopeFolder, CHANNELS_FOLDER);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes the FIFOs that processes which are gone (a gateway killed) left in the folder. */
+function removeStale(folder: string): void {
+  try {
+    for (const entry of readdirSync(folder)) {
+      const maker = FIFO_NAME.exec(entry)?.[1];
+      if (maker && !isAlive(Number.parseInt(maker, 16))) unlinkSync(path.join(folder, entry));
+    }
+  } catch {
+    // The folder went, or a file did: nothing to clean.
+  }
+}
+
+/**
+ * Writes one request line to the launcher. False when there is none: the FIFO is missing (a
+ * sandbox made before channels, or where the host has no mkfifo) or nobody reads it (the
+ * launcher was killed, or the engine runs elsewhere and the FIFO is not shared).
+ */
+async function requestShell(folder: string, name: string): Promise<boolean> {
+  // The launcher reopens the FIFO after each writer leaves: between the two, nobody reads it.
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let fd: number;
+    try {
+      fd = openSync(path.join(folder, LAUNCH_FIFO), constants.O_WRONLY | constants.O_NONBLOCK);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENXIO') return false;
+      await new Promise((resolve) => setTimeout(resolve, 2 * (attempt + 1)));
+      continue;
+    }
+    try {
+      // Shorter than PIPE_BUF: written whole, never mixed with another process's request.
+      writeSync(fd, `${name}\n`);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return false;
+}
+
+/**
+ * Opens a `/bin/sh` in the sandbox whose channel folder is `folder`, through its launcher.
+ * Resolves with the channel once the shell runs, or `undefined` when the sandbox has no
+ * launcher or it did not answer in time (the caller then uses the engine's exec).
+ */
+export async function openFifoChannel(folder: string, options: { helloTimeoutMs?: number } = {}): Promise<ExecChannel | undefined> {
+  removeStale(folder);
+  // The maker's pid first, so that what a killed gateway leaves is known to be stale.
+  const name = `${process.pid.toString(16).padStart(8, '0').slice(-8)}${randomBytes(4).toString('hex')}`;
+  const files = { in: path.join(folder, `${name}.in`), out: path.join(folder, `${name}.out`), err: path.join(folder, `${name}.err`) };
+  const unlinkAll = (): void => {
+    for (const file of Object.values(files)) {
+      try {
+        unlinkSync(file);
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  try {
+    await makeFifos([files.in, files.out, files.err]);
+  } catch {
+    return undefined;
+  }
+  const opened: number[] = [];
+  const closeOpened = (): void => {
+    for (const fd of opened.splice(0)) {
+      try {
+        closeSync(fd);
+      } catch {
+        // Closed by a socket already.
+      }
+    }
+  };
+  try {
+    // Read-write first, so that the shell's own opens (stdin to read, stdout and stderr to write)
+    // never wait for this side, and these never fail for want of the other side.
+    const outBoth = openSync(files.out, constants.O_RDWR | constants.O_NONBLOCK);
+    opened.push(outBoth);
+    opened.push(openSync(files.err, constants.O_RDWR | constants.O_NONBLOCK));
+    opened.push(openSync(files.in, constants.O_RDWR | constants.O_NONBLOCK));
+    if (!(await requestShell(folder, name))) {
+      closeOpened();
+      unlinkAll();
+      return undefined;
+    }
+    // The shell says its name once its three ends are open, then becomes /bin/sh.
+    const hello = new net.Socket({ fd: outBoth, readable: true, writable: false });
+    opened.splice(opened.indexOf(outBoth), 1);
+    const greeted = await new Promise<boolean>((resolve) => {
+      let text = '';
+      const timer = setTimeout(() => resolve(false), options.helloTimeoutMs ?? HELLO_TIMEOUT_MS);
+      hello.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1');
+        if (text.includes('\n')) {
+          clearTimeout(timer);
+          hello.pause();
+          resolve(text === `${name}\n`);
+        }
+      });
+      hello.on('error', () => undefined);
+    });
+    if (!greeted) {
+      hello.destroy();
+      closeOpened();
+      unlinkAll();
+      return undefined;
+    }
+    // The ends this side keeps: read-only for stdout and stderr (their end comes when the shell
+    // and whatever holds its output are gone) and write-only for stdin (its end is the shell's
+    // stdin closing, when this process closes it or dies). Opened before the read-write ones
+    // close, so the FIFOs never lack a reader or a writer in between. The names stay until the
+    // channel closes: a file system with an unlinked file still open cannot be remounted
+    // read-only, and the names let nobody in but the sandbox's own user, who owns the session.
+    const stdoutFd = openSync(files.out, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stderrFd = openSync(files.err, constants.O_RDONLY | constants.O_NONBLOCK);
+    const stdinFd = openSync(files.in, constants.O_WRONLY | constants.O_NONBLOCK);
+    hello.destroy();
+    closeOpened();
+    return fifoChannel(
+      new net.Socket({ fd: stdinFd, readable: false, writable: true }),
+      new net.Socket({ fd: stdoutFd, readable: true, writable: false }),
+      new net.Socket({ fd: stderrFd, readable: true, writable: false }),
+      unlinkAll,
+    );
+  } catch {
+    closeOpened();
+    unlinkAll();
+    return undefined;
+  }
+}
+
+function fifoChannel(stdin: net.Socket, stdout: net.Socket, stderr: net.Socket, removeNames: () => void): ExecChannel {
+  const stdoutListeners: Array<(chunk: Buffer) => void> = [];
+  const stderrListeners: Array<(chunk: Buffer) => void> = [];
+  const closeListeners: Array<() => void> = [];
+  let closed = false;
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    stdin.destroy();
+    stdout.destroy();
+    stderr.destroy();
+    removeNames();
+    for (const listener of closeListeners.splice(0)) listener();
+  };
+  stdout.on('data', (chunk: Buffer) => {
+    for (const listener of stdoutListeners) listener(chunk);
+  });
+  stderr.on('data', (chunk: Buffer) => {
+    for (const listener of stderrListeners) listener(chunk);
+  });
+  // The shell is gone when either output ends, or its stdin has no reader left (EPIPE).
+  for (const socket of [stdin, stdout, stderr]) {
+    socket.on('end', close);
+    socket.on('close', close);
+    socket.on('error', close);
+  }
+  return {
+    write(data) {
+      if (!closed) stdin.write(data);
+    },
+    end() {
+      if (!closed) stdin.end();
+    },
+    destroy() {
+      close();
+    },
+    onStdout(listener) {
+      stdoutListeners.push(listener);
+    },
+    onStderr(listener) {
+      stderrListeners.push(listener);
+    },
+    onClose(listener) {
+      if (closed) listener();
+      else closeListeners.push(listener);
+    },
+    async exitCode() {
+      // The launcher does not report it; sessions and kill shells never ask.
+      return undefined;
+    },
+  };
+}
