@@ -74,6 +74,8 @@ describe('podman sandbox networks', () => {
     const result = await backend.doExec(request, { command: 'ls /sys/class/net | grep -vx lo | wc -l' });
     expect(result, 'the sandbox has one interface besides loopback').toMatchObject({ exitCode: 0, stdout: '1\n' });
     const [container] = await docker.listContainers({ all: true, filters: { name: [backend.containerName(request)] } });
+    // Its session and kill shell came from its launcher, not from Podman's exec.
+    expect((await docker.getContainer(container!.Id).inspect()).ExecIDs ?? []).toEqual([]);
     const name = container!.Labels['dev.berth.network']!;
     expect(await subnetOf(name), 'the sandbox got the /29 that nothing on the host routes').toBe(`${at(8)}/29`);
 

@@ -5,7 +5,7 @@
  * another id, and where the engine cannot apply a pids limit, the nproc ulimit holds a fork bomb.
  */
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, unlink } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -73,6 +73,9 @@ describe('rootless Podman', () => {
       command: 'id -u; echo "$HOME"; echo work > /workspace/file.txt; mkdir -p /workspace/deep/er && echo deep > /workspace/deep/er/file.txt; chmod 500 /workspace/deep; echo home > "$HOME/file.txt"',
     });
     expect(result).toMatchObject({ exitCode: 0, stdout: `${uid}\n/root\n` });
+    // Its session and kill shell came from its launcher: their FIFOs, named after this process, are in the channel folder.
+    const ours = process.pid.toString(16).padStart(8, '0');
+    expect((await readdir(path.join(request.paths.folder, '.berth-channels'))).filter((name) => name.startsWith(ours))).toHaveLength(6);
     for (const file of [path.join(request.paths.workspace, 'file.txt'), path.join(request.paths.workspace, 'deep/er/file.txt'), path.join(request.paths.home, 'file.txt')]) {
       const stats = await stat(file);
       expect({ file, uid: stats.uid, gid: stats.gid }).toEqual({ file, uid, gid });

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecChannel } from '@berth/core';
@@ -91,12 +91,12 @@ describe('openFifoChannel', () => {
     await ended.closed;
   });
 
-  it('answers undefined at once without a launcher, or without a launch FIFO, leaving nothing behind', async () => {
+  it('answers undefined within half a second without a launcher, and at once without a launch FIFO, leaving nothing behind', async () => {
     const noReader = await channelFolder();
     const started = Date.now();
     expect(await openFifoChannel(noReader)).toBeUndefined();
     expect(await openFifoChannel(await channelFolder(false))).toBeUndefined();
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(2_000);
     expect(readdirSync(noReader)).toEqual([LAUNCH_FIFO]);
   });
 
@@ -120,6 +120,23 @@ describe('openFifoChannel', () => {
     expect(existsSync(stale)).toBe(false);
     expect(existsSync(live)).toBe(true);
     expect(existsSync(path.join(folder, 'notes'))).toBe(true);
+  });
+
+  it('ends the launcher, rather than spin, when it cannot open the launch FIFO', async () => {
+    const folder = await channelFolder();
+    chmodSync(path.join(folder, LAUNCH_FIFO), 0);
+    // As a user the FIFO's mode shuts out (root opens anything, so nobody stands in for the user namespace case).
+    const script = KEEP_ALIVE_COMMAND[2].replaceAll(CHANNELS_TARGET, folder).replace('while :; do sleep 3600 & wait $!; done', 'wait');
+    const launcher = spawn('/usr/sbin/runuser', ['-u', 'nobody', '--', '/bin/sh', '-c', script], { stdio: 'ignore' });
+    const ended = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 5_000);
+      launcher.on('exit', () => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    if (!ended) launcher.kill('SIGKILL');
+    expect(ended).toBe(true);
   });
 
   it('starts nothing for a request line that is not a channel name', async () => {

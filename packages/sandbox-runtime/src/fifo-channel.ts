@@ -64,14 +64,15 @@ function removeStale(folder: string): void {
  * launcher was killed, or the engine runs elsewhere and the FIFO is not shared).
  */
 async function requestShell(folder: string, name: string): Promise<boolean> {
-  // The launcher reopens the FIFO after each writer leaves: between the two, nobody reads it.
-  for (let attempt = 0; attempt < 5; attempt++) {
+  // The launcher reopens the FIFO after each writer leaves, and a sandbox that just started may
+  // not have reached it yet: nobody reads it for a moment. Half a second, then the engine's exec.
+  for (let attempt = 0; attempt < 9; attempt++) {
     let fd: number;
     try {
       fd = openSync(path.join(folder, LAUNCH_FIFO), constants.O_WRONLY | constants.O_NONBLOCK);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENXIO') return false;
-      await new Promise((resolve) => setTimeout(resolve, 2 * (attempt + 1)));
+      await new Promise((resolve) => setTimeout(resolve, 2 ** attempt));
       continue;
     }
     try {

@@ -39,14 +39,15 @@ export const CHANNELS_TARGET = '/run/berth';
  * three FIFOs, in `/workspace`, in a session of its own where the image has `setsid` (so the
  * kill shell can take what a command leaves to init by its process group), after saying the
  * name on stdout; started from a subshell that leaves at once, so init, not the launcher (which
- * never waits), reaps it when it ends. Elsewhere (or when the launcher is gone) shells come
- * through engine execs.
+ * never waits), reaps it when it ends. A launcher that cannot open the FIFO (a user namespace
+ * that maps the gateway's user to nobody, say) ends rather than spin. Elsewhere (or when the
+ * launcher is gone) shells come through engine execs.
  * The script starts with `trap "exit 0" TERM INT HUP;`, which drivers read as an idle process.
  */
 export const KEEP_ALIVE_COMMAND = [
   '/bin/sh',
   '-c',
-  `trap "exit 0" TERM INT HUP; if [ -p ${CHANNELS_TARGET}/launch ]; then ( command -v setsid >/dev/null 2>&1 && __berth_s=setsid || __berth_s=; while :; do while IFS= read -r __berth_n; do case "$__berth_n" in "" | *[!0-9a-f]*) continue ;; esac; [ -p "${CHANNELS_TARGET}/$__berth_n.in" ] || continue; ( ( echo "$__berth_n"; cd /workspace 2>/dev/null; exec $__berth_s /bin/sh ) < "${CHANNELS_TARGET}/$__berth_n.in" > "${CHANNELS_TARGET}/$__berth_n.out" 2> "${CHANNELS_TARGET}/$__berth_n.err" & ); done < ${CHANNELS_TARGET}/launch; done ) & fi; while :; do sleep 3600 & wait $!; done`,
+  `trap "exit 0" TERM INT HUP; if [ -p ${CHANNELS_TARGET}/launch ]; then ( command -v setsid >/dev/null 2>&1 && __berth_s=setsid || __berth_s=; while :; do while IFS= read -r __berth_n; do case "$__berth_n" in "" | *[!0-9a-f]*) continue ;; esac; [ -p "${CHANNELS_TARGET}/$__berth_n.in" ] || continue; ( ( echo "$__berth_n"; cd /workspace 2>/dev/null; exec $__berth_s /bin/sh ) < "${CHANNELS_TARGET}/$__berth_n.in" > "${CHANNELS_TARGET}/$__berth_n.out" 2> "${CHANNELS_TARGET}/$__berth_n.err" & ); done < ${CHANNELS_TARGET}/launch || exit 0; done ) & fi; while :; do sleep 3600 & wait $!; done`,
 ] as const;
 
 /** The ownership labels of a scope's sandbox: who it belongs to (for `berth ls`) and where its files are. */
