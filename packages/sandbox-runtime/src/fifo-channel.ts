@@ -4,6 +4,7 @@ import { closeSync, constants, openSync, readdirSync, unlinkSync, writeSync } fr
 import net from 'node:net';
 import path from 'node:path';
 import type { ExecChannel } from '@berth/core';
+import { isProcessAlive } from './is-process-alive.js';
 
 /**
  * A sandbox's shells without an engine exec: its main process (the launcher, see
@@ -37,21 +38,13 @@ export function channelsFolderOf(scopeFolder: string): string {
   return path.join(scopeFolder, CHANNELS_FOLDER);
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Removes the FIFOs that processes which are gone (a gateway killed) left in the folder. */
 function removeStale(folder: string): void {
   try {
     for (const entry of readdirSync(folder)) {
       const maker = FIFO_NAME.exec(entry)?.[1];
-      if (maker && !isAlive(Number.parseInt(maker, 16))) unlinkSync(path.join(folder, entry));
+      if (maker && !isProcessAlive(Number.parseInt(maker, 16))) unlinkSync(path.join(folder, entry));
     }
   } catch {
     // The folder went, or a file did: nothing to clean.
@@ -162,11 +155,24 @@ export async function openFifoChannel(folder: string, options: { helloTimeoutMs?
     // close, so the FIFOs never lack a reader or a writer in between. The names stay until the
     // channel closes: a file system with an unlinked file still open cannot be remounted
     // read-only, and the names let nobody in but the sandbox's own user, who owns the session.
-    const stdoutFd = openSync(files.out, constants.O_RDONLY | constants.O_NONBLOCK);
-    const stderrFd = openSync(files.err, constants.O_RDONLY | constants.O_NONBLOCK);
-    const stdinFd = openSync(files.in, constants.O_WRONLY | constants.O_NONBLOCK);
-    hello.destroy();
-    closeOpened();
+    const readWrite = opened.splice(0);
+    const kept: number[] = [];
+    try {
+      for (const [file, flags] of [
+        [files.out, constants.O_RDONLY],
+        [files.err, constants.O_RDONLY],
+        [files.in, constants.O_WRONLY],
+      ] as const) {
+        kept.push(openSync(file, flags | constants.O_NONBLOCK));
+      }
+    } catch (error) {
+      for (const fd of kept) closeSync(fd);
+      throw error;
+    } finally {
+      hello.destroy();
+      for (const fd of readWrite) closeSync(fd);
+    }
+    const [stdoutFd, stderrFd, stdinFd] = kept as [number, number, number];
     return fifoChannel(
       new net.Socket({ fd: stdinFd, readable: false, writable: true }),
       new net.Socket({ fd: stdoutFd, readable: true, writable: false }),

@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync, statfsSync, statSync } from 'nod
 import { chmod, lstat, mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
+import { isProcessAlive } from './is-process-alive.js';
 
 /**
  * `container_disk` as a hard limit: each scope's folder (its workspace and home together) is an
@@ -42,14 +43,6 @@ const SPARE_DISK_DELAY_MS = 300;
 /** How long a process waits for another that prepares the same disk (a big first copy takes a while). */
 const LOCK_WAIT_MS = 600_000;
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 function findTool(tool: Tool): string | undefined {
   const folders = [...SEARCH, ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean)];
@@ -291,7 +284,7 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
       // What a process that died making one left behind.
       for (const entry of await readdir(disks).catch(() => [] as string[])) {
         const maker = Number(/^\.spare\.ext4\.new-(\d+)-/.exec(entry)?.[1] ?? 0);
-        if (maker > 0 && maker !== process.pid && !isAlive(maker)) await rm(path.join(disks, entry), { force: true });
+        if (maker > 0 && maker !== process.pid && !isProcessAlive(maker)) await rm(path.join(disks, entry), { force: true });
       }
       const file = `${spareOf(disks)}.new-${process.pid}-${randomBytes(4).toString('hex')}`;
       try {
