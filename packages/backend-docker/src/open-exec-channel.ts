@@ -1,6 +1,7 @@
-import { Writable, type Duplex } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { ExecChannel } from '@berth/core';
+import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime';
 
 /**
  * Starts `command` in a container through the engine's exec API, stdin open, no TTY, and
@@ -17,48 +18,24 @@ export async function openExecChannel(docker: Dockerode, containerId: string, co
     ...(options.workingDir ? { WorkingDir: options.workingDir } : {}),
   });
   const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
-  const stdoutListeners: Array<(chunk: Buffer) => void> = [];
-  const stderrListeners: Array<(chunk: Buffer) => void> = [];
-  const closeListeners: Array<() => void> = [];
-  let closed = false;
-  const sink = (listeners: Array<(chunk: Buffer) => void>): Writable =>
-    new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        for (const listener of listeners) listener(chunk);
-        callback();
-      },
-    });
-  docker.modem.demuxStream(stream, sink(stdoutListeners), sink(stderrListeners));
-  const close = (): void => {
-    if (closed) return;
-    closed = true;
-    for (const listener of closeListeners.splice(0)) listener();
-  };
-  stream.on('end', close);
-  stream.on('close', close);
+  const events = createExecChannelEvents();
+  docker.modem.demuxStream(stream, writableTo(events.stdout), writableTo(events.stderr));
+  stream.on('end', events.close);
+  stream.on('close', events.close);
   // A dropped connection is reported through close; the error itself carries nothing more.
-  stream.on('error', close);
+  stream.on('error', events.close);
   return {
     write(data) {
-      if (!closed) stream.write(data);
+      if (!events.closed) stream.write(data);
     },
     end() {
-      if (!closed) stream.end();
+      if (!events.closed) stream.end();
     },
     destroy() {
       stream.destroy();
-      close();
+      events.close();
     },
-    onStdout(listener) {
-      stdoutListeners.push(listener);
-    },
-    onStderr(listener) {
-      stderrListeners.push(listener);
-    },
-    onClose(listener) {
-      if (closed) listener();
-      else closeListeners.push(listener);
-    },
+    ...events.listeners,
     async exitCode() {
       const info = await exec.inspect();
       return typeof info.ExitCode === 'number' ? info.ExitCode : undefined;

@@ -1,5 +1,6 @@
-import { PassThrough, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import type { ExecChannel } from '@berth/core';
+import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime';
 import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import { CONTAINER_NAME } from './to-kubernetes-objects.js';
 
@@ -34,71 +35,48 @@ export async function openKubernetesExecChannel(options: {
   /** Registers the channel with the Pod watch; returns how to stop. Called with the channel's own close. */
   watch: (gone: () => void) => () => void;
 }): Promise<ExecChannel & { readonly protocol: string }> {
-  const stdoutListeners: Array<(chunk: Buffer) => void> = [];
-  const stderrListeners: Array<(chunk: Buffer) => void> = [];
-  const closeListeners: Array<() => void> = [];
   let status: V1Status | undefined;
-  let closed = false;
   let settleExit: (code: number | undefined) => void = () => undefined;
   const exit = new Promise<number | undefined>((resolve) => (settleExit = resolve));
-  const sink = (listeners: Array<(chunk: Buffer) => void>): Writable =>
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const listener of listeners) listener(chunk);
-        done();
-      },
-    });
+  let unwatch: () => void = () => undefined;
+  const events = createExecChannelEvents(() => {
+    unwatch();
+    settleExit(exitCodeOf(status));
+  });
   const stdin = new PassThrough();
   const socket: ExecSocket = await new Exec(options.kubeConfig).exec(
     options.namespace,
     options.pod,
     CONTAINER_NAME,
     [...options.command],
-    sink(stdoutListeners),
-    sink(stderrListeners),
+    writableTo(events.stdout),
+    writableTo(events.stderr),
     stdin,
     false,
     (value) => {
       status = value;
     },
   );
-  let unwatch: () => void = () => undefined;
-  const close = (): void => {
-    if (closed) return;
-    closed = true;
-    unwatch();
-    settleExit(exitCodeOf(status));
-    for (const listener of closeListeners.splice(0)) listener();
-  };
-  socket.on('close', close);
+  socket.on('close', events.close);
   // An error is followed by close; it carries nothing the caller can act on.
   socket.on('error', () => undefined);
   unwatch = options.watch(() => {
     socket.terminate();
-    close();
+    events.close();
   });
   return {
     protocol: socket.protocol,
     write(data) {
-      if (!closed) stdin.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data));
+      if (!events.closed) stdin.write(typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data));
     },
     end() {
-      if (!closed && socket.protocol === HALF_CLOSE_PROTOCOL) stdin.end();
+      if (!events.closed && socket.protocol === HALF_CLOSE_PROTOCOL) stdin.end();
     },
     destroy() {
       socket.close();
-      close();
+      events.close();
     },
-    onStdout(listener) {
-      stdoutListeners.push(listener);
-    },
-    onStderr(listener) {
-      stderrListeners.push(listener);
-    },
-    onClose(listener) {
-      if (closed) listener();
-      else closeListeners.push(listener);
-    },
+    ...events.listeners,
     exitCode: () => exit,
   };
 }

@@ -4,6 +4,7 @@ import { closeSync, constants, openSync, readdirSync, unlinkSync, writeSync } fr
 import net from 'node:net';
 import path from 'node:path';
 import type { ExecChannel } from '@berth/core';
+import { createExecChannelEvents } from './exec-channel-events.js';
 import { isProcessAlive } from './is-process-alive.js';
 
 /**
@@ -187,51 +188,31 @@ export async function openFifoChannel(folder: string, options: { helloTimeoutMs?
 }
 
 function fifoChannel(stdin: net.Socket, stdout: net.Socket, stderr: net.Socket, removeNames: () => void): ExecChannel {
-  const stdoutListeners: Array<(chunk: Buffer) => void> = [];
-  const stderrListeners: Array<(chunk: Buffer) => void> = [];
-  const closeListeners: Array<() => void> = [];
-  let closed = false;
-  const close = (): void => {
-    if (closed) return;
-    closed = true;
+  const events = createExecChannelEvents(() => {
     stdin.destroy();
     stdout.destroy();
     stderr.destroy();
     removeNames();
-    for (const listener of closeListeners.splice(0)) listener();
-  };
-  stdout.on('data', (chunk: Buffer) => {
-    for (const listener of stdoutListeners) listener(chunk);
   });
-  stderr.on('data', (chunk: Buffer) => {
-    for (const listener of stderrListeners) listener(chunk);
-  });
+  stdout.on('data', events.stdout);
+  stderr.on('data', events.stderr);
   // The shell is gone when either output ends, or its stdin has no reader left (EPIPE).
   for (const socket of [stdin, stdout, stderr]) {
-    socket.on('end', close);
-    socket.on('close', close);
-    socket.on('error', close);
+    socket.on('end', events.close);
+    socket.on('close', events.close);
+    socket.on('error', events.close);
   }
   return {
     write(data) {
-      if (!closed) stdin.write(data);
+      if (!events.closed) stdin.write(data);
     },
     end() {
-      if (!closed) stdin.end();
+      if (!events.closed) stdin.end();
     },
     destroy() {
-      close();
+      events.close();
     },
-    onStdout(listener) {
-      stdoutListeners.push(listener);
-    },
-    onStderr(listener) {
-      stderrListeners.push(listener);
-    },
-    onClose(listener) {
-      if (closed) listener();
-      else closeListeners.push(listener);
-    },
+    ...events.listeners,
     async exitCode() {
       // The launcher does not report it; sessions and kill shells never ask.
       return undefined;

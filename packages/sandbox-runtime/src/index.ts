@@ -3,6 +3,7 @@ export type { ProgressEvent } from './runtime-context.js';
 export { sandboxSettings, SANDBOX_SETTING_KEYS, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 export { buildSandboxSpec, CHANNELS_TARGET, HOME_TARGET, KEEP_ALIVE_COMMAND, LABELS, MANAGED_BY, SANDBOX_HOSTNAME, WORKSPACE_TARGET, type BuildSandboxSpecOptions } from './sandbox-spec.js';
 export { CHANNELS_FOLDER, channelsFolderOf, openFifoChannel } from './fifo-channel.js';
+export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './exec-channel-events.js';
 export { assertScopeFolder } from './host-folders.js';
 export { autoMaxRunning, capacityReport, localHostSize, maxRunningOf, type HostSize } from './capacity.js';
 export { createScopeDisks, diskUnenforcedReason, releaseDisksUnder, type ScopeDisks } from './scope-disks.js';
