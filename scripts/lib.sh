@@ -9,11 +9,22 @@ PNPM_VERSION="10.34.9"
 # The local base image that tests and the demo use when no registry answers.
 BERTH_BASE_IMAGE="${BERTH_BASE_IMAGE:-localhost/berth-busybox:latest}"
 
+# The PATH the caller had, before .tools/ went on it.
+BERTH_ORIGINAL_PATH="${BERTH_ORIGINAL_PATH:-$PATH}"
+
 say() { printf '[berth setup] %s\n' "$*" >&2; }
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
     say "this step needs root: $*"; return 1; fi
+}
+
+# apt-get, one at a time: the set-up runs installs side by side (the Kubernetes build's beside the
+# engines'), and a second apt-get would otherwise fail on apt's lock instead of waiting.
+apt_get() {
+  local lock=/run/lock/berth-apt.lock
+  [ -d /run/lock ] || lock=/tmp/berth-apt.lock
+  DEBIAN_FRONTEND=noninteractive as_root flock "$lock" apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
 
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
@@ -46,9 +57,40 @@ ensure_pnpm() {
   export PATH="$BERTH_TOOLS/pnpm/node_modules/.bin:$PATH"
 }
 
+# A new shell has neither .tools/ folder on its PATH. So that the README's `pnpm -s berth …` works
+# from any shell in a checkout, a small `pnpm` in /usr/local/bin runs the pnpm (and Node) of the
+# checkout it is called in. Only as root, and only where no other pnpm is installed.
+PNPM_SHIM=/usr/local/bin/pnpm
+PNPM_SHIM_MARK='# berth set-up shim'
+install_pnpm_shim() {
+  [ "$(id -u)" = 0 ] && [ -d "$(dirname "$PNPM_SHIM")" ] || return 0
+  if [ -e "$PNPM_SHIM" ]; then grep -q "^$PNPM_SHIM_MARK" "$PNPM_SHIM" 2>/dev/null || return 0; fi
+  local other
+  other="$(PATH="$BERTH_ORIGINAL_PATH" command -v pnpm 2>/dev/null || true)"
+  # Another checkout's .tools/ on this shell's PATH is no installed pnpm.
+  case "$other" in '' | "$PNPM_SHIM" | */.tools/pnpm/node_modules/.bin/pnpm) ;; *) return 0 ;; esac
+  cat >"$PNPM_SHIM.partial" <<'SHIM'
+#!/bin/sh
+# berth set-up shim — runs pnpm (and Node) from the .tools/ folder of the Berth checkout it is
+# called in, or above; written by that checkout's scripts/lib.sh; safe to delete.
+dir=$PWD
+while :; do
+  if [ -x "$dir/.tools/pnpm/node_modules/.bin/pnpm" ]; then
+    PATH="$dir/.tools/node/bin:$dir/.tools/pnpm/node_modules/.bin:$PATH" exec "$dir/.tools/pnpm/node_modules/.bin/pnpm" "$@"
+  fi
+  [ "$dir" = / ] && break
+  dir=$(dirname "$dir")
+done
+echo "pnpm: not inside a Berth checkout whose set-up has run (no .tools/pnpm here or above); run bash scripts/demo.sh there first" >&2
+exit 127
+SHIM
+  chmod 0755 "$PNPM_SHIM.partial" && mv "$PNPM_SHIM.partial" "$PNPM_SHIM"
+}
+
 ensure_dependencies() {
   ensure_node
   ensure_pnpm
+  install_pnpm_shim
   say "installing dependencies (pnpm install --frozen-lockfile)"
   (cd "$BERTH_ROOT" && pnpm install --frozen-lockfile --reporter=silent) >&2
 }

@@ -1,0 +1,16 @@
+#!/bin/sh
+# The `berth` operator CLI from a checkout (the root package's `berth` script): the Node that the
+# set-up brought into .tools/ when the machine's own is older than 22, else the machine's.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+node="$root/.tools/node/bin/node"
+[ -x "$node" ] || node="$(command -v node || true)"
+cli="$root/apps/gateway-plugin/dist/cli.js"
+if [ -z "$node" ] || [ "$("$node" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 22 ]; then
+  echo "berth: needs Node 22 or newer; run bash scripts/demo.sh (or scripts/test.sh) once, which brings it into .tools/" >&2
+  exit 125
+fi
+if [ ! -f "$cli" ]; then
+  echo "berth: $cli is not built; run bash scripts/demo.sh once, or pnpm build" >&2
+  exit 125
+fi
+exec "$node" "$cli" "$@"
