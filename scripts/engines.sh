@@ -32,8 +32,8 @@ install_packages() {
   command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || missing+=(mount)
   if [ "${#missing[@]}" -gt 0 ]; then
     say "installing ${missing[*]} from Debian's packages"
-    as_root apt-get update -qq >&2
-    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >&2
+    apt_get update -qq >&2
+    apt_get install -y -qq "${missing[@]}" >&2
   fi
 }
 

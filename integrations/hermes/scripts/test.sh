@@ -13,8 +13,8 @@ missing=()
 "$PYTHON" -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
 if [ "${#missing[@]}" -gt 0 ]; then
   say "installing ${missing[*]} from Debian's packages"
-  as_root apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "${missing[@]}" >&2
+  apt_get update -qq >&2
+  apt_get install -y -qq "${missing[@]}" >&2
 fi
 cd "$BERTH_ROOT/integrations/hermes"
 BERTH_TEST_RESULTS="$BERTH_ROOT/.test-results" exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@" tests
