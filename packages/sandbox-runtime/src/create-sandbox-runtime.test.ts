@@ -3,9 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createPlatformRegistry, createSandboxResolver, EngineUnavailableError, parseTerminalConfig, SandboxError, type SandboxRequest } from '@berth/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runtime.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { LABELS, MANAGED_BY } from './sandbox-spec.js';
@@ -19,6 +18,7 @@ import { hostProcessesWith } from './testing/host-processes.js';
 const folders: string[] = [];
 const runtimes: SandboxRuntime[] = [];
 afterEach(async () => {
+  vi.useRealTimers();
   for (const runtime of runtimes.splice(0)) await runtime.close();
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 });
@@ -164,12 +164,13 @@ describe('the sandbox runtime', () => {
   });
 
   it('removes the sandbox of a user unseen for docker_remove_after_seconds, keeping the files', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
     const { config, request } = setUp({ docker_remove_after_seconds: 1, docker_max_running: 1 });
     const driver = createFakeDriver();
     const runtime = runtimeOver(driver, config);
     await runtime.doExec(request('30'), { command: 'true' });
     await runtime.doExec(request('35'), { command: 'true' });
-    await sleep(1_100);
+    vi.setSystemTime(Date.now() + 1_100);
     await runtime.reap();
     // 30 was stopped (one running at most), then unused for a second: removed; 35 still runs.
     expect((await runtime.list()).map((info) => info.userId)).toEqual(['35']);
@@ -177,13 +178,16 @@ describe('the sandbox runtime', () => {
   });
 
   it('reaps idle sandboxes, and never one a command is queued for (the reap race)', async () => {
+    // The clock is the test's: "idle for longer than lifetime_seconds" must not depend on how
+    // fast a loaded machine runs the first commands (only Date is faked; timers stay real).
+    vi.useFakeTimers({ toFake: ['Date'] });
     const { config, request } = setUp({ lifetime_seconds: 1 });
     const driver = createFakeDriver();
     const runtime = runtimeOver(driver, config);
     await runtime.doExec(request('31'), { command: 'true' });
     await runtime.doExec(request('32'), { command: 'true' });
     expect(await runtime.reap()).toEqual([]);
-    await sleep(1_100);
+    vi.setSystemTime(Date.now() + 1_100);
     // 32 gets a command in the same tick as the reap: the command must run, in a running sandbox.
     const [reaped, command] = await Promise.all([runtime.reap(), runtime.doExec(request('32'), { command: 'echo still-here' })]);
     expect(reaped).toEqual(['user:telegram:31']);
@@ -267,11 +271,16 @@ describe('the sandbox runtime', () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
     const runtime = runtimeOver(driver, config);
-    // The job outlives the check that looks for it even on a busy host (here the check walks the
-    // host's whole /proc, not a sandbox's few processes).
-    const first = await runtime.doExec(request('54'), { command: 'cd /; export KEEP=yes; (sleep 1.5; echo LATE; echo LATE >&2) & echo now' });
+    // The job writes only once told to, after its command's answer came back (however slow the
+    // machine), and the next command runs once it has written.
+    const signals = mkdtempSync(path.join(tmpdir(), 'berth-late-'));
+    folders.push(signals);
+    const go = path.join(signals, 'go');
+    const done = path.join(signals, 'done');
+    const first = await runtime.doExec(request('54'), { command: `cd /; export KEEP=yes; (while [ ! -e ${go} ]; do sleep 0.05; done; echo LATE; echo LATE >&2; : > ${done}) & echo now` });
     expect(first.stdout).toBe('now\n');
-    await sleep(1800);
+    writeFileSync(go, '');
+    await expect.poll(() => existsSync(done), { timeout: 20_000 }).toBe(true);
     const second = await runtime.doExec(request('54'), { command: 'sleep 0.5; pwd; echo "$KEEP"' });
     expect(second).toMatchObject({ stdout: '/\nyes\n', stderr: '' });
     expect(`${second.stdout}${second.stderr}`).not.toContain('LATE');
@@ -286,7 +295,7 @@ describe('the sandbox runtime', () => {
     try {
       const result = await runtime.doExec(request('58'), { command: `sh -c 'sleep 30; : ${marker}-child' & wait`, timeout: 1 });
       expect(result).toMatchObject({ exitCode: 124, timedOut: true });
-      await expect.poll(() => hostProcessesWith(`${marker}-child`), { timeout: 3_000 }).toEqual([]);
+      await expect.poll(() => hostProcessesWith(`${marker}-child`), { timeout: 20_000 }).toEqual([]);
       expect(hostProcessesWith(`${marker}-bystander`)).toHaveLength(1);
       expect(readFileSync(`/proc/${bystander.pid}/stat`, 'utf8').split(') ')[1]![0]).not.toBe('T');
       expect((await runtime.doExec(request('58'), { command: 'echo after' })).stdout).toBe('after\n');

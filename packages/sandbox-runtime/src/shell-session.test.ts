@@ -97,9 +97,11 @@ describe('ShellSession on the host shell', () => {
     // A job an earlier command left running, its output elsewhere (a dev server, say).
     expect((await run(`(sh -c 'sleep 30; : ${older}' > /dev/null 2>&1 &); echo started`)).stdout).toBe('started\n');
     // This command's own job, left to init at once (its parent is gone), so no longer its descendant.
-    const result = await run(`(sh -c 'sleep 30; : ${orphan}' > /dev/null 2>&1 &); sleep 30`, { timeoutMs: 300 });
-    expect(result).toMatchObject({ timedOut: true });
-    await expect.poll(() => hostProcessesWith(orphan), { timeout: 3_000 }).toEqual([]);
+    // A timeout long enough that the command has surely started on a loaded machine (its output
+    // says so): a kill that came before the command would prove nothing.
+    const result = await run(`(sh -c 'sleep 30; : ${orphan}' > /dev/null 2>&1 &); echo begun; sleep 30`, { timeoutMs: 2_000 });
+    expect(result).toMatchObject({ timedOut: true, stdout: 'begun\n' });
+    await expect.poll(() => hostProcessesWith(orphan), { timeout: 20_000 }).toEqual([]);
     expect(hostProcessesWith(older)).toHaveLength(1);
     // Continued, not left stopped: the older job still runs (its state letter is not T).
     const [pid] = hostProcessesWith(older);
