@@ -11,13 +11,23 @@ export function berthVitestConfig(options: { name: string; kind: 'unit' | 'integ
   const exclude = options.kind === 'unit' ? ['**/*.integration.test.ts', '**/*.attack.test.ts', '**/*.e2e.test.ts', '**/node_modules/**', '**/dist/**'] : ['**/node_modules/**', '**/dist/**'];
   return defineConfig({
     test: {
+      name: options.kind === 'unit' ? options.name : `${options.name}-${options.kind}`,
       include,
       exclude,
       testTimeout: options.timeoutMs ?? (options.kind === 'unit' ? 20_000 : 120_000),
       hookTimeout: options.timeoutMs ?? (options.kind === 'unit' ? 20_000 : 180_000),
       reporters: ['default', 'json'],
       outputFile: { json: path.resolve(import.meta.dirname, '.test-results', `${options.name}-${options.kind}.json`) },
-      ...(options.kind === 'unit' ? {} : { fileParallelism: false }),
+      // Unit test files run three at a time (vitest's default is one fewer than the cores: one, on
+      // two cores); many of them wait on real shells and files. Engine suites run one file at a time.
+      ...(options.kind === 'unit' ? { maxWorkers: 3 } : { fileParallelism: false }),
     },
   });
 }
+
+/**
+ * The time budget of a property test: its number of runs is fixed, and this budget holds them
+ * on a two-core machine that is busy with other work (a build, another suite, `stress-ng --cpu 2`),
+ * several times over what they take on an idle one.
+ */
+export const PROPERTY_TEST_TIMEOUT_MS = 120_000;

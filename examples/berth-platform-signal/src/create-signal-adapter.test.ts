@@ -4,11 +4,12 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createSignalAdapter } from './create-signal-adapter.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 const adapter = createSignalAdapter();
 
 describe('createSignalAdapter', () => {
-  it('makes every spelling of one ACI one user, with one folder and one variable prefix', () => {
+  it('makes every spelling of one ACI one user, with one folder and one variable prefix', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.uuid().filter((uuid) => !/^[0-]+$/.test(uuid)), fc.array(fc.boolean(), { minLength: 36, maxLength: 36 }), (uuid, upper) => {
         const mixed = [...uuid].map((char, index) => (upper[index] ? char.toUpperCase() : char)).join('');

@@ -1,12 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { holdsAll, labelKey, labelValue, runtimeLabelsOf, selectorOf, toKubernetesLabels, LABELS_ANNOTATION } from './kubernetes-labels.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 const KUBERNETES_VALUE = /^(?:[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$/;
 const KUBERNETES_KEY = /^(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$/;
 
 describe('Kubernetes labels', () => {
-  it('turns any value into a valid label value, the same one every time, and distinct values into distinct ones', () => {
+  it('turns any value into a valid label value, the same one every time, and distinct values into distinct ones', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 100 }), fc.string({ unit: 'binary', maxLength: 100 }), (first, second) => {
         expect(labelValue(first)).toMatch(KUBERNETES_VALUE);
@@ -24,7 +25,7 @@ describe('Kubernetes labels', () => {
     }
   });
 
-  it("never uses the Docker backend's keys, which dockershim would copy onto the pause container", () => {
+  it("never uses the Docker backend's keys, which dockershim would copy onto the pause container", { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 80 }), (name) => {
         const key = labelKey(`dev.berth.${name}`);

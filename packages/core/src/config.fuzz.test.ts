@@ -3,6 +3,7 @@ import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { parseConfigText, parseTerminalConfig, terminalConfigSchema } from './config.js';
 import { ConfigError } from './errors.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 const KEYS = Object.keys(terminalConfigSchema.shape);
 
@@ -24,7 +25,7 @@ describe('config fuzz', () => {
     expect(KEYS).toEqual(expect.arrayContaining(['backend', 'docker_user_sandbox', 'docker_forward_env', 'docker_env', 'lifetime_seconds']));
   });
 
-  it('either accepts a generated section or throws one ConfigError line naming a key', () => {
+  it('either accepts a generated section or throws one ConfigError line naming a key', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.dictionary(anyKey, anyValue, { maxKeys: 6 }), (section) => {
         try {
@@ -41,7 +42,7 @@ describe('config fuzz', () => {
     );
   });
 
-  it('either accepts generated YAML text or throws one ConfigError line naming the file', () => {
+  it('either accepts generated YAML text or throws one ConfigError line naming the file', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     const text = fc.oneof(
       fc.dictionary(anyKey, anyValue, { maxKeys: 5 }).map((terminal) => stringify({ terminal })),
       fc.string({ maxLength: 200 }).map((junk) => `terminal:\n  ${junk}`),

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeEnvComponent, encodeEnvComponent, encodeFolderComponent, MAX_FOLDER_COMPONENT } from './encode-name.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 describe('encodeFolderComponent', () => {
   it('keeps readable ids readable', () => {
@@ -24,7 +25,7 @@ describe('encodeFolderComponent', () => {
     expect(a).toMatch(/~[0-9a-f]{64}$/);
   });
 
-  it('is injective, bounded and never contains a separator (property)', () => {
+  it('is injective, bounded and never contains a separator (property)', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 300 }), (a, b) => {
         const ea = encodeFolderComponent(a);
@@ -51,7 +52,7 @@ describe('encodeEnvComponent', () => {
     expect(encodeEnvComponent('z')).toBe('Z7A');
   });
 
-  it('uses only [0-9A-Z] and round-trips (property)', () => {
+  it('uses only [0-9A-Z] and round-trips (property)', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.string({ unit: 'grapheme', maxLength: 100 }), (value) => {
         const form = encodeEnvComponent(value);

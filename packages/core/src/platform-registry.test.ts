@@ -4,6 +4,7 @@ import { IdentityCollisionError, IdentityError, UnsupportedSpecificationError } 
 import { createGenericAdapter, FOLDER_FORM_PATTERN, type PlatformAdapterV1 } from './platform-adapter.js';
 import { createPlatformRegistry } from './platform-registry.js';
 import { UNPRINTABLE_CHARACTERS } from './identity.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 describe('generic adapter through the registry', () => {
   const registry = createPlatformRegistry();
@@ -35,7 +36,7 @@ describe('generic adapter through the registry', () => {
     expect(() => registry.parse('nocolon')).toThrow(/platform:id/);
   });
 
-  it('gives distinct identities distinct folders and env forms over arbitrary ids (property)', () => {
+  it('gives distinct identities distinct folders and env forms over arbitrary ids (property)', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     const fresh = createPlatformRegistry();
     const id = fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((value) => !UNPRINTABLE_CHARACTERS.test(value) && value.isWellFormed());
     fc.assert(
@@ -52,7 +53,7 @@ describe('generic adapter through the registry', () => {
     );
   });
 
-  it('canonical forms are idempotent (property)', () => {
+  it('canonical forms are idempotent (property)', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 60 }), (raw) => {
         let id: string;

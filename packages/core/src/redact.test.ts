@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createRedactor, MIN_SECRET_LENGTH } from './redact.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 describe('redactor', () => {
   it('masks every occurrence', () => {
@@ -21,7 +22,7 @@ describe('redactor', () => {
     expect(createRedactor(['1']).active).toBe(false);
   });
 
-  it('leaves no secret of at least the minimum length in its output (property)', () => {
+  it('leaves no secret of at least the minimum length in its output (property)', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.array(fc.string({ minLength: MIN_SECRET_LENGTH, maxLength: 12 }), { minLength: 1, maxLength: 4 }), fc.array(fc.string({ maxLength: 8 })), (secrets, filler) => {
         const text = filler.map((piece, index) => piece + secrets[index % secrets.length]).join('') + secrets.join('');

@@ -4,6 +4,7 @@ import { parseTerminalConfig } from './config.js';
 import { createPlatformRegistry } from './platform-registry.js';
 import { createSandboxResolver } from './sandbox-resolver.js';
 import { ConfigError } from './errors.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 const config = (input: Record<string, unknown> = {}) => parseTerminalConfig({ sandbox_dir: '/srv/berth', ...input });
 
@@ -89,7 +90,7 @@ describe('environment resolution', () => {
     expect(resolver.index.prefixFor({ platform: 'telegram', id: '123456789' })).toBe('HERMES_USER_TELEGRAM_123456789_');
   });
 
-  it('never lets one identity read a variable set for another (property)', () => {
+  it('never lets one identity read a variable set for another (property)', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     const id = fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 12 });
     fc.assert(
       fc.property(id, id, fc.constantFrom('signal', 'discord', 'matrix'), (a, b, platform) => {

@@ -4,6 +4,7 @@ import { parseTerminalConfig } from './config.js';
 import { createPlatformRegistry } from './platform-registry.js';
 import { createSandboxResolver } from './sandbox-resolver.js';
 import { runWithSession } from './session-context.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 const config = (input: Record<string, unknown> = {}) => parseTerminalConfig({ sandbox_dir: '/srv/berth', ...input });
 
@@ -46,7 +47,7 @@ describe('the resolver remembers requests', () => {
     expect(resolver.resolve({ session: { platform: 'telegram', userId: '0' } }).scope.key).toBe('user:telegram:0');
   });
 
-  it('answers as a resolver that remembers nothing, for any order of many sessions', () => {
+  it('answers as a resolver that remembers nothing, for any order of many sessions', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     const session = fc.record({ platform: fc.constantFrom('telegram', 'whatsapp', 'signal'), userId: fc.constantFrom('1', '2', '+15550001', 'ab', 'AB', 'ab-cd') });
     fc.assert(
       fc.property(fc.array(session, { minLength: 1, maxLength: 60 }), (sessions) => {

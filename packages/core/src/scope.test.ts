@@ -7,6 +7,7 @@ import { createPlatformRegistry } from './platform-registry.js';
 import { resolveSandboxDir } from './sandbox-paths.js';
 import { createSandboxResolver } from './sandbox-resolver.js';
 import { runWithSession } from './session-context.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 const root = path.resolve('/srv/berth');
 const resolver = (input: Record<string, unknown> = {}) =>
@@ -68,7 +69,7 @@ describe('scope and paths', () => {
     expect(() => resolver().resolve({ session: { platform: 'telegram', userId: 'a\0b' } })).toThrow(IdentityError);
   });
 
-  it('never produces a path outside {sandbox_dir}/docker, and never shares a folder (property)', () => {
+  it('never produces a path outside {sandbox_dir}/docker, and never shares a folder (property)', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     const r = resolver();
     const dockerRoot = path.join(root, 'docker');
     const id = fc.oneof(

@@ -5,13 +5,16 @@ import { IdentityError, SessionAttributionError } from './errors.js';
 import { createPlatformRegistry } from './platform-registry.js';
 import { createSandboxResolver } from './sandbox-resolver.js';
 import { classifySessionKey } from './session-key.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
-const resolver = () => createSandboxResolver({ config: parseTerminalConfig({ sandbox_dir: '/srv/berth' }), registry: createPlatformRegistry(), environment: {} });
+// One resolver for every key, as in a gateway (it remembers sessions; sandbox-resolver.test.ts
+// shows that changes no answer), so each run costs the resolution and not a new config.
+const resolver = createSandboxResolver({ config: parseTerminalConfig({ sandbox_dir: '/srv/berth' }), registry: createPlatformRegistry(), environment: {} });
 
 /** Whose sandbox a key gives: a scope key, or the refusal. */
 function scopeOf(sessionKey: string): { scope: string } | { refused: string } {
   try {
-    return { scope: resolver().resolve({ session: { sessionKey }, taskId: 'default' }).scope.key };
+    return { scope: resolver.resolve({ session: { sessionKey }, taskId: 'default' }).scope.key };
   } catch (error) {
     if (error instanceof SessionAttributionError || error instanceof IdentityError) return { refused: error.message };
     throw error;
@@ -65,7 +68,7 @@ describe('classifySessionKey', () => {
     expect(meaning.reason).not.toMatch(/[\r\n]/);
   });
 
-  it('never prints the ids of a refused key, only its shape', () => {
+  it('never prints the ids of a refused key, only its shape', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(segment, fc.stringMatching(/^[0-9]{6,12}$/), (agent, id) => {
         for (const key of [`agent:${agent}:direct:${id}`, `agent:${agent}:telegram:DIRECT:${id}`, `x:${id}`]) {
@@ -79,7 +82,7 @@ describe('classifySessionKey', () => {
 });
 
 describe('whose sandbox a session key gives (properties)', () => {
-  it('a direct key of either OpenClaw shape or the Python gateway gives exactly the user it names', () => {
+  it('a direct key of either OpenClaw shape or the Python gateway gives exactly the user it names', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(segment, channel, fc.option(segment.filter((value) => !['direct', 'dm', 'group', 'channel', 'thread', 'topic'].includes(value)), { nil: undefined }), fc.constantFrom('direct', 'dm'), peer, (agent, platform, account, word, id) => {
         const key = ['agent', agent, platform, ...(account === undefined ? [] : [account]), word, id].join(':');
@@ -89,7 +92,7 @@ describe('whose sandbox a session key gives (properties)', () => {
     );
   });
 
-  it('two distinct users never share a scope, whichever key shapes name them', () => {
+  it('two distinct users never share a scope, whichever key shapes name them', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(channel, peer, channel, peer, segment, segment, (platformA, peerA, platformB, peerB, agentA, agentB) => {
         fc.pre(platformA !== platformB || peerA !== peerB);
@@ -101,7 +104,7 @@ describe('whose sandbox a session key gives (properties)', () => {
     );
   });
 
-  it('each conversation gets its own sandbox: never a user, never another conversation, never the shared default', () => {
+  it('each conversation gets its own sandbox: never a user, never another conversation, never the shared default', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     const seen = new Map<string, string>();
     fc.assert(
       fc.property(segment, channel, conversationWord, segment, fc.option(segment, { nil: undefined }), (agent, platform, word, id, topic) => {
@@ -119,7 +122,7 @@ describe('whose sandbox a session key gives (properties)', () => {
     );
   });
 
-  it('per-peer and main keys, whatever their ids, never reach a sandbox', () => {
+  it('per-peer and main keys, whatever their ids, never reach a sandbox', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(segment, peer, fc.constantFrom('direct', 'dm'), segment, (agent, id, word, mainKey) => {
         expect(scopeOf(`agent:${agent}:${word}:${id}`)).toHaveProperty('refused');
@@ -129,7 +132,7 @@ describe('whose sandbox a session key gives (properties)', () => {
     );
   });
 
-  it('an arbitrary key is a recognised shape or refused; it never falls back to the shared default', () => {
+  it('an arbitrary key is a recognised shape or refused; it never falls back to the shared default', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     const directShape = /^agent:[^:]+:[a-z][a-z0-9]{0,31}(?::[^:]+)?:(?:direct|dm):[^\n]+$/;
     const text = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 80 }),

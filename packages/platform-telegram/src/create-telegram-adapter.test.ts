@@ -2,11 +2,12 @@ import { ConfigError, createPlatformRegistry, IdentityError } from '@berth/core'
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createTelegramAdapter, TELEGRAM_MAX_USER_ID } from './create-telegram-adapter.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 const adapter = createTelegramAdapter();
 
 describe('createTelegramAdapter', () => {
-  it('gives every positive id up to 2^52 - 1 itself as id, folder and env form, whichever way it arrives', () => {
+  it('gives every positive id up to 2^52 - 1 itself as id, folder and env form, whichever way it arrives', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: TELEGRAM_MAX_USER_ID }).filter((id) => ![777000, 1087968824, 136817688].includes(id)), (number) => {
         const digits = String(number);
@@ -20,7 +21,7 @@ describe('createTelegramAdapter', () => {
     );
   });
 
-  it('refuses every negative id as a chat, whatever its form', () => {
+  it('refuses every negative id as a chat, whatever its form', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.integer({ min: -(2 ** 45), max: -1 }), (number) => {
         for (const raw of [number, String(number), `tg:${number}`, BigInt(number)]) {

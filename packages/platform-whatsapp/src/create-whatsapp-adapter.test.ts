@@ -5,12 +5,13 @@ import { createTelegramAdapter } from '@berth/platform-telegram';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createWhatsAppAdapter } from './create-whatsapp-adapter.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 const adapter = createWhatsAppAdapter();
 const e164 = fc.stringMatching(/^[1-9][0-9]{6,14}$/);
 
 describe('createWhatsAppAdapter', () => {
-  it('gives one id to every way of writing one number, and to all of its devices', () => {
+  it('gives one id to every way of writing one number, and to all of its devices', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(e164, fc.nat({ max: 99 }), (digits, device) => {
         const id = `+${digits}`;
@@ -25,7 +26,7 @@ describe('createWhatsAppAdapter', () => {
     );
   });
 
-  it('never turns a group, a broadcast list, the status feed or a channel into a user', () => {
+  it('never turns a group, a broadcast list, the status feed or a channel into a user', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(e164, fc.constantFrom('g.us', 'broadcast', 'newsletter', 'G.US'), (digits, server) => {
         expect(() => adapter.normalize(`${digits}@${server}`)).toThrow(IdentityError);

@@ -2,12 +2,13 @@ import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildEnvironmentScript, encodePrintfFormat, isPlainProgram, needsOwnShell, quoteShell } from './shell-protocol.js';
+import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 // The host's own POSIX shell checks the quoting; no engine is involved.
 const sh = (script: string): Buffer => execFileSync('/bin/sh', ['-c', script]);
 
 describe('quoteShell', () => {
-  it('round-trips any text without NUL through a real shell', () => {
+  it('round-trips any text without NUL through a real shell', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary' }).filter((value) => !value.includes('\0')), (value) => {
         expect(sh(`printf '%s' ${quoteShell(value)}`).toString('utf8')).toBe(Buffer.from(value, 'utf8').toString('utf8'));
@@ -22,7 +23,7 @@ describe('quoteShell', () => {
 });
 
 describe('encodePrintfFormat', () => {
-  it('prints exactly the given bytes, NUL, quotes, escapes and digits after escapes included', () => {
+  it('prints exactly the given bytes, NUL, quotes, escapes and digits after escapes included', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
         expect([...sh(`printf ${encodePrintfFormat(bytes)}`)]).toEqual([...bytes]);

@@ -47,7 +47,16 @@ export interface TestPlatformAdapterOptions {
    * @default 200
    */
   readonly numRuns?: number;
+  /**
+   * The time budget of each property test, in milliseconds: its runs on a busy two-core machine
+   * (a CI runner doing other work), with room to spare.
+   * @default 120000
+   */
+  readonly propertyTimeoutMs?: number;
 }
+
+/** The default time budget of each property test of {@link testPlatformAdapter}. */
+export const PROPERTY_TIMEOUT_MS = 120_000;
 
 /**
  * Registers vitest tests that check a platform adapter against the v1 contract and Berth's
@@ -71,8 +80,9 @@ export function testPlatformAdapter(options: TestPlatformAdapterOptions): void {
         it(`refuses ${sampleLabel(vector.raw)}${vector.reason ? ` (${vector.reason})` : ''}`, () => checks.invalidVector(vector));
       }
     });
-    it('over arbitrary input: refuses with IdentityError or returns an idempotent canonical id with safe, injective forms', checks.arbitrarySenders);
-    it('over arbitrary env forms: idFromEnvName returns undefined or the id whose env form it is, and never throws', checks.arbitraryEnvForms);
-    it("through core's resolver: a variable set for one identity never reaches another, and each has its own folder", checks.resolverIsolation);
+    const budget = { timeout: options.propertyTimeoutMs ?? PROPERTY_TIMEOUT_MS };
+    it('over arbitrary input: refuses with IdentityError or returns an idempotent canonical id with safe, injective forms', budget, checks.arbitrarySenders);
+    it('over arbitrary env forms: idFromEnvName returns undefined or the id whose env form it is, and never throws', budget, checks.arbitraryEnvForms);
+    it("through core's resolver: a variable set for one identity never reaches another, and each has its own folder", budget, checks.resolverIsolation);
   });
 }

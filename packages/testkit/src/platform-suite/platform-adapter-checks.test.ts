@@ -1,6 +1,6 @@
 import { IdentityError, type PlatformAdapterV1 } from '@berth/core';
 import { describe, expect, it } from 'vitest';
-import type { PlatformAdapterVectors } from '../test-platform-adapter.js';
+import { PROPERTY_TIMEOUT_MS, type PlatformAdapterVectors } from '../test-platform-adapter.js';
 import { platformAdapterChecks } from './platform-adapter-checks.js';
 
 // A small, correct adapter: ids are 1 to 30 lower-case letters and digits, kept as they are.
@@ -40,7 +40,8 @@ function runAll(adapter: PlatformAdapterV1, table: PlatformAdapterVectors = vect
 }
 
 describe('the platform-adapter suite', () => {
-  it('passes a correct adapter', () => {
+  // Every property check at once: their budget together.
+  it('passes a correct adapter', { timeout: 3 * PROPERTY_TIMEOUT_MS }, () => {
     expect(() => runAll(toyAdapter())).not.toThrow();
   });
 
