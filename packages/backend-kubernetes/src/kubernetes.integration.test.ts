@@ -166,12 +166,13 @@ describe('kubernetes: lifecycle', () => {
     expect(after?.metadata?.uid).not.toBe(before?.metadata?.uid);
   });
 
-  it('idle reaping deletes the Pod and keeps the claim; the next command brings the files back', async () => {
+  it('idle reaping deletes the Pod and keeps the claim; the next command brings the files back', { timeout: 180_000 }, async () => {
     const backend = backendOf({ lifetime_seconds: 1 }, { reapIntervalMs: 500 });
     const request = requestOf(newUser());
     expect(await backend.doExec(request, { command: 'echo idle > /workspace/f' })).toMatchObject({ exitCode: 0 });
     const name = backend.containerName(request);
-    await until('the idle pod is deleted', async () => (await podsOf(backend, request)).length === 0, 30_000);
+    // The reaper's delete, then the kubelet's: a minute and a half on a machine busy with other suites.
+    await until('the idle pod is deleted', async () => (await podsOf(backend, request)).length === 0, 90_000);
     expect((await claimOf(name))?.status?.phase).toBe('Bound');
     expect((await backend.list()).find((entry) => entry.scopeKey === request.scope.key)?.state).toBe('stopped');
     expect(await backend.doExec(request, { command: 'cat /workspace/f' })).toMatchObject({ exitCode: 0, stdout: 'idle\n' });

@@ -1,2 +1,3 @@
 export * from './test-backend.js';
 export * from './test-platform-adapter.js';
+export { saturatingLockFile, whileSaturating } from './while-saturating.js';
