@@ -1,47 +1,130 @@
 #!/usr/bin/env bash
 # The README's test command: brings Node, pnpm, the dependencies, the engines, the base image
 # and a one-node Kubernetes where they are missing, then builds, type-checks and runs every test
-# suite.
+# suite. docs/testing.md says what runs when, and why in that order.
+#
+# Three phases, so that nothing that saturates the machine runs beside a suite with deadlines:
+#   1. set-up, build, type-check and unit tests, while Kubernetes builds (nice 19) on a new
+#      machine, and OpenClaw downloads into its cache;
+#   2. two lanes side by side: the Kubernetes suite on the test cluster, and the Docker and
+#      Podman suites (integration, rootless, the Hermes bridge, OpenClaw end to end); their
+#      fork bombs take one machine-wide lock (testkit's whileSaturating), so they never overlap;
+#   3. the attack suite, alone: it restarts dockerd and sends storms of first messages.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$BERTH_ROOT"
+run_started="$(date +%s)"
 ensure_dependencies
-bash scripts/engines.sh
 rm -rf .test-results && mkdir -p .test-results
+TIMINGS=.test-results/timings.txt
 status=0
-run() { say "$*"; "$@" || status=1; }
 
-# The one-node Kubernetes that the Kubernetes tests run against: started in the background while
-# the suites that do not need it run (a fresh machine builds it first, about 6 minutes of both
-# cores; later runs take the binaries from the cache), and stopped again once the integration
-# suites are done, or whenever this script exits. A cluster that already ran is left running.
+# Runs a step, says so, records its wall time (seconds) in .test-results/timings.txt.
+step() {
+  local name="$1" started; shift
+  started="$(date +%s)"
+  say "$name: $*"
+  if ! "$@"; then status=1; say "$name failed"; fi
+  echo "$name $(($(date +%s) - started))" >>"$TIMINGS"
+}
+
+# A lane runs its steps in order, its output prefixed with its name; its status lands in a file.
+lane() {
+  local name="$1"; shift
+  (
+    lane_status=0
+    for command in "$@"; do
+      started="$(date +%s)"
+      say "[$name] $command"
+      eval "$command" || { lane_status=1; say "[$name] failed: $command"; }
+      echo "$name: $command $(($(date +%s) - started))" >>"$TIMINGS"
+    done
+    echo "$lane_status" >".test-results/lane-$name.status"
+  ) 2>&1 | sed -u "s/^/[$name] /"
+}
+
+# The one-node Kubernetes the Kubernetes suite runs against. A cluster that already runs is left
+# alone (and left running); otherwise ours is built (once per machine) in phase 1, started in
+# phase 2 and stopped again when its suite is done or whenever this script exits.
 kubernetes_ours=1
 bash scripts/kubernetes.sh status >/dev/null 2>&1 && kubernetes_ours=0
+# Called from the Kubernetes lane (a subshell) and from this shell's exit: a file says it is done.
 stop_kubernetes() {
-  [ "$kubernetes_ours" = 1 ] || return 0
-  kubernetes_ours=0
+  [ "$kubernetes_ours" = 1 ] && [ ! -e .test-results/kubernetes-stopped ] || return 0
+  touch .test-results/kubernetes-stopped
   bash scripts/kubernetes.sh down >>.test-results/kubernetes-down.log 2>&1 || { say "scripts/kubernetes.sh down failed; its log: .test-results/kubernetes-down.log"; return 1; }
 }
 trap stop_kubernetes EXIT
 trap 'exit 130' INT TERM
-say "bash scripts/kubernetes.sh up (in the background; log: .test-results/kubernetes-up.log)"
-bash scripts/kubernetes.sh up >.test-results/kubernetes-up.log 2>&1 &
-kubernetes_up=$!
 
-run pnpm -s build
-run pnpm -s typecheck
-run pnpm -s test
-if ! wait "$kubernetes_up"; then
-  status=1
-  say "the Kubernetes test cluster did not come up; the end of .test-results/kubernetes-up.log:"
-  tail -n 15 .test-results/kubernetes-up.log >&2 || true
+# Runs a step in the background, its output in .test-results/NAME.log; the pid is in $!.
+background() {
+  local name="$1"; shift
+  say "$name: $* (in the background; log: .test-results/$name.log)"
+  (
+    started="$(date +%s)"
+    if "$@"; then code=0; else code=$?; fi
+    echo "$name $(($(date +%s) - started))" >>"$TIMINGS"
+    exit "$code"
+  ) >".test-results/$name.log" 2>&1 &
+}
+
+# Phase 1.
+kubernetes_build=
+if [ "$kubernetes_ours" = 1 ]; then
+  background kubernetes-build bash scripts/kubernetes.sh build
+  kubernetes_build=$!
 fi
-run bash scripts/kubernetes.sh status
-run pnpm -s test:integration
-# Before the suites that restart dockerd: the kubelet's pods live on the same engine.
-run stop_kubernetes
-run bash packages/backend-podman/scripts/run-rootless-suite.sh
-run bash integrations/hermes/scripts/test.sh
-run pnpm -s --filter @berth/openclaw-e2e test:e2e
-run pnpm -s test:attack
+background openclaw-install bash tests/openclaw-e2e/scripts/install-openclaw.sh
+openclaw_install=$!
+
+step engines bash scripts/engines.sh
+step build pnpm -s build
+step typecheck pnpm -s typecheck
+step unit pnpm -s test
+
+kubernetes_built=1
+if [ -n "$kubernetes_build" ] && ! wait "$kubernetes_build"; then
+  status=1 kubernetes_built=0
+  say "the Kubernetes binaries could not be built, so the Kubernetes suite does not run; the end of .test-results/kubernetes-build.log:"
+  tail -n 15 .test-results/kubernetes-build.log >&2 || true
+fi
+wait "$openclaw_install" || say "installing OpenClaw in the background failed (.test-results/openclaw-install.log); the end-to-end test tries again"
+
+# Phase 2.
+phase2_started="$(date +%s)"
+kubernetes_lane=(
+  "bash scripts/kubernetes.sh up >.test-results/kubernetes-up.log 2>&1 || { tail -n 15 .test-results/kubernetes-up.log; false; }"
+  "bash scripts/kubernetes.sh status"
+  "pnpm -s --filter @berth/backend-kubernetes test:integration"
+  "stop_kubernetes"
+)
+engines_lane=(
+  "pnpm -s exec turbo run test:integration --concurrency=1 --continue --filter=!@berth/backend-kubernetes"
+  "bash packages/backend-podman/scripts/run-rootless-suite.sh"
+  "bash integrations/hermes/scripts/test.sh"
+  "pnpm -s --filter @berth/openclaw-e2e test:e2e"
+)
+lanes=(engines)
+[ "$kubernetes_built" = 1 ] && lanes+=(kubernetes)
+lane engines "${engines_lane[@]}" &
+engines_lane_pid=$!
+kubernetes_lane_pid=
+if [ "$kubernetes_built" = 1 ]; then
+  lane kubernetes "${kubernetes_lane[@]}" &
+  kubernetes_lane_pid=$!
+fi
+wait $engines_lane_pid $kubernetes_lane_pid || true
+for name in "${lanes[@]}"; do
+  [ "$(cat ".test-results/lane-$name.status" 2>/dev/null)" = 0 ] || { status=1; say "the $name lane failed"; }
+done
+echo "lanes $(($(date +%s) - phase2_started))" >>"$TIMINGS"
+
+# Phase 3: the kubelet's pods live on the engine the attack suite restarts.
+step stop-kubernetes stop_kubernetes
+step attack pnpm -s test:attack
+
+echo "total $(($(date +%s) - run_started))" >>"$TIMINGS"
+say "wall times in seconds (.test-results/timings.txt):"
+sed 's/^/  /' "$TIMINGS" >&2
 node scripts/summarize-tests.mjs .test-results || status=1
 exit "$status"
