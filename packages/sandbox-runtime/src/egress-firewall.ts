@@ -310,7 +310,11 @@ function nft(args: readonly string[], script = ''): Promise<string> {
       if (!error) return resolve(stdout);
       reject(new Error((stderr || error.message).trim().split('\n')[0]));
     });
-    child.stdin?.end(script);
+    // nft may exit before it reads its stdin (a list or delete command, or a refusal): its exit
+    // status and stderr are the answer, and a broken pipe here must not become an unhandled error.
+    child.stdin?.on('error', () => undefined);
+    if (script) child.stdin?.end(script);
+    else child.stdin?.end();
   });
 }
 
