@@ -44,8 +44,14 @@ export interface CreateBerthOptions extends CreateBerthResolverOptions {
 export interface ExecuteTarget {
   /** The session; the active one (core's `runWithSession`) when absent. */
   readonly session?: SessionContext;
-  /** The task for the legacy layout, used when the session names no user. */
+  /** The task for the legacy layout, used when the session names nobody. */
   readonly taskId?: string;
+  /**
+   * The command comes from a process that serves many people (a gateway): a session that names
+   * no user, chat or key is refused instead of using the task's sandbox (core's `resolveScope`).
+   * @default false
+   */
+  readonly sessionRequired?: boolean;
 }
 
 /** Options of {@link Berth.execute}. */
@@ -90,7 +96,11 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
   const { config } = options;
   const request = (target: ExecuteTarget = {}): SandboxRequest => {
     try {
-      return resolver.resolve({ ...(target.session ? { session: target.session } : {}), ...(target.taskId !== undefined ? { taskId: target.taskId } : {}) });
+      return resolver.resolve({
+        ...(target.session ? { session: target.session } : {}),
+        ...(target.taskId !== undefined ? { taskId: target.taskId } : {}),
+        ...(target.sessionRequired ? { sessionRequired: true } : {}),
+      });
     } catch (error) {
       // A refusal is the host's misconfiguration, not the user's: the operator reads it in the log.
       if (error instanceof SessionAttributionError) options.logger?.warn(`berth: refused a command: ${error.message}`);

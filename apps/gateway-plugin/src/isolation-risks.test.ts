@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseTerminalConfig } from '@berth/core';
 import { describe, expect, it } from 'vitest';
 import { findIsolationRisks } from './isolation-risks.js';
@@ -45,5 +48,32 @@ describe('findIsolationRisks', () => {
     expect(risks.map((risk) => risk.key)).toEqual(['terminal.docker_read_only', 'terminal.container_disk']);
     expect(risks[0]!.risk).toMatch(/writable layer unbounded/);
     expect(risks[1]!.risk).toMatch(/no limit on \/workspace and \/root/);
+  });
+
+  it('follows links and parent folders: a mount that is, holds or lies within a sensitive place is named, whatever its path says', () => {
+    const folder = mkdtempSync(path.join(tmpdir(), 'berth-risks-'));
+    try {
+      const hermes = path.join(folder, 'hermes');
+      const sandboxes = path.join(hermes, 'sandboxes');
+      mkdirSync(sandboxes, { recursive: true });
+      mkdirSync(path.join(folder, 'data'));
+      const socket = path.join(folder, 'engine.socket-file');
+      symlinkSync(socket, path.join(folder, 'innocent'));
+      symlinkSync(sandboxes, path.join(folder, 'shared'));
+      symlinkSync('/etc', path.join(folder, 'config-files'));
+      const volumes = [`${folder}/innocent:/tools`, `${folder}/shared:/s:ro`, '/var:/hostvar:ro', `${folder}/config-files/ssl:/ssl:ro`, `${folder}:/everything:ro`, `${folder}/data:/data:ro`, '/run/user/0:/r'];
+      const risks = findIsolationRisks(parseTerminalConfig({ docker_volumes: volumes }), { sandboxDir: sandboxes, hermesHome: hermes, engineSocket: socket });
+      const byKey = Object.fromEntries(risks.map((risk) => [risk.key, risk.risk]));
+      expect(Object.keys(byKey)).toEqual([0, 1, 2, 3, 4, 6].map((index) => `terminal.docker_volumes.${index}`));
+      expect(byKey['terminal.docker_volumes.0']).toMatch(new RegExp(`engine's socket or state.*${folder}/innocent leads to ${socket}`));
+      expect(byKey['terminal.docker_volumes.1']).toMatch(/the sandbox root .*every user's workspace and home \(.*shared leads to .*sandboxes\)/);
+      expect(byKey['terminal.docker_volumes.2']).toMatch(/\/var, which holds the container engine's socket or state/);
+      expect(byKey['terminal.docker_volumes.3']).toMatch(/the host's \/etc/);
+      expect(byKey['terminal.docker_volumes.4']).toMatch(new RegExp(`${folder}, which holds .*engine's socket|${folder}, which holds the sandbox root`));
+      expect(byKey['terminal.docker_volumes.6']).toMatch(/engine's socket or state/);
+      for (const risk of risks) expect(risk.risk).not.toMatch(/[\r\n]/);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

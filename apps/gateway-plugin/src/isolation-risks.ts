@@ -1,3 +1,4 @@
+import { lstatSync, readlinkSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { TerminalConfig } from '@berth/core';
 
@@ -27,33 +28,101 @@ const DANGEROUS_CAPABILITIES: Readonly<Record<string, string>> = {
   MAC_ADMIN: "changing the host's security policy",
 };
 
-/** Host paths that, mounted into a sandbox, hand it the engine, the host or other users' files. */
-function riskOfMount(source: string, sandboxDir: string, hermesHome: string): string | undefined {
-  const normal = path.resolve(source);
-  const within = (folder: string) => normal === folder || normal.startsWith(`${folder}${path.sep}`);
-  const contains = (folder: string) => folder === normal || folder.startsWith(`${normal === '/' ? '' : normal}${path.sep}`);
-  if (/\.sock$/.test(normal) || ['/var/run', '/run', '/run/podman', '/run/containerd', '/var/run/docker'].includes(normal) || within('/run/user')) {
-    return "the container engine's socket: whoever holds it controls every sandbox and the host";
+/**
+ * A path as the engine will find it: every symbolic link in it followed, dangling ones too (a
+ * bind mount follows them, and a link may be made before its target), the part that does not
+ * exist kept as written.
+ */
+function realPath(file: string): string {
+  let pending = path.resolve(file).split(path.sep).filter(Boolean);
+  let current: string = path.sep;
+  for (let hops = 0; pending.length > 0; ) {
+    const next = path.join(current, pending.shift()!);
+    let link: string | undefined;
+    try {
+      link = lstatSync(next).isSymbolicLink() ? readlinkSync(next) : undefined;
+    } catch {
+      return path.join(next, ...pending);
+    }
+    if (link === undefined) {
+      current = next;
+    } else {
+      // A loop of links: the engine refuses it too; stop where it starts.
+      if (++hops > 40) return next;
+      pending = [...path.resolve(current, link).split(path.sep).filter(Boolean), ...pending];
+      current = path.sep;
+    }
   }
-  if (normal === '/') return "the host's whole root file system";
-  if (['/proc', '/sys', '/dev', '/boot', '/etc', '/root', '/home', '/var/lib/docker', '/var/lib/containers', '/var/lib/kubelet'].some((folder) => within(folder))) {
-    return `the host's ${normal} (system files, other accounts or other containers' data)`;
+  return current;
+}
+
+const within = (inner: string, outer: string): boolean => inner === outer || inner.startsWith(outer === '/' ? '/' : `${outer}${path.sep}`);
+
+/** Folders whose contents hand a sandbox the host, the engine, or other users' files. */
+const SYSTEM_FOLDERS = ['/proc', '/sys', '/dev', '/boot', '/etc', '/root', '/home'];
+/** Where the engines keep their state and sockets: every container's files, and control of all of them. */
+const ENGINE_FOLDERS = ['/var/lib/docker', '/var/lib/containers', '/var/lib/containerd', '/var/lib/kubelet', '/run/docker', '/run/podman', '/run/containerd', '/run/containers', '/run/user'];
+
+/** What a mount source must never be, contain or lie within, each with what it would hand a sandbox. */
+function sensitivePlaces(context: { sandboxDir: string; hermesHome: string; engineSocket?: string | undefined }): Array<{ place: string; what: string }> {
+  const socket = "the container engine's socket or state: whoever holds it controls every sandbox and the host";
+  return [
+    ...(context.engineSocket && path.isAbsolute(context.engineSocket) ? [{ place: context.engineSocket, what: socket }] : []),
+    ...ENGINE_FOLDERS.map((place) => ({ place, what: socket })),
+    { place: '/run', what: "the host's /run, where the container engines' sockets live: whoever holds one controls every sandbox and the host" },
+    { place: '/var/run', what: "the host's /var/run, where the container engines' sockets live: whoever holds one controls every sandbox and the host" },
+    { place: context.sandboxDir, what: `the sandbox root ${context.sandboxDir}: every user's workspace and home` },
+    { place: context.hermesHome, what: `the gateway's home ${context.hermesHome}: its config, keys and every sandbox` },
+    ...SYSTEM_FOLDERS.map((place) => ({ place, what: `the host's ${place} (system files, other accounts or other containers' data)` })),
+  ];
+}
+
+/**
+ * Why a `docker_volumes` source hands a sandbox the engine, the host or other users' files, or
+ * `undefined`. The source is read as the engine reads it (every link followed) and as written;
+ * it is a risk when either is, contains or lies within the engine's socket or state, `/`, a
+ * system folder, the sandbox root or the gateway's home.
+ */
+function riskOfMount(source: string, context: { sandboxDir: string; hermesHome: string; engineSocket?: string | undefined }): string | undefined {
+  const written = path.resolve(source);
+  const real = realPath(source);
+  const forms = [...new Set([written, real])];
+  const through = real !== written ? ` (${written} leads to ${real})` : '';
+  const isSocket = (() => {
+    try {
+      return statSync(real).isSocket();
+    } catch {
+      return false;
+    }
+  })();
+  if (isSocket || forms.some((form) => form.endsWith('.sock'))) return `the container engine's socket${through}: whoever holds it controls every sandbox and the host`;
+  if (forms.includes('/')) return `the host's whole root file system${through}`;
+  for (const { place, what } of sensitivePlaces(context)) {
+    const places = [...new Set([path.resolve(place), realPath(place)])];
+    for (const form of forms) {
+      for (const target of places) {
+        if (within(form, target)) return `${what}${through}`;
+        if (within(target, form)) return `${form}, which holds ${what}${through}`;
+      }
+    }
   }
-  if (contains(sandboxDir) || within(sandboxDir)) return `the sandbox root ${sandboxDir}: every user's workspace and home`;
-  if (contains(hermesHome) || within(hermesHome)) return `the gateway's home ${hermesHome}: its config, keys and every sandbox`;
   return undefined;
 }
 
 /**
- * Every setting that undoes part of the isolation Berth promises — the engine's socket, the
- * host's root or the sandbox root mounted in, dangerous capabilities, no-new-privileges off, a
+ * Every setting that undoes part of the isolation Berth promises — a mount that is, holds or
+ * lies within the engine's socket or state, the host's root, a system folder, the sandbox root
+ * or the gateway's home (symbolic links followed, as the engine follows them), dangerous capabilities, no-new-privileges off, a
  * runtime the engine does not have, an unbounded writable layer — each with its key and its
  * risk. `berth doctor` reports them (and fails); `register()` logs them as warnings.
  */
-export function findIsolationRisks(config: TerminalConfig, context: { sandboxDir: string; hermesHome: string; runtimes?: readonly string[] }): IsolationRisk[] {
+export function findIsolationRisks(
+  config: TerminalConfig,
+  context: { sandboxDir: string; hermesHome: string; runtimes?: readonly string[]; engineSocket?: string | undefined },
+): IsolationRisk[] {
   const risks: IsolationRisk[] = [];
   config.docker_volumes.forEach((volume, index) => {
-    const risk = riskOfMount(volume.split(':')[0]!, context.sandboxDir, context.hermesHome);
+    const risk = riskOfMount(volume.split(':')[0]!, context);
     if (risk) risks.push({ key: `terminal.docker_volumes.${index}`, risk: `${volume} mounts ${risk} into every sandbox` });
   });
   for (const capability of config.docker_cap_add) {

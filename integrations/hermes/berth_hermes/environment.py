@@ -27,7 +27,10 @@ def read_session() -> dict[str, str]:
     """The session of the message being handled, read now with Hermes' ``get_session_env``.
 
     In the gateway these are ContextVars, set per message and carried into the agent's threads;
-    they are never taken from Berth's own process environment. The request names them explicitly.
+    where one was never set Hermes falls back to its process environment (its cron scheduler puts
+    a job's origin platform and chat there). They are never taken from Berth's own process
+    environment. Every field the host gives is sent as given: which of them name a sandbox, and
+    which combinations are refused, is Berth's decision (core's ``resolveScope``), not the bridge's.
     """
     try:
         from gateway.session_context import get_session_env  # type: ignore[import-not-found]
@@ -36,16 +39,22 @@ def read_session() -> dict[str, str]:
         def get_session_env(name: str, default: str = "") -> str:
             return os.environ.get(name, default)
 
-    values = {field: str(get_session_env(name, "") or "").strip() for name, field in SESSION_FIELDS.items()}
     session: dict[str, str] = {}
-    # Berth takes a user as platform and id together.
-    if values["platform"] and values["userId"]:
-        session["platform"] = values["platform"]
-        session["userId"] = values["userId"]
-    for field in ("chatId", "sessionKey"):
-        if values[field]:
-            session[field] = values[field]
+    for name, field in SESSION_FIELDS.items():
+        value = str(get_session_env(name, "") or "").strip()
+        if value:
+            session[field] = value
     return session
+
+
+def serves_many_people(environment: Mapping[str, str] = os.environ) -> bool:
+    """Whether this process is Hermes' gateway, which serves many people (Hermes' own switch,
+    ``HERMES_GATEWAY_SESSION``, as its approval code reads it), rather than its CLI (one local user).
+
+    Sent as ``sessionRequired``: in the gateway a command whose session names nobody is refused by
+    Berth instead of running in the task sandbox that every such command would share.
+    """
+    return str(environment.get("HERMES_GATEWAY_SESSION", "")).strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _interrupted() -> bool:
@@ -138,13 +147,17 @@ def environment_class() -> type:
         ) -> dict:
             """Runs ``command`` in the active user's sandbox; returns ``{"output", "returncode"}`` as Hermes expects.
 
-            The user is read at this moment, so one handle serves every chat. Without a user the
-            command runs in the task layout, ``{sandbox_dir}/docker/{task_id}``, as Hermes does
-            today. Berth's failures raise one line (``berth: …``), never a traceback.
+            The session is read at this moment, so one handle serves every chat: a user's message
+            runs in that user's sandbox, a cron job or a chat without a user in that chat's own.
+            A command whose session names nobody runs in the task layout,
+            ``{sandbox_dir}/docker/{task_id}``, in Hermes' CLI, and is refused in its gateway.
+            Berth's failures raise one line (``berth: …``), never a traceback.
             """
             session = dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
             effective_timeout = timeout or self.timeout or DEFAULT_TIMEOUT_SECONDS
             request: dict[str, Any] = {"v": 1, **session, "taskId": self._berth_task_id, "command": command}
+            if serves_many_people():
+                request["sessionRequired"] = True
             if cwd:
                 request["cwd"] = container_path(cwd)
             request["timeout"] = min(effective_timeout, MAX_TIMEOUT_SECONDS)

@@ -30,6 +30,10 @@ REPOSITORY = PACKAGE_ROOT.parents[1]
 CLI = REPOSITORY / "apps" / "gateway-plugin" / "dist" / "cli.js"
 IMAGE = os.environ.get("BERTH_BASE_IMAGE", "localhost/berth-busybox:latest")
 LABEL_WORKSPACE = "dev.berth.workspace"
+# This run's own docker_network_pool, so the pool's egress table is this run's (another test run on
+# the machine, of this or an earlier release, keeps its own); removed after each test.
+NETWORK_POOL = f"10.{224 + secrets.randbelow(24)}.0.0/16"
+RUNTIME = REPOSITORY / "packages" / "sandbox-runtime" / "dist" / "index.js"
 
 
 class Engine:
@@ -217,7 +221,8 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         root = Path(tempfile.mkdtemp(prefix="bh-", dir="/tmp"))
         home = root / "home"
         home.mkdir()
-        section = {"backend": "docker", "docker_image": IMAGE, "sandbox_dir": os.fspath(home / "sandboxes"), "lifetime_seconds": 120}
+        section = {"backend": "docker", "docker_image": IMAGE, "sandbox_dir": os.fspath(home / "sandboxes"), "lifetime_seconds": 120,
+                   "docker_network_pool": NETWORK_POOL}
         section.update(terminal or {})
         config = {"plugins": {"enabled": ["berth"] if enabled is None else enabled}, "terminal": section}
         (home / "config.yaml").write_text(raw_config if raw_config is not None else json.dumps(config, indent=2), encoding="utf-8")
@@ -248,8 +253,25 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         for pid in berth_serve_processes(gateway.socket):
             os.kill(pid, signal.SIGKILL)
         engine.remove_under(root)
+        remove_egress_tables(node, gateway.sandbox_dir / "docker", last=gateway is made[-1][0])
         unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def remove_egress_tables(node: str, sandbox_root: Path, last: bool) -> None:
+    """Removes the nftables tables a test's gateway made: its installation's and, with the test's last gateway, the pool's.
+
+    Their names come from Berth's own functions (``@berth/sandbox-runtime``), not a copy of them.
+    """
+    if not (sandbox_root / ".berth-installation-key").is_file():
+        return  # no sandbox was ever named here: no table either
+    script = (
+        f"import({json.dumps(RUNTIME.as_uri())}).then((m) => console.log(m.installationTableName(m.installationTag("
+        f"{{ sandboxRoot: {json.dumps(os.fspath(sandbox_root))}, pool: {json.dumps(NETWORK_POOL)} }})), m.egressTableName({json.dumps(NETWORK_POOL)})))"
+    )
+    names = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, check=False).stdout.split()
+    for table in names[: 2 if last else 1]:
+        subprocess.run(["nft", "delete", "table", "inet", table], capture_output=True, check=False)
 
 
 def unmount_under(root: Path) -> None:

@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 def _session_call(session: dict | None, call: Callable[[], Any]) -> Callable[[], Any]:
     def run() -> Any:
-        if session:
+        if session is not None:
             from gateway.session_context import set_session_vars
 
             set_session_vars(
@@ -35,6 +35,17 @@ def _session_call(session: dict | None, call: Callable[[], Any]) -> Callable[[],
                 session_key=session.get("session_key", ""),
             )
         return call()
+
+    return lambda: contextvars.Context().run(run)
+
+
+def _cron_call(job: dict, call: Callable[[], Any]) -> Callable[[], Any]:
+    """A job as the gateway's cron ticker runs it: in a context where no message's ContextVars are set."""
+
+    def run() -> Any:
+        from cron.scheduler import run_job
+
+        return run_job(job, call)
 
     return lambda: contextvars.Context().run(run)
 
@@ -92,6 +103,12 @@ def handle(action: dict) -> Any:
         return _run_in_threads([_session_call(action.get("session"), _tool(action))])[0]
     if op == "concurrent":
         return _run_in_threads([_session_call(item.get("session"), _tool(item)) for item in action["calls"]])
+    if op == "cron":
+        return _run_in_threads([_cron_call(action["job"], _tool(action))])[0]
+    if op == "cron_during_message":
+        # A cron job's origin sits in os.environ while a message of someone else runs: each must
+        # keep its own sandbox (the message's ContextVars win over os.environ).
+        return _run_in_threads([_cron_call(action["job"], _tool(action["cron"])), _session_call(action["session"], _tool(action["message"]))])
     if op == "state":
         from tools import terminal_tool
 

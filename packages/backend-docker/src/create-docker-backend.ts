@@ -1,5 +1,5 @@
 import { SandboxError, type HostLogger } from '@berth/core';
-import { createSandboxRuntime, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
+import { createSandboxRuntime, installationTag, sandboxBridgeName, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
 import { z } from 'zod';
 import { createDockerApiDriver } from './create-docker-api-driver.js';
@@ -19,6 +19,8 @@ export interface DockerDriverOptions {
   readonly networkPool?: string;
   /** Labels on every network Berth makes (a test run's marker, say). */
   readonly labels?: Readonly<Record<string, string>>;
+  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove; its installation key names its sandboxes' bridges for the egress policy. */
+  readonly sandboxRoot?: string;
 }
 
 /** The Docker driver: hardened containers, each on a bridge network of its own. */
@@ -39,7 +41,14 @@ export function createDockerDriver(options: DockerDriverOptions = {}) {
         docker,
         endpoint,
         discovery: options.docker ? 'the docker option' : found.discovery,
-        networks: createSandboxNetworks({ docker, endpoint, pool, ...(options.labels ? { labels: options.labels } : {}) }),
+        networks: createSandboxNetworks({
+          docker,
+          endpoint,
+          pool,
+          ...(options.labels ? { labels: options.labels } : {}),
+          // The installation's egress table knows its sandboxes by their bridges' names.
+          bridgeName: (name) => sandboxBridgeName(installationTag({ sandboxRoot: options.sandboxRoot, pool }), name),
+        }),
         ...(typeof socketPath === 'string' ? { networkPool: pool } : {}),
       };
     },
@@ -60,8 +69,6 @@ export interface DockerBackendOptions extends DockerDriverOptions {
   readonly namePrefix?: string;
   /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
   readonly reapIntervalMs?: number;
-  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove. */
-  readonly sandboxRoot?: string;
 }
 
 /** The Docker backend: the sandbox runtime over the Docker driver. */

@@ -116,4 +116,45 @@ describe('createSandboxNetworks', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(made, 'nothing is made after closing').toEqual([first.mode, second.mode]);
   });
+
+  it('names each bridge as the installation asks, labels the network with it, and makes an older network (no such label) again under its name', async () => {
+    const networks = new Map<string, { Labels: Record<string, string>; Options: Record<string, string> }>();
+    networks.set('berth-net-old', { Labels: { 'dev.berth.managed-by': 'berth' }, Options: {} });
+    networks.set('berth-net-new', { Labels: { 'dev.berth.managed-by': 'berth', 'dev.berth.bridge': 'bthabcdef-new' }, Options: {} });
+    const removed: string[] = [];
+    const created: Array<{ Name: string; Labels: Record<string, string>; Options: Record<string, string> }> = [];
+    const docker = {
+      listNetworks: async () => [],
+      getNetwork: (name: string) => ({
+        inspect: async () => {
+          const found = networks.get(name);
+          if (!found) throw engineError(404, 'network not found');
+          return found;
+        },
+        remove: async () => {
+          removed.push(name);
+          networks.delete(name);
+        },
+      }),
+      createNetwork: async (options: { Name: string; Labels: Record<string, string>; Options: Record<string, string> }) => {
+        created.push(options);
+        networks.set(options.Name, { Labels: options.Labels, Options: options.Options });
+        return {};
+      },
+    } as unknown as Dockerode;
+    const sandboxNetworks = createSandboxNetworks({ docker, endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16', bridgeName: (name) => `bthabcdef-${name.slice(10)}`, driverOptions: { isolate: 'true' } });
+    await sandboxNetworks.prepare('berth-net-new');
+    expect(removed).toEqual([]);
+    await sandboxNetworks.prepare('berth-net-old');
+    expect(removed).toEqual(['berth-net-old']);
+    expect(created).toHaveLength(1);
+    expect(created[0]).toMatchObject({
+      Name: 'berth-net-old',
+      Labels: { 'dev.berth.managed-by': 'berth', 'dev.berth.bridge': 'bthabcdef-old' },
+      Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': 'bthabcdef-old', isolate: 'true' },
+    });
+    // Made again, it is left alone.
+    await sandboxNetworks.prepare('berth-net-old');
+    expect(removed).toEqual(['berth-net-old']);
+  });
 });

@@ -5,6 +5,9 @@ import type Dockerode from 'dockerode';
 import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime';
 import { engineMessage, engineStatus, isConflict, isGone, mapDockerError } from './map-docker-error.js';
 
+/** The network option that names its bridge's interface (Docker's, which Podman's compatible API reads too). */
+const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name';
+
 /** Every sandbox network is a /29: its gateway, the sandbox, and nothing else. */
 const SUBNET_PREFIX = 29;
 /** Free subnets tried before giving up on a crowded pool. */
@@ -121,6 +124,13 @@ export function createSandboxNetworks(options: {
   pool: string;
   /** Labels added to every network (a test run's marker, say). */
   labels?: Readonly<Record<string, string>>;
+  /**
+   * The interface name of a network's bridge (the egress policy knows an installation's
+   * sandboxes by it: `sandboxBridgeName` of `@berth/sandbox-runtime`); the engine's own name when absent.
+   */
+  bridgeName?: (networkName: string) => string;
+  /** Driver options added to every network the engine makes (Podman's `isolate`, say). */
+  driverOptions?: Readonly<Record<string, string>>;
 }): SandboxNetworks {
   const { docker, endpoint } = options;
   const pool = parseCidr(options.pool);
@@ -195,8 +205,12 @@ export function createSandboxNetworks(options: {
           Driver: 'bridge',
           CheckDuplicate: true,
           IPAM: { Driver: 'default', Config: [{ Subnet: `${formatAddress(subnet.base)}/${SUBNET_PREFIX}` }] },
-          Options: { 'com.docker.network.bridge.enable_icc': 'false' },
-          Labels: { ...options.labels, [LABELS.managedBy]: MANAGED_BY },
+          Options: {
+            'com.docker.network.bridge.enable_icc': 'false',
+            ...(options.bridgeName ? { [BRIDGE_NAME_OPTION]: options.bridgeName(name) } : {}),
+            ...options.driverOptions,
+          },
+          Labels: { ...options.labels, [LABELS.managedBy]: MANAGED_BY, ...(options.bridgeName ? { [LABELS.bridge]: options.bridgeName(name) } : {}) },
         });
         return;
       } catch (error) {
@@ -224,8 +238,19 @@ export function createSandboxNetworks(options: {
       if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) {
         throw new SandboxError('NETWORK_NAME_TAKEN', `${options.engine ?? 'docker'} network ${name} exists but is not Berth's; remove it (${options.engine ?? 'docker'} network rm ${name}) or set another name prefix`);
       }
-      return;
+      // The label, not Options: Podman's compatible inspect does not report the bridge's name.
+      if (!options.bridgeName || info.Labels?.[LABELS.bridge] === options.bridgeName(name)) return;
+      // A network of an earlier release (or of the same sandbox root under another key) has a
+      // bridge the installation's egress table does not know, so its sandbox gets the pool's
+      // policy without the installation's exceptions. Its sandbox is stopped (prepare() runs
+      // before a start): the network is made again under the same name, with its own bridge.
+      try {
+        await docker.getNetwork(name).remove();
+      } catch {
+        return; // still in use (a container someone attached by hand): it keeps the strict policy
+      }
     } catch (error) {
+      if (error instanceof SandboxError) throw error;
       if (!isGone(error)) fail(error, `inspect network ${name}`);
     }
     await create(name);

@@ -1,6 +1,6 @@
 import { createDockerApiDriver, createSandboxNetworks, engineStatus, fixedSandboxNetwork, validateBackendOptions, type DockerApiConnection } from '@berth/backend-docker';
 import { EngineUnavailableError, SandboxError, type HostLogger } from '@berth/core';
-import { createSandboxRuntime, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
+import { createSandboxRuntime, installationTag, sandboxBridgeName, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
 import { z } from 'zod';
 import { adjustPodmanCreate, PODMAN_SANDBOX_NETWORK } from './adjust-podman-spec.js';
@@ -27,6 +27,8 @@ export interface PodmanDriverOptions {
   readonly networkPool?: string;
   /** Labels on every network Berth makes (a test run's marker, say). */
   readonly labels?: Readonly<Record<string, string>>;
+  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove; its installation key names its sandboxes' bridges for the egress policy. */
+  readonly sandboxRoot?: string;
 }
 
 /** The Podman driver, and what it found out about the engine. */
@@ -79,14 +81,25 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
  */
 export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDriver {
   let found: { host: PodmanHost; endpoint: string } | undefined;
-  // Rootful: a netavark bridge of its own per sandbox, on a /29 of the pool (netavark isolates
-  // networks from each other), so the egress policy holds on this host as for Docker. Rootless:
-  // a private slirp4netns stack each (the gateway's user cannot make bridges or firewall rules).
+  // Rootful: a netavark bridge of its own per sandbox, on a /29 of the pool, made with netavark's
+  // isolate option (without it netavark 1.4 forwards between its networks: its isolation chains
+  // apply only to networks made isolated), and the egress policy, which holds on this host as for
+  // Docker. Rootless: a private slirp4netns stack each (the gateway's user cannot make bridges or
+  // firewall rules).
   const networking = (docker: Dockerode, endpoint: string, host: PodmanHost): Pick<DockerApiConnection, 'networks' | 'networkPool'> => {
     if (host.rootless) return { networks: fixedSandboxNetwork(PODMAN_SANDBOX_NETWORK) };
     const pool = options.networkPool ?? '10.217.0.0/16';
     const local = typeof (docker.modem as { socketPath?: unknown }).socketPath === 'string';
-    return { networks: createSandboxNetworks({ docker, engine: 'podman', endpoint, pool, ...(options.labels ? { labels: options.labels } : {}) }), ...(local ? { networkPool: pool } : {}) };
+    const networks = createSandboxNetworks({
+      docker,
+      engine: 'podman',
+      endpoint,
+      pool,
+      ...(options.labels ? { labels: options.labels } : {}),
+      bridgeName: (name) => sandboxBridgeName(installationTag({ sandboxRoot: options.sandboxRoot, pool }), name),
+      driverOptions: { isolate: 'true' },
+    });
+    return { networks, ...(local ? { networkPool: pool } : {}) };
   };
   const driver = createDockerApiDriver({
     engine: 'podman',
@@ -136,8 +149,6 @@ export interface PodmanBackendOptions extends PodmanDriverOptions {
   /** Prefix of container names. @default 'berth-' */
   readonly namePrefix?: string;
   /** Labels added to every sandbox, and required of every sandbox this backend lists, adopts or reaps. */
-  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove. */
-  readonly sandboxRoot?: string;
   readonly labels?: Readonly<Record<string, string>>;
   /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
   readonly reapIntervalMs?: number;

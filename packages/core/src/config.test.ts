@@ -51,6 +51,15 @@ describe('config', () => {
     expect(message(() => parseTerminalConfig({ docker_env: { TOKEN: { nested: 'ghp_secret' } } }))).not.toContain('ghp_secret');
   });
 
+  it('refuses an egress exception inside the pool, or a range inside link-local, in one line naming it; keeps ranges that merely overlap them', () => {
+    expect(message(() => parseTerminalConfig({ docker_egress_allow: ['192.168.1.0/24', '10.217.4.5:80'] }))).toMatch(
+      /^terminal\.docker_egress_allow\.1 is the string "10\.217\.4\.5:80": 10\.217\.4\.5:80 lies in terminal\.docker_network_pool 10\.217\.0\.0\/16, the sandboxes' own addresses, which no exception opens; remove it$/,
+    );
+    expect(message(() => parseTerminalConfig({ docker_network_pool: '10.50.0.0/16', docker_egress_allow: ['10.50.0.0/20'] }))).toMatch(/lies in terminal\.docker_network_pool 10\.50\.0\.0\/16/);
+    expect(message(() => parseTerminalConfig({ docker_egress_allow: ['169.254.0.0/16'] }))).toMatch(/a range in link-local 169\.254\.0\.0\/16 \(cloud metadata\), which a range never opens; name the one address/);
+    expect(parseTerminalConfig({ docker_egress_allow: ['10.0.0.0/8', '0.0.0.0/0', '169.254.169.254:80', 'db.internal:5432'] }).docker_egress_allow).toHaveLength(4);
+  });
+
   it('reports malformed YAML with its line', () => {
     expect(message(() => parseConfigText('terminal:\n  backend: [docker\n', 'config.yaml'))).toMatch(/^config\.yaml is not valid YAML at line \d+/);
   });

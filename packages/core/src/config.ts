@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
+import { egressExceptionProblem } from './egress-exception.js';
 import { ConfigError } from './errors.js';
 
 /** Variable names: what POSIX shells accept. */
@@ -11,6 +12,24 @@ const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ENV_PREFIX = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/;
 
 const variableName = z.string().regex(VARIABLE_NAME, { message: 'expected a variable name like GITHUB_TOKEN' });
+
+/** Variables every sandbox sets itself; no configured, forwarded or user variable may replace them. */
+export const RESERVED_VARIABLE_NAMES = ['PATH', 'HOME', 'HOSTNAME'] as const;
+
+/** Names Berth's own shell protocol uses inside a sandbox (`__berth_dir`, `__BERTH_CWD`, …): any case of the `__berth` prefix. */
+const INTERNAL_VARIABLE = /^__berth/i;
+
+/**
+ * Why `name` may not be given to a sandbox (a reserved or internal name), or `undefined` when it
+ * may. One rule for `docker_env`, `docker_forward_env`, `env_passthrough` and user variables: a
+ * user's variable named `__berth_dir` would break every command of theirs, one named `PATH` the
+ * sandbox's own set-up.
+ */
+export function reservedVariableReason(name: string): string | undefined {
+  if ((RESERVED_VARIABLE_NAMES as readonly string[]).includes(name)) return `${name} is set by the sandbox itself`;
+  if (INTERNAL_VARIABLE.test(name)) return `names starting with __berth (any case) are Berth's own, inside the sandbox`;
+  return undefined;
+}
 
 /** A size in megabytes, as a number or as `512m`, `2g`, `1.5G`. */
 const megabytes = z.union([
@@ -94,7 +113,15 @@ export const terminalConfigSchema = z
     docker_user_sandbox: z.boolean().default(true),
     docker_user_env_prefix: z.string().regex(ENV_PREFIX, { message: 'expected upper-case words joined by "_", like HERMES_USER' }).default('HERMES_USER'),
     docker_forward_env: z.array(variableName).default([]),
-    docker_env: z.record(variableName, z.union([z.string(), z.number(), z.boolean()]).transform(String)).default({}),
+    docker_env: z
+      .record(
+        variableName,
+        z
+          .union([z.string(), z.number(), z.boolean()])
+          .transform(String)
+          .refine((value) => !value.includes('\u0000'), { message: 'contains a NUL byte, which no variable can hold; remove it' }),
+      )
+      .default({}),
     docker_image: z.string().min(1).regex(/^[^\s]+$/, { message: 'expected an image reference without spaces, like debian:bookworm-slim' }).default('debian:bookworm-slim'),
     container_cpu: z.number().positive().max(256).default(1),
     container_memory: megabytes.default(5120),
@@ -145,14 +172,20 @@ export const terminalConfigSchema = z
     ...Object.fromEntries(IGNORED_GATEWAY_KEYS.map((key) => [key, z.unknown().optional()])),
   })
   .superRefine((value, context) => {
-    const reserved = new Set(['PATH', 'HOME', 'HOSTNAME']);
     for (const name of Object.keys(value.docker_env ?? {})) {
-      if (reserved.has(name)) context.addIssue({ code: 'custom', path: ['docker_env', name], message: `${name} is set by the sandbox; remove it` });
+      const reason = reservedVariableReason(name);
+      if (reason) context.addIssue({ code: 'custom', path: ['docker_env', name], message: `${reason}; remove it` });
     }
+    value.docker_egress_allow.forEach((entry, index) => {
+      const problem = egressExceptionProblem(entry, value.docker_network_pool);
+      if (problem) context.addIssue({ code: 'custom', path: ['docker_egress_allow', index], message: problem });
+    });
     // A per-user variable forwarded to every sandbox would give one user's credential to everyone.
     const userHead = `${value.docker_user_env_prefix}_`;
     for (const key of ['docker_forward_env', 'env_passthrough'] as const) {
       value[key].forEach((name, index) => {
+        const reason = reservedVariableReason(name);
+        if (reason) context.addIssue({ code: 'custom', path: [key, index], message: `${reason}; remove it` });
         if (name.startsWith(userHead)) {
           context.addIssue({
             code: 'custom',

@@ -1,3 +1,4 @@
+import { reservedVariableReason } from './config.js';
 import { AmbiguousVariableError } from './errors.js';
 import { formatIdentity, PLATFORM_NAME_PATTERN, type Identity } from './identity.js';
 import type { PlatformRegistry } from './platform-registry.js';
@@ -36,7 +37,8 @@ const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * one way only: `P` and `E` contain no `_` (core forbids it in platform names and env forms),
  * so the first two `_` after the prefix end them. It is refused when `P` is not a platform
  * name, when `E` is not the exact env form of a canonical id on that platform (lower case,
- * `0123` for Telegram, an escape written two ways), or when `VAR` is empty or invalid.
+ * `0123` for Telegram, an escape written two ways), when `VAR` is empty, invalid, reserved
+ * (`PATH`, `HOME`, `HOSTNAME`) or one of Berth's own (`__berth…`), or when the value holds a NUL.
  */
 export function createEnvironmentIndex(
   environment: Readonly<Record<string, string | undefined>>,
@@ -69,6 +71,15 @@ export function createEnvironmentIndex(
     }
     if (!VARIABLE_NAME.test(name)) {
       refuse(key, `${JSON.stringify(name)} is not a valid variable name`);
+      continue;
+    }
+    const reserved = reservedVariableReason(name);
+    if (reserved) {
+      refuse(key, `${reserved}, so it would break every command of that user`);
+      continue;
+    }
+    if (value.includes('\u0000')) {
+      refuse(key, 'its value contains a NUL byte, which no variable can hold');
       continue;
     }
     let identity: Identity;

@@ -1,6 +1,7 @@
 import { ConfigError } from './errors.js';
 import { formatIdentity, type Identity } from './identity.js';
 import type { PlatformRegistry } from './platform-registry.js';
+import { parseTypedIdentity } from './resolve-typed-identity.js';
 
 /**
  * Operator-declared links: several identities that are one person, who then gets one sandbox
@@ -13,16 +14,16 @@ export interface IdentityLinks {
 }
 
 /**
- * Builds the links from `docker_identity_links`. Each entry is canonicalised through the
- * registry; an identity that appears in two links (or twice in one) is refused, because that
- * would silently join two people.
+ * Builds the links from `docker_identity_links`. Each entry must be written canonically (an
+ * operator types it: see `resolveTypedIdentity`); an identity that appears in two links (or twice
+ * in one) is refused, because that would silently join two people.
  */
 export function createIdentityLinks(links: readonly (readonly string[])[], registry: PlatformRegistry): IdentityLinks {
   const groups = new Map<string, readonly Identity[]>();
   links.forEach((link, linkIndex) => {
     const members = link.map((value, memberIndex) => {
       try {
-        return registry.parse(value);
+        return parseTypedIdentity(registry, value);
       } catch (error) {
         throw new ConfigError(
           `terminal.docker_identity_links.${linkIndex}.${memberIndex}`,

@@ -80,6 +80,28 @@ describe('environment resolution', () => {
     expect(resolver.resolve({ session: { platform: 'signal', userId: 'a' } }).environment.variables).toEqual({});
   });
 
+  it('refuses user variables with reserved or internal names, or a NUL in the value, by name only; the user\'s other variables still arrive', () => {
+    const names = ['__berth_dir', '__berth_kept', '__BERTH_CWD', '__Berth_x', 'PATH', 'HOME', 'HOSTNAME', 'NUL_VALUE'];
+    const environment: Record<string, string> = Object.fromEntries(names.map((name) => [`HERMES_USER_TELEGRAM_7_${name}`, name === 'NUL_VALUE' ? 'secret\u0000x' : 'secret-value']));
+    environment.HERMES_USER_TELEGRAM_7_GITHUB_TOKEN = 'ghp_fine';
+    const resolver = resolverFor(environment);
+    expect(resolver.index.refused.map((error) => error.variable).sort()).toEqual(names.map((name) => `HERMES_USER_TELEGRAM_7_${name}`).sort());
+    for (const error of resolver.index.refused) {
+      expect(error.message).toMatch(/is not forwarded to any sandbox: .*(set by the sandbox itself|Berth's own|NUL byte)/);
+      expect(error.message).not.toContain('secret');
+    }
+    expect(resolver.resolve({ session: { platform: 'telegram', userId: '7' } }).environment.variables).toEqual({ GITHUB_TOKEN: 'ghp_fine' });
+  });
+
+  it('refuses reserved and internal names in docker_env, docker_forward_env and env_passthrough when the config is read, and a NUL in a docker_env value', () => {
+    expect(() => config({ docker_env: { PATH: '/x' } })).toThrow(/terminal\.docker_env\.PATH .*PATH is set by the sandbox itself; remove it/);
+    expect(() => config({ docker_env: { __berth_dir: '/x' } })).toThrow(/terminal\.docker_env\.__berth_dir .*__berth \(any case\) are Berth's own/);
+    expect(() => config({ docker_forward_env: ['HOME'] })).toThrow(/terminal\.docker_forward_env\.0 .*HOME is set by the sandbox itself/);
+    expect(() => config({ env_passthrough: ['__BERTH_CWD'] })).toThrow(/terminal\.env_passthrough\.0 .*Berth's own/);
+    const nul = () => config({ docker_env: { LANG: 'C.UTF-8\u0000secret' } });
+    expect(nul).toThrow(/^terminal\.docker_env\.LANG is a string: contains a NUL byte, which no variable can hold; remove it$/);
+  });
+
   it('refuses to forward a per-user variable to everybody, when the config is read (not at the first command)', () => {
     expect(() => resolverFor({ HERMES_USER_TELEGRAM_1_TOKEN: 'x' }, { docker_forward_env: ['HERMES_USER_TELEGRAM_1_TOKEN'] })).toThrow(ConfigError);
     expect(() => resolverFor({}, { docker_user_env_prefix: 'TEAM', docker_forward_env: ['TEAM_TELEGRAM_1_TOKEN'] })).toThrow(/terminal\.docker_forward_env\.0 .*per-user variable/);

@@ -17,8 +17,12 @@ export interface SandboxResolver {
   readonly links: IdentityLinks;
   /** `{sandbox_dir}` after the config, `$TERMINAL_SANDBOX_DIR` and `$HERMES_HOME` fallbacks. */
   readonly sandboxDir: string;
-  /** The request for the active (or given) session, falling back to the task scope. */
-  resolve(options?: { session?: SessionContext; taskId?: string }): SandboxRequest;
+  /**
+   * The request for the active (or given) session, falling back to the task scope when the
+   * session names nobody — unless `sessionRequired` (a caller that serves many people), when
+   * that is refused (see `resolveScope`).
+   */
+  resolve(options?: { session?: SessionContext; taskId?: string; sessionRequired?: boolean }): SandboxRequest;
   /** The request for a scope. */
   forScope(scope: SandboxScope): SandboxRequest;
   /** The scope of an identity (after links) or a task. */
@@ -68,7 +72,7 @@ export function createSandboxResolver(options: {
   const sameValues = (a: ReadonlyArray<string | undefined>, b: ReadonlyArray<string | undefined>): boolean => a.every((value, position) => value === b[position]);
   const resolve: SandboxResolver['resolve'] = (resolveOptions = {}) => {
     const session = resolveOptions.session ?? getActiveSession();
-    const key = JSON.stringify([session?.platform, session?.userId, session?.chatId, session?.sessionKey, session?.taskId, session !== undefined, resolveOptions.taskId]);
+    const key = JSON.stringify([session?.platform, session?.userId, session?.chatId, session?.sessionKey, session?.taskId, session !== undefined, resolveOptions.taskId, resolveOptions.sessionRequired === true]);
     const forwarded = forwardedValues();
     const hit = remembered.get(key);
     if (hit && sameValues(hit.forwarded, forwarded)) {
@@ -78,7 +82,7 @@ export function createSandboxResolver(options: {
       return hit.request;
     }
     const request = freezeRequest(
-      forScope(resolveScope({ userSandbox: config.docker_user_sandbox, registry, links, ...(session ? { session } : {}), taskId: resolveOptions.taskId })),
+      forScope(resolveScope({ userSandbox: config.docker_user_sandbox, registry, links, ...(session ? { session } : {}), taskId: resolveOptions.taskId, sessionRequired: resolveOptions.sessionRequired })),
     );
     remembered.delete(key);
     if (remembered.size >= REMEMBERED_REQUESTS) remembered.delete(remembered.keys().next().value!);

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseTerminalConfig } from './config.js';
 import { IdentityError, SessionAttributionError } from './errors.js';
+import { createGenericAdapter } from './platform-adapter.js';
 import { createPlatformRegistry } from './platform-registry.js';
 import { resolveSandboxDir } from './sandbox-paths.js';
 import { createSandboxResolver } from './sandbox-resolver.js';
@@ -65,6 +66,33 @@ describe('scope and paths', () => {
     expect(() => resolver().resolve({ session: { userId: '5' } })).toThrow(/no platform/);
   });
 
+  it('gives a chat without a user its own sandbox under the canonical platform, whichever alias the host spelled', () => {
+    const registry = createPlatformRegistry({ adapters: [{ ...createGenericAdapter({ platform: 'telegram' }), aliases: ['tg'] }] });
+    const r = createSandboxResolver({ config: parseTerminalConfig({ sandbox_dir: root }), registry, environment: {} });
+    for (const platform of ['telegram', 'tg', 'TG', 'Telegram']) {
+      expect(r.resolve({ session: { platform, chatId: '-100' } }).scope.key).toBe('task:chat:telegram:-100');
+    }
+  });
+
+  it.each([
+    [{ chatId: '-100' }, /names a chat but no platform/],
+    [{ platform: 'telegram' }, /names the platform "telegram" but no user, chat or session key/],
+    [{ platform: 'telegram', taskId: 'abc' }, /no user, chat or session key/],
+  ])('refuses a session that names something but nobody it can attribute: %j', (session, message) => {
+    expect(() => resolver().resolve({ session })).toThrow(SessionAttributionError);
+    expect(() => resolver().resolve({ session })).toThrow(message);
+  });
+
+  it('refuses a session that names nobody when the caller serves many people, and keeps the task layout for a single-user caller', () => {
+    for (const target of [{}, { session: {} }, { session: { taskId: 'abc' } }, { taskId: 'abc' }]) {
+      expect(() => resolver().resolve({ ...target, sessionRequired: true })).toThrow(/serves many people, but its session names no platform, user, chat or session key/);
+      expect(resolver().resolve(target).scope.kind).toBe('task');
+    }
+    // A session that names someone is unaffected; docker_user_sandbox: false is the operator's choice of one shared layout.
+    expect(resolver().resolve({ session: { platform: 'telegram', chatId: 7 }, sessionRequired: true }).scope.key).toBe('task:chat:telegram:7');
+    expect(resolver({ docker_user_sandbox: false }).resolve({ sessionRequired: true }).scope.key).toBe('task:default');
+  });
+
   it('refuses a bad user id instead of falling back to a shared task sandbox', () => {
     expect(() => resolver().resolve({ session: { platform: 'telegram', userId: 'a\0b' } })).toThrow(IdentityError);
   });
@@ -83,7 +111,8 @@ describe('scope and paths', () => {
         try {
           request = kind === 'user' ? r.resolve({ session: { platform, userId: value } }) : r.resolve({ taskId: value });
         } catch (error) {
-          expect(error).toBeInstanceOf(IdentityError);
+          // An empty id names nobody: with a platform and nothing else, nobody Berth can attribute.
+          expect(error).toBeInstanceOf(kind === 'user' && value === '' ? SessionAttributionError : IdentityError);
           return;
         }
         const relative = path.relative(dockerRoot, request.paths.folder);

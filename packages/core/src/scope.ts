@@ -1,5 +1,5 @@
 import { encodeFolderComponent, shortDigest } from './encode-name.js';
-import { formatIdentity, type Identity } from './identity.js';
+import { formatIdentity, truncateForMessage, type Identity } from './identity.js';
 import type { IdentityLinks } from './identity-links.js';
 import type { PlatformRegistry } from './platform-registry.js';
 import { SessionAttributionError } from './errors.js';
@@ -92,33 +92,63 @@ export interface ResolveScopeOptions {
   readonly session?: SessionContext | undefined;
   /** The task id the host passed to the terminal tool, used when the session has none. */
   readonly taskId?: string | undefined;
+  /**
+   * The caller serves many people from one process (a gateway): a command whose session names
+   * no user, chat or key is refused rather than run in the task's sandbox, which would be shared
+   * by everyone such a command ever came from. A single-user caller (a CLI) keeps the task layout.
+   * @default false
+   */
+  readonly sessionRequired?: boolean | undefined;
 }
 
 const present = (value: string | number | undefined): value is string | number => value !== undefined && value !== '';
+
+/** Whether a session names anybody or anything: a platform, a user, a chat or a host key (a task id alone names nobody). */
+function namesSomeone(session: SessionContext | undefined): session is SessionContext {
+  // A session key is never "nothing", not even empty: a host that passes one means it, and an empty one is refused.
+  return session !== undefined && (present(session.platform) || present(session.userId) || present(session.chatId) || session.sessionKey !== undefined);
+}
+
+/** The scope key of a conversation without a user: `chat:{canonical platform}:{chat id}`, one per chat whatever alias the host spelled. */
+export function chatScopeKey(platform: string, chatId: string | number, registry: PlatformRegistry): string {
+  return `chat:${registry.adapterFor(platform).platform}:${String(chatId)}`;
+}
 
 /**
  * The one function that decides whose sandbox a command runs in; every entry point (the
  * terminal provider, the socket server, each CLI command, the demo) reaches it through the
  * sandbox resolver. In order:
  *
- * 1. `docker_user_sandbox: false`, or no session at all: the task's sandbox, the legacy layout.
- * 2. `platform` and `userId`: that user's sandbox (after identity links). An id the platform's
+ * 1. `docker_user_sandbox: false`: the task's sandbox, the legacy layout (the operator's choice).
+ * 2. No session, or one that names nobody (no platform, user, chat or key): refused when the
+ *    caller serves many people (`sessionRequired`); else the task's sandbox — the session's task
+ *    id, else the host's, else `default` — as a single-user CLI has always had it.
+ * 3. `platform` and `userId`: that user's sandbox (after identity links). An id the platform's
  *    adapter refuses throws; it never falls back to a shared task sandbox.
- * 3. A host session key (see `classifySessionKey`): a direct chat gives that user's sandbox; a
+ * 4. A host session key (see `classifySessionKey`): a direct chat gives that user's sandbox; a
  *    group, channel, thread, topic, cron job or webhook gives the conversation a task-layout
  *    sandbox of its own, named after the key; any other key throws `SessionAttributionError`
  *    naming its shape and the host setting that fixes it.
- * 4. `platform` and `chatId` without a user: the chat's own sandbox (`chat:{platform}:{chatId}`).
  * 5. A user id without a platform throws: it names someone, but not on which platform.
- * 6. Otherwise (no user, no key, no chat): the task's sandbox — the session's task id, else the
- *    host's, else `default`.
+ * 6. `platform` and `chatId` without a user: the chat's own sandbox (`chat:{platform}:{chatId}`,
+ *    the platform canonical, so `tg` and `telegram` are one chat).
+ * 7. Anything else that names something but nobody Berth can attribute — a chat id without a
+ *    platform, a platform alone — throws: never the task's shared sandbox.
  */
 export function resolveScope(options: ResolveScopeOptions): SandboxScope {
   const session = options.session ?? getActiveSession();
   const taskId = session?.taskId ?? options.taskId;
-  if (!options.userSandbox || !session) return taskScope(taskId);
+  if (!options.userSandbox) return taskScope(taskId);
+  if (!namesSomeone(session)) {
+    if (options.sessionRequired) {
+      throw new SessionAttributionError(
+        "the command came from a gateway that serves many people, but its session names no platform, user, chat or session key, so Berth cannot tell whose sandbox it is and will not use one they would all share; run it inside a message's session (the host sets HERMES_SESSION_PLATFORM and HERMES_SESSION_USER_ID or HERMES_SESSION_CHAT_ID), or set terminal.docker_user_sandbox: false for one shared sandbox",
+      );
+    }
+    return taskScope(taskId);
+  }
   const { platform, userId, chatId, sessionKey } = session;
-  if (platform && present(userId)) return userScope(options.registry.resolve(platform, userId), options.registry, options.links);
+  if (present(platform) && present(userId)) return userScope(options.registry.resolve(platform, userId), options.registry, options.links);
   if (sessionKey !== undefined) {
     const meaning = classifySessionKey(sessionKey);
     switch (meaning.kind) {
@@ -130,9 +160,14 @@ export function resolveScope(options: ResolveScopeOptions): SandboxScope {
         throw new SessionAttributionError(meaning.reason);
     }
   }
-  if (platform && present(chatId)) return taskScope(`chat:${platform.toLowerCase()}:${String(chatId)}`);
   if (present(userId)) {
     throw new SessionAttributionError('the session names a sender id but no platform, so Berth cannot tell whose sandbox it is; the host must pass platform with userId (e.g. telegram)');
   }
-  return taskScope(taskId);
+  if (present(platform) && present(chatId)) return taskScope(chatScopeKey(platform, chatId, options.registry));
+  if (present(chatId)) {
+    throw new SessionAttributionError('the session names a chat but no platform, so Berth cannot tell which conversation it is; the host must pass platform with chatId (e.g. telegram)');
+  }
+  throw new SessionAttributionError(
+    `the session names the platform ${JSON.stringify(truncateForMessage(String(platform)))} but no user, chat or session key, so Berth cannot tell whose sandbox it is; the host must pass userId or chatId with the platform`,
+  );
 }

@@ -47,13 +47,14 @@ export const SESSION_ENVIRONMENT_VARIABLES = ['HERMES_SESSION_PLATFORM', 'HERMES
 /**
  * The session a host describes through the environment variables of the Python gateway that
  * inspired Berth (`HERMES_SESSION_PLATFORM`, `HERMES_SESSION_USER_ID`, `HERMES_SESSION_CHAT_ID`,
- * `HERMES_SESSION_KEY`), or `undefined` when they name no user.
+ * `HERMES_SESSION_KEY`), every one that is set, or `undefined` when none is. Which of them name a
+ * sandbox is `resolveScope`'s decision (a chat without a platform, say, is refused there).
  */
 export function sessionFromEnvironment(environment: Readonly<Record<string, string | undefined>> = process.env): SessionContext | undefined {
   const platform = environment.HERMES_SESSION_PLATFORM;
   const userId = environment.HERMES_SESSION_USER_ID;
   const sessionKey = environment.HERMES_SESSION_KEY;
-  if (!platform && !userId && !sessionKey) return undefined;
+  if (!platform && !userId && !sessionKey && !environment.HERMES_SESSION_CHAT_ID) return undefined;
   return {
     ...(platform ? { platform } : {}),
     ...(userId ? { userId } : {}),

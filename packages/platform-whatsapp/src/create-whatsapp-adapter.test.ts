@@ -97,8 +97,8 @@ describe('identity links, seen from the Telegram and WhatsApp adapters', () => {
   };
 
   it('gives one person one sandbox from either app, with both identities\' variables, the first identity winning', () => {
-    // The link is written the way an operator might, not in canonical form.
-    const config = parseTerminalConfig({ sandbox_dir: sandboxDir, docker_identity_links: [['tg:123456789', 'whatsapp:+44 7700 900123']] });
+    // The operator types canonical ids (a platform alias is no ambiguity); the messages come in as the platforms send them.
+    const config = parseTerminalConfig({ sandbox_dir: sandboxDir, docker_identity_links: [['tg:123456789', 'whatsapp:+447700900123']] });
     const resolver = createSandboxResolver({ config, registry: registry(), environment });
     const fromWhatsApp = resolver.resolve({ session: { platform: 'whatsapp', userId: '447700900123:4@s.whatsapp.net' } });
     const fromTelegram = resolver.resolve({ session: { platform: 'telegram', userId: 123456789 } });
@@ -112,15 +112,26 @@ describe('identity links, seen from the Telegram and WhatsApp adapters', () => {
     expect(stranger.environment.variables).toEqual({ GITHUB_TOKEN: 'ghp_of_a_stranger' });
   });
 
-  it('refuses a link that joins an identity already linked elsewhere, even when spelled differently', () => {
+  it('refuses a link that joins an identity already linked elsewhere', () => {
     const config = parseTerminalConfig({
       sandbox_dir: sandboxDir,
       docker_identity_links: [
         ['telegram:123456789', 'whatsapp:+447700900123'],
-        ['whatsapp:447700900123@s.whatsapp.net', 'telegram:987654321'],
+        ['whatsapp:+447700900123', 'telegram:987654321'],
       ],
     });
     expect(() => createSandboxResolver({ config, registry: registry(), environment })).toThrow(/docker_identity_links\.1 links whatsapp:\+447700900123, which is already linked/);
+  });
+
+  it.each([
+    ['whatsapp:2025550123', 'whatsapp:+2025550123'],
+    ['whatsapp:447700900123@s.whatsapp.net', 'whatsapp:+447700900123'],
+    ['whatsapp:+44 7700 900123', 'whatsapp:+447700900123'],
+    ['wa:447700900123', 'whatsapp:+447700900123'],
+  ])('refuses a link entry an operator typed in a form the adapter had to interpret (%s), showing the form to type', (typed, canonical) => {
+    const config = parseTerminalConfig({ sandbox_dir: sandboxDir, docker_identity_links: [['telegram:123456789', typed]] });
+    const attempt = () => createSandboxResolver({ config, registry: registry(), environment });
+    expect(attempt).toThrow(`terminal.docker_identity_links.0.1: ${typed} is not written the way Berth writes that identity: it would be read as ${canonical}; type exactly that`);
   });
 
   it('refuses a link to something that is not a user, naming the entry', () => {

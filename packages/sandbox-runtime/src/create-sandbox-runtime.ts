@@ -103,14 +103,15 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     egress ??= driver
       .describe()
       .then((description) => {
-        const firewall = description.egressEnforcedBy
-          ? { unenforced: undefined, ensure: async () => undefined }
+        const firewall: EgressFirewall = description.egressEnforcedBy
+          ? { unenforced: undefined, ensure: async () => undefined, close: () => undefined }
           : createEgressFirewall({
               pool: description.networkPool ?? settings.docker_network_pool,
               allow: settings.docker_egress_allow,
               network: settings.docker_network,
               poolNetworks: description.networkPool !== undefined,
               engine: driver.engine,
+              sandboxRoot: context.sandboxRoot,
               logger: options.logger,
             });
         if (firewall.unenforced) options.logger?.warn(`berth: ${firewall.unenforced}`);
@@ -236,6 +237,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     async close() {
       closed = true;
       policies.close();
+      // Only the refresh timer: the egress tables stay, since the sandboxes keep running.
+      if (egress) void egress.then((firewall) => firewall.close(), () => undefined);
       for (const entry of context.entries.values()) shells.drop(entry);
       await driver.close?.();
     },

@@ -7,5 +7,22 @@ export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './e
 export { assertScopeFolder } from './host-folders.js';
 export { autoMaxRunning, capacityReport, localHostSize, maxRunningOf, type HostSize } from './capacity.js';
 export { createScopeDisks, diskUnenforcedReason, releaseDisksUnder, type ScopeDisks } from './scope-disks.js';
-export { BLOCKED_RANGES, createEgressFirewall, egressRuleset, egressTableName, egressUnenforcedReason, hostResolvers, resolveEgressException, type EgressException, type EgressFirewall } from './egress-firewall.js';
+export {
+  BLOCKED_RANGES,
+  BRIDGE_NAME_PREFIX,
+  createEgressFirewall,
+  egressRuleset,
+  egressTableName,
+  egressUnenforcedReason,
+  hostResolvers,
+  installationRuleset,
+  installationTableName,
+  installationTag,
+  pruneInstallationTables,
+  resolveEgressEntry,
+  resolveEgressException,
+  sandboxBridgeName,
+  type EgressException,
+  type EgressFirewall,
+} from './egress-firewall.js';
 export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';

@@ -16,6 +16,8 @@ export const LABELS = {
   configHash: 'dev.berth.config-hash',
   /** The sandbox's own network, when the engine gives it one (the driver sets it). */
   network: 'dev.berth.network',
+  /** On a sandbox network: the interface name its bridge was given (the egress policy knows an installation's sandboxes by it). */
+  bridge: 'dev.berth.bridge',
 } as const;
 
 /** The value of the `managed-by` label. */

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,8 +19,9 @@ afterAll(async () => {
   rmSync(home, { recursive: true, force: true });
 });
 
-function doctor(config: string): Promise<{ status: number; stdout: string }> {
-  const folder = path.join(home, `hermes-${Math.random().toString(36).slice(2)}`);
+const hermesFolder = (): string => path.join(home, `hermes-${Math.random().toString(36).slice(2)}`);
+
+function doctor(config: string, folder = hermesFolder()): Promise<{ status: number; stdout: string }> {
   mkdirSync(folder, { recursive: true });
   writeFileSync(path.join(folder, 'config.yaml'), config);
   return new Promise((resolve) => {
@@ -58,6 +59,27 @@ describe('settings that undo the isolation, and capacity', () => {
     ];
     for (const [key, risk] of expected) expect(problems.some((line) => line.includes(key) && risk.test(line)), `${key} ${risk}`).toBe(true);
     expect(run.stdout).not.toMatch(/all is well/);
+  });
+
+  it('berth doctor follows links and parent folders: a link to the engine socket, a link to the sandbox root and /var are each named', async () => {
+    const folder = hermesFolder();
+    const sandboxes = path.join(folder, 'sandboxes');
+    mkdirSync(sandboxes, { recursive: true });
+    const tag = Math.random().toString(36).slice(2);
+    const socketLink = path.join(home, `tools-${tag}.d`);
+    const rootLink = path.join(home, `shared-${tag}`);
+    const harmless = path.join(home, `data-${tag}`);
+    symlinkSync('/var/run/docker.sock', socketLink);
+    symlinkSync(sandboxes, rootLink);
+    mkdirSync(harmless);
+    const volumes = [`${socketLink}:/opt/tools`, `${rootLink}:/shared:ro`, '/var:/hostvar:ro', `${harmless}:/data:ro`];
+    const run = await doctor([`terminal:`, `  docker_image: ${ATTACK_IMAGE}`, `  docker_volumes: ${JSON.stringify(volumes)}`, ''].join('\n'), folder);
+    expect(run.status).toBe(1);
+    const problems = run.stdout.split('\n').filter((line) => /^PROBLEM\s+isolation:/.test(line));
+    expect(problems.find((line) => line.includes('terminal.docker_volumes.0'))).toMatch(/engine's socket.*leads to \/run\/docker\.sock/);
+    expect(problems.find((line) => line.includes('terminal.docker_volumes.1'))).toMatch(/the sandbox root .*every user's workspace and home/);
+    expect(problems.find((line) => line.includes('terminal.docker_volumes.2'))).toMatch(/\/var, which holds the container engine's socket or state/);
+    expect(problems.some((line) => line.includes('terminal.docker_volumes.3'))).toBe(false);
   });
 
   it('berth doctor with the defaults finds no isolation risk, and shows the sums of the limits against the host', async () => {

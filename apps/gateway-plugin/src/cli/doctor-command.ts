@@ -176,7 +176,13 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
   }
   const root = resolveSandboxDir(config?.sandbox_dir, io.environment as NodeJS.ProcessEnv);
   if (config) {
-    const risks = findIsolationRisks(config, { sandboxDir: root, hermesHome: hermesHome(io.environment as NodeJS.ProcessEnv), ...(description?.runtimes ? { runtimes: description.runtimes } : {}) });
+    const risks = findIsolationRisks(config, {
+      sandboxDir: root,
+      hermesHome: hermesHome(io.environment as NodeJS.ProcessEnv),
+      ...(description?.runtimes ? { runtimes: description.runtimes } : {}),
+      // The socket the backend found: a mount that leads to it is named whatever its path.
+      ...(description?.endpoint?.startsWith('/') ? { engineSocket: description.endpoint } : {}),
+    });
     for (const risk of risks) checks.push({ name: 'isolation', status: 'problem', detail: `${risk.key}: ${risk.risk}`, fix: `remove it from the terminal config unless every user may have that (docs/configuration.md)` });
     if (risks.length === 0) checks.push({ name: 'isolation', status: 'ok', detail: 'no setting undoes the sandboxes\' isolation (mounts, capabilities, no-new-privileges, runtime)' });
     checks.push(

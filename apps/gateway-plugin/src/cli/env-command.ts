@@ -9,7 +9,7 @@ import type { CliOptions } from './parse-cli-arguments.js';
 export async function runEnvCommand(io: CliIo, options: CliOptions): Promise<number> {
   const { config } = loadCliConfig(io, options.config);
   const resolver = await createBerthResolver({ config, environment: io.environment, resolveFrom: io.cwd });
-  const target = cliTarget(options);
+  const target = cliTarget(options, resolver.registry);
   const report = buildEnvironmentReport(resolver, resolver.resolve({ ...(target.session ? { session: target.session } : {}), taskId: target.taskId }));
   io.stdout.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : formatEnvironmentReport(report));
   return 0;

@@ -14,7 +14,7 @@ export async function runExecCommand(io: CliIo, options: CliOptions, commandWord
   const onProgress = progressReporter(io);
   const berth = await createBerth({ config, environment: io.environment, resolveFrom: io.cwd, ...(onProgress ? { onProgress } : {}) });
   try {
-    const request = berth.request(cliTarget(options));
+    const request = berth.request(cliTarget(options, berth.resolver.registry));
     const result = await berth.executeRequest(request, commandWords.join(' '), {
       ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
       ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),

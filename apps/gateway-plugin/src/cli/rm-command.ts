@@ -13,7 +13,7 @@ export async function runRmCommand(io: CliIo, options: CliOptions): Promise<numb
   const { config } = loadCliConfig(io, options.config);
   const berth = await createBerth({ config, environment: io.environment, resolveFrom: io.cwd });
   try {
-    const target = cliTarget(options);
+    const target = cliTarget(options, berth.resolver.registry);
     const { scope, paths } = berth.request(target);
     if (target.session && scope.kind === 'task' && scope.taskId === target.taskId) {
       // The session's commands run in a shared task sandbox: removing "its" sandbox would remove everyone's.

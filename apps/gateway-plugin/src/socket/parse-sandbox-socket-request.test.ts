@@ -26,6 +26,13 @@ describe('parseSandboxSocketRequest', () => {
     expect(parseSandboxSocketRequest(JSON.stringify(request))).toEqual(request);
   });
 
+  it('carries a session without a user as the host gave it (a cron job\'s platform and chat, a stray user id): core decides, not the parser', () => {
+    const cron = { v: 1, platform: 'telegram', chatId: '-1001234', taskId: 'default', sessionRequired: true, command: 'ls' };
+    expect(parseSandboxSocketRequest(JSON.stringify(cron))).toEqual(cron);
+    expect(parseSandboxSocketRequest('{"v":1,"userId":"5","command":"true"}')).toEqual({ v: 1, userId: '5', command: 'true' });
+    expect(parseSandboxSocketRequest('{"v":1,"platform":"telegram","command":"true"}')).toEqual({ v: 1, platform: 'telegram', command: 'true' });
+  });
+
   it.each([
     ['not JSON', '{bad', 'REQUEST_MALFORMED', /not valid JSON/],
     ['an empty line', '', 'REQUEST_MALFORMED', /not valid JSON/],
@@ -39,8 +46,7 @@ describe('parseSandboxSocketRequest', () => {
     ['a timeout as text', '{"v":1,"command":"x","timeout":"3"}', 'REQUEST_INVALID', /field timeout must be a number/],
     ['a zero timeout', '{"v":1,"command":"x","timeout":0}', 'REQUEST_INVALID', /field timeout must be more than 0/],
     ['a huge timeout', '{"v":1,"command":"x","timeout":1e9}', 'REQUEST_INVALID', /field timeout must be at most 86400/],
-    ['a platform without a user', '{"v":1,"command":"x","platform":"telegram"}', 'REQUEST_INVALID', /platform and userId go together/],
-    ['a user without a platform', '{"v":1,"command":"x","userId":"1"}', 'REQUEST_INVALID', /platform and userId go together/],
+    ['a sessionRequired that is not a boolean', '{"v":1,"command":"x","sessionRequired":"yes"}', 'REQUEST_INVALID', /field sessionRequired must be a boolean/],
     ['a NUL in the cwd', '{"v":1,"command":"x","cwd":"/tmp\\u0000x"}', 'REQUEST_INVALID', /field cwd must not contain NUL/],
     ['a numeric user id', '{"v":1,"command":"x","platform":"telegram","userId":5}', 'REQUEST_INVALID', /field userId must be a string/],
   ])('refuses %s with a one-line message', (_label, line, code, message) => {

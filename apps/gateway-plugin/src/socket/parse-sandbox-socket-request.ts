@@ -31,11 +31,7 @@ const requestSchema = z
     timeout: z.number().positive('must be more than 0').max(86_400, 'must be at most 86400 seconds').optional(),
     stdin: z.string().max(MAX_SANDBOX_SOCKET_REQUEST_BYTES).optional(),
     reply: z.enum(['json', 'framed']).optional(),
-  })
-  .superRefine((request, context) => {
-    if ((request.platform === undefined) !== (request.userId === undefined)) {
-      context.addIssue({ code: 'custom', path: [request.platform === undefined ? 'platform' : 'userId'], message: 'platform and userId go together; give both' });
-    }
+    sessionRequired: z.boolean().optional(),
   });
 
 const FIELDS = Object.keys(requestSchema.shape).join(', ');
@@ -68,7 +64,8 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
 /**
  * Parses one request line of the sandbox socket. Throws {@link SandboxSocketRequestError} with a
  * one-line message naming the field at fault: malformed JSON, an unknown field, a missing
- * command, a wrong type, or a target that names no single sandbox.
+ * command or a wrong type. Which fields of the session go together is core's decision
+ * (`resolveScope`), made when the command is run: the parser carries whatever the host sent.
  */
 export function parseSandboxSocketRequest(line: string): SandboxSocketRequest {
   if (Buffer.byteLength(line) > MAX_SANDBOX_SOCKET_REQUEST_BYTES) {

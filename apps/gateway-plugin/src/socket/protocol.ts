@@ -10,24 +10,32 @@ export const MAX_SANDBOX_SOCKET_REQUEST_BYTES = 1024 * 1024;
 /**
  * One command for `berth serve`, sent as one JSON line per connection. The fields that say whose
  * sandbox it is (`platform`, `userId`, `chatId`, `sessionKey`, `taskId`) are the host's session,
- * as it would pass it to `runWithSession`; the server decides the sandbox exactly as the plugin's
- * `execute()` does (core's `resolveScope`): the user named by `platform` and `userId`, else by a
- * direct-chat `sessionKey`; a conversation's own sandbox for a group or cron key; the task scope
- * when nothing names a user.
+ * as it would pass it to `runWithSession`, each sent as the host gave it; the server decides the
+ * sandbox exactly as the plugin's `execute()` does (core's `resolveScope`): the user named by
+ * `platform` and `userId`, else by a direct-chat `sessionKey`; a conversation's own sandbox for a
+ * group or cron key, or for `platform` and `chatId` without a user; a refusal for what names
+ * someone Berth cannot attribute (a `userId` without `platform`); the task scope when nothing is
+ * named, unless `sessionRequired`.
  */
 export interface SandboxSocketRequest {
   /** The protocol version, {@link SANDBOX_SOCKET_PROTOCOL_VERSION}. */
   readonly v: 1;
   /** A host session key such as `agent:main:telegram:direct:123`. */
   readonly sessionKey?: string;
-  /** The sender's platform, e.g. `telegram`; goes with `userId`. */
+  /** The platform of the message, e.g. `telegram`; names a user with `userId`, a conversation with `chatId`. */
   readonly platform?: string;
   /** The sender's raw id on `platform`; the platform's adapter canonicalises it. */
   readonly userId?: string;
   /** The chat the message came from; names the sandbox of a conversation without a user. */
   readonly chatId?: string;
-  /** The task of the legacy layout, used when no user is named. @default 'default' */
+  /** The task of the legacy layout, used when the session names nobody. @default 'default' */
   readonly taskId?: string;
+  /**
+   * The request comes from a process that serves many people (a gateway): when the session names
+   * no platform, user, chat or key it is refused (`SESSION_UNATTRIBUTABLE`), never run in the
+   * task's sandbox that all such commands would share. @default false
+   */
+  readonly sessionRequired?: boolean;
   /** The command line, run by the sandbox's shell. */
   readonly command: string;
   /** Working directory inside the sandbox; the session's current one when absent. */

@@ -189,6 +189,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       const result = await berth.execute(request.command, {
         ...(session ? { session } : {}),
         ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
+        ...(request.sessionRequired ? { sessionRequired: true } : {}),
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...(request.timeout !== undefined ? { timeout: request.timeout } : {}),
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),

@@ -1,8 +1,10 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {
+  INSTALLATION_KEY_FILE,
   runWithSession,
   type ExecuteOptions,
   type ExecuteResult,
@@ -12,10 +14,19 @@ import {
   type TerminalRegistryV1,
 } from '@berth/core';
 import { createBerthPlugin, type Berth, type BerthPlugin, releaseDisksUnder } from '@berth/gateway-plugin';
+import { egressTableName, installationTableName, installationTag } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
 
 /** The local base image every case runs on; no registry is reachable in CI. */
 export const ATTACK_IMAGE = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
+
+/**
+ * The `docker_network_pool` of every gateway of this test file: a /16 of its own rather than the
+ * default, so the pool's egress table is this run's (another test run on the machine, of this or
+ * an earlier release, keeps its own). The gateways of one file share it, as gateways on one host
+ * share the default pool.
+ */
+export const ATTACK_NETWORK_POOL = `10.${randomInt(224, 248)}.0.0/16`;
 
 /** The Docker socket the suite looks through from outside. */
 export const DOCKER_SOCKET = '/var/run/docker.sock';
@@ -175,7 +186,7 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
   await plugin.register({
     specificationVersion: 'v1',
     terminal,
-    config: { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 256, timeout: 60, ...options.config },
+    config: { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 256, timeout: 60, docker_network_pool: ATTACK_NETWORK_POOL, ...options.config },
     environment: options.environment ?? {},
     logger,
   });
@@ -185,6 +196,8 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
   const berth = plugin.instances[0];
   if (!provider || !berth) throw new Error(`the plugin registered no berth-${backend} provider`);
   const tool: TerminalEnvironment = await provider.createEnvironment({ taskId: 'attack' });
+  const pool = typeof options.config?.docker_network_pool === 'string' ? options.config.docker_network_pool : ATTACK_NETWORK_POOL;
+  liveGateways++;
   let cleaned = false;
   const gateway: AttackGateway = {
     sandboxDir,
@@ -211,6 +224,8 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
       await tool.cleanup().catch(() => undefined);
       await plugin.close().catch(() => undefined);
       await removeContainersUnder(sandboxDir, client);
+      liveGateways--;
+      removeEgressTables(sandboxDir, pool);
       if (!options.sandboxDir) {
         await releaseDisksUnder(sandboxDir);
         rmSync(sandboxDir, { recursive: true, force: true });
@@ -218,6 +233,29 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
     },
   };
   return gateway;
+}
+
+/** The gateways of this test file that have not been cleaned up yet. */
+let liveGateways = 0;
+
+/** Removes an nftables table this run made; nothing when it is not there (or nft is not). */
+function removeTable(table: string): void {
+  try {
+    execFileSync('nft', ['delete', 'table', 'inet', table], { stdio: 'ignore' });
+  } catch {
+    // Never made (no sandbox with networking), or gone.
+  }
+}
+
+/**
+ * Removes the egress tables a gateway's sandboxes needed: its installation's own, once its
+ * networks are gone, and the pool's, once the file's last gateway is (the pool is this file's own,
+ * `ATTACK_NETWORK_POOL`); never another run's.
+ */
+function removeEgressTables(sandboxDir: string, pool: string): void {
+  const root = path.join(sandboxDir, 'docker');
+  if (existsSync(path.join(root, INSTALLATION_KEY_FILE))) removeTable(installationTableName(installationTag({ sandboxRoot: root, pool })));
+  if (liveGateways === 0 && pool === ATTACK_NETWORK_POOL) removeTable(egressTableName(pool));
 }
 
 /** Rejects with a message naming `what` when `work` has not settled within `ms`. */

@@ -1,0 +1,185 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ATTACK_NETWORK_POOL, randomTelegramUser, startAttackGateway, temporarySandboxDir, type AttackGateway } from './support/attack-gateway.js';
+import { startStandInNetwork, type StandInNetwork } from './support/stand-in-network.js';
+
+// Egress exceptions an operator might plausibly write, aimed past the policy: a range that covers
+// the pool, the gateway host and link-local; two installations on one pool with different
+// exceptions; DNS on another sandbox's gateway; a host name whose address moves, and one that
+// does not resolve. On Docker and rootful Podman. As in egress.attack.test.ts, every server is the
+// test's own (the host's bound to its addresses, stand-ins in network namespaces of the test's
+// own); no test packet goes to an address anyone else owns.
+
+/** One HTTP request from inside the sandbox with busybox nc: the body's last line, or nc's error. */
+const fetchFrom = (address: string, port: number): string => `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${address} ${port} 2>&1 | tail -n 1`;
+const REFUSED = /Connection refused|timed out|unreachable|No route/i;
+
+/** Every IPv4 address of the gateway host except loopback. */
+const hostAddresses = (): string[] =>
+  Object.values(os.networkInterfaces())
+    .flat()
+    .filter((entry) => entry !== undefined && entry.family === 'IPv4' && !entry.internal)
+    .map((entry) => entry!.address);
+
+/** The sandbox's own address and its network's gateway, read inside it. */
+async function addressesOf(gateway: AttackGateway, user: ReturnType<typeof randomTelegramUser>): Promise<{ own: string; gateway: string }> {
+  const output = (await gateway.run(user, "ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1; ip route | awk '/default/ {print $3}'")).output.trim().split('\n');
+  return { own: output[0]!, gateway: output[1]! };
+}
+
+/** A TCP server of the test's own that answers `answer` and closes. */
+async function listen(host: string, port: number, answer: string): Promise<net.Server> {
+  const server = net.createServer((socket) => socket.end(`${answer}\n`));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}
+
+const HOSTS = '/etc/hosts';
+const hostsMarker = `# berth-egress-attack-${randomBytes(4).toString('hex')}`;
+/** Points `name` at `address` in the host's hosts file (the test's own line, marked); `undefined` removes it. */
+function pointName(name: string, address: string | undefined): void {
+  const kept = readFileSync(HOSTS, 'utf8')
+    .split('\n')
+    .filter((line) => !line.endsWith(hostsMarker));
+  while (kept.length > 0 && kept.at(-1) === '') kept.pop();
+  if (address !== undefined) kept.push(`${address} ${name} ${hostsMarker}`);
+  // In place: the hosts file may be a bind mount, which a rename would not replace.
+  writeFileSync(HOSTS, `${kept.join('\n')}\n`);
+}
+
+let hostServer: http.Server;
+let hostPort: number;
+let privateNet: StandInNetwork;
+const octet = randomInt(1, 250);
+const office = `10.253.${octet}.2`;
+const lan = `192.168.253.${octet}`;
+const metadata = `169.254.${octet}.254`;
+const namedMetadata = `169.254.${octet}.253`;
+
+beforeAll(async () => {
+  hostServer = http.createServer((_request, response) => response.end('host-secret\n'));
+  await new Promise<void>((resolve) => hostServer.listen(0, '0.0.0.0', resolve));
+  hostPort = (hostServer.address() as AddressInfo).port;
+  privateNet = await startStandInNetwork({ link: `198.51.100.${(octet + 64) & 0xfc}`, extra: [office, lan, metadata, namedMetadata] });
+});
+
+afterAll(async () => {
+  pointName('', undefined);
+  privateNet?.close();
+  await new Promise((resolve) => hostServer?.close(resolve));
+});
+
+describe.each(['docker', 'podman'] as const)('egress exceptions on %s never reopen the pool, the host or metadata', (backend) => {
+  const gateways: AttackGateway[] = [];
+  const roots: string[] = [];
+  afterAll(async () => {
+    for (const gateway of gateways) await gateway.cleanup();
+    for (const root of roots) {
+      await releaseDisksUnder(root);
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+  const start = async (config: Record<string, unknown>, sandboxDir?: string): Promise<AttackGateway> => {
+    const gateway = await startAttackGateway({ config: { backend, ...config }, ...(sandboxDir ? { sandboxDir } : {}) });
+    gateways.push(gateway);
+    return gateway;
+  };
+
+  it('a range covering the pool, the host and link-local ("10.0.0.0/8", "128.0.0.0/1") opens the office network, but not another sandbox, the host or metadata', async () => {
+    const gateway = await start({ docker_egress_allow: ['10.0.0.0/8', '128.0.0.0/1', `${namedMetadata}:${privateNet.port}`] });
+    const [victim, attacker] = [randomTelegramUser(), randomTelegramUser()];
+    // The victim listens on its own address; the attacker reads it.
+    const started = await gateway.run(victim, "(printf 'victim-secret\\n' | nc -l -p 7777 >/dev/null 2>&1 &) ; sleep 1; echo listening");
+    expect(started.output.trim().split('\n').at(-1)).toBe('listening');
+    const victimAddress = (await addressesOf(gateway, victim)).own;
+    const attackerNetwork = await addressesOf(gateway, attacker);
+    const toVictim = await gateway.run(attacker, `nc -w 3 ${victimAddress} 7777 2>&1 | tail -n 1`);
+    expect(toVictim.output).not.toContain('victim-secret');
+    // The host's service, through the attacker's own gateway address and every host address.
+    for (const address of [...new Set([attackerNetwork.gateway, ...hostAddresses()])]) {
+      const result = await gateway.run(attacker, fetchFrom(address, hostPort));
+      expect(result.output, address).not.toContain('host-secret');
+      expect(result.output, address).toMatch(REFUSED);
+    }
+    // Link-local (metadata): a range never opens it; naming the one address does.
+    expect((await gateway.run(attacker, fetchFrom(metadata, privateNet.port))).output).toMatch(REFUSED);
+    expect((await gateway.run(attacker, fetchFrom(namedMetadata, privateNet.port))).output).toBe(`reached ${namedMetadata}\n`);
+    // What the operator meant to open is open.
+    expect((await gateway.run(attacker, fetchFrom(office, privateNet.port))).output).toBe(`reached ${office}\n`);
+    expect((await gateway.run(attacker, fetchFrom(lan, privateNet.port))).output).toBe(`reached ${lan}\n`);
+  });
+
+  it('an exception inside the pool, or a range inside link-local, is refused at start in one line naming it', async () => {
+    for (const entry of [`${ATTACK_NETWORK_POOL.split('.').slice(0, 2).join('.')}.0.9:80`, '169.254.0.0/16']) {
+      const outcome = await startAttackGateway({ config: { backend, docker_egress_allow: [entry] } }).catch((error: unknown) => error as Error);
+      if (!(outcome instanceof Error)) {
+        gateways.push(outcome);
+        expect.fail(`${entry} was accepted`);
+      }
+      expect(outcome.message).toMatch(new RegExp(`^terminal\\.docker_egress_allow\\.0 .*${entry.replace(/[./]/g, '\\$&')}`));
+      expect(outcome.message.split('\n')).toHaveLength(1);
+    }
+  });
+
+  it('two installations on one pool keep their own exceptions, whichever started last', async () => {
+    const openRoot = temporarySandboxDir('egress-open');
+    roots.push(openRoot);
+    const open = await start({ docker_egress_allow: [`${lan}:${privateNet.port}`] }, openRoot);
+    const strict = await start({});
+    const [openUser, strictUser] = [randomTelegramUser(), randomTelegramUser()];
+    // The open installation's first sandbox installs its rules, then the strict one's.
+    expect((await open.run(openUser, fetchFrom(lan, privateNet.port))).output).toBe(`reached ${lan}\n`);
+    expect((await strict.run(strictUser, fetchFrom(lan, privateNet.port))).output).toMatch(REFUSED);
+    expect((await open.run(openUser, fetchFrom(lan, privateNet.port))).output).toBe(`reached ${lan}\n`);
+    // The open installation's gateway restarts (same sandbox root): the strict user stays refused.
+    await open.plugin.close();
+    const reopened = await start({ docker_egress_allow: [`${lan}:${privateNet.port}`] }, openRoot);
+    expect((await reopened.run(openUser, fetchFrom(lan, privateNet.port))).output).toBe(`reached ${lan}\n`);
+    expect((await strict.run(strictUser, fetchFrom(lan, privateNet.port))).output).toMatch(REFUSED);
+    expect((await reopened.run(randomTelegramUser(), fetchFrom(lan, privateNet.port))).output).toBe(`reached ${lan}\n`);
+  });
+
+  it('DNS is open only on the sandbox\'s own gateway, not on another sandbox\'s', async () => {
+    const gateway = await start({});
+    const [first, second] = [randomTelegramUser(), randomTelegramUser()];
+    const firstNetwork = await addressesOf(gateway, first);
+    const secondNetwork = await addressesOf(gateway, second);
+    const servers: net.Server[] = [];
+    try {
+      // Port 53 on each gateway address, TCP (aardvark-dns, where Podman runs it, answers UDP).
+      for (const [address, answer] of [[firstNetwork.gateway, 'first-gateway'], [secondNetwork.gateway, 'second-gateway']] as const) servers.push(await listen(address, 53, answer));
+      expect((await gateway.run(second, `nc -w 3 ${secondNetwork.gateway} 53 2>&1 | tail -n 1`)).output).toBe('second-gateway\n');
+      const other = await gateway.run(second, `nc -w 3 ${firstNetwork.gateway} 53 2>&1 | tail -n 1`);
+      expect(other.output).not.toContain('first-gateway');
+      expect(other.output).toMatch(REFUSED);
+    } finally {
+      for (const server of servers) server.close();
+    }
+  });
+
+  it('a host name is resolved again when its address moves, and one that does not resolve is logged and skipped while the rest hold', async () => {
+    const name = `berth-egress-${randomBytes(4).toString('hex')}.test`;
+    const missing = `no-such-host-${randomBytes(4).toString('hex')}.invalid`;
+    pointName(name, lan);
+    const gateway = await start({ docker_egress_allow: [`${name}:${privateNet.port}`, `${missing}:80`] });
+    const user = randomTelegramUser();
+    expect((await gateway.run(user, fetchFrom(lan, privateNet.port))).output).toBe(`reached ${lan}\n`);
+    expect(gateway.logs.filter((line) => line.startsWith('warn ') && line.includes(`${missing}:80 does not resolve`))).toHaveLength(1);
+    pointName(name, office);
+    // The name came from the hosts file (no TTL): re-resolved within 30 s; waited for, not timed.
+    let moved = '';
+    for (let attempt = 0; attempt < 30 && moved !== `reached ${office}\n`; attempt++) {
+      moved = (await gateway.run(user, `sleep 2; ${fetchFrom(office, privateNet.port)}`)).output;
+    }
+    expect(moved).toBe(`reached ${office}\n`);
+    expect((await gateway.run(user, fetchFrom(lan, privateNet.port))).output).toMatch(REFUSED);
+  });
+});
