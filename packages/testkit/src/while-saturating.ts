@@ -32,6 +32,8 @@ export function saturatingLockFile(): string {
  */
 export async function whileSaturating<T>(work: () => Promise<T>): Promise<T> {
   const holder = spawn('flock', ['--exclusive', saturatingLockFile(), 'sh', '-c', 'echo held; exec cat >/dev/null'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  // A holder that died (and so let the lock go) closed its end: nothing to tell it any more.
+  holder.stdin.on('error', () => undefined);
   const held = await new Promise<boolean>((resolve) => {
     holder.once('error', () => resolve(false));
     holder.once('exit', () => resolve(false));
