@@ -7,5 +7,7 @@ export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './e
 export { assertScopeFolder } from './host-folders.js';
 export { autoMaxRunning, capacityReport, localHostSize, maxRunningOf, type HostSize } from './capacity.js';
 export { createScopeDisks, diskUnenforcedReason, releaseDisksUnder, type ScopeDisks } from './scope-disks.js';
+export { tombstoneOf } from './purge-scope.js';
+export { LOCKS_FOLDER, PURGE_FOLDER } from './scope-lock.js';
 export { BLOCKED_RANGES, createEgressFirewall, egressRuleset, egressTableName, egressUnenforcedReason, hostResolvers, resolveEgressException, type EgressException, type EgressFirewall } from './egress-firewall.js';
 export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';
