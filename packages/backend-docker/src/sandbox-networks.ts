@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
-import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime';
+import { isProcessIdentityGone, LABELS, MANAGED_BY, processIdentity } from '@berth/sandbox-runtime';
 import { engineMessage, engineStatus, isConflict, isGone, mapDockerError } from './map-docker-error.js';
 
 /** Every sandbox network is a /29: its gateway, the sandbox, and nothing else. */
@@ -128,6 +128,7 @@ export function createSandboxNetworks(options: {
     throw new SandboxError('OPTIONS_INVALID', `terminal.docker_network_pool ${JSON.stringify(options.pool)} is not an IPv4 range of /${SUBNET_PREFIX} or larger, e.g. 10.217.0.0/16`);
   }
   const count = 2 ** (SUBNET_PREFIX - pool.prefix);
+  const maker = processIdentity();
   const subnetAt = (index: number): Cidr => ({ base: (pool.base + index * 2 ** (32 - SUBNET_PREFIX)) >>> 0, prefix: SUBNET_PREFIX });
   const fail = (error: unknown, action: string): never => {
     throw mapDockerError(error, { engine: options.engine ?? 'docker', endpoint, action });
@@ -158,7 +159,13 @@ export function createSandboxNetworks(options: {
     if (pruning) return;
     pruning = true;
     try {
-      const ours = networks.filter((network) => network.Labels?.[LABELS.managedBy] === MANAGED_BY && Date.now() - Date.parse(network.Created) > ORPHAN_AGE_MS);
+      // Old enough that no live process is about to use it, or made by a process that is gone
+      // (a killed gateway's spare: its maker can never take it).
+      const ours = networks.filter(
+        (network) =>
+          network.Labels?.[LABELS.managedBy] === MANAGED_BY &&
+          (Date.now() - Date.parse(network.Created) > ORPHAN_AGE_MS || isProcessIdentityGone(network.Labels[LABELS.maker] ?? '')),
+      );
       if (ours.length === 0) return;
       const referenced = new Set(
         (await docker.listContainers({ all: true })).flatMap((container) => [
@@ -196,7 +203,7 @@ export function createSandboxNetworks(options: {
           CheckDuplicate: true,
           IPAM: { Driver: 'default', Config: [{ Subnet: `${formatAddress(subnet.base)}/${SUBNET_PREFIX}` }] },
           Options: { 'com.docker.network.bridge.enable_icc': 'false' },
-          Labels: { ...options.labels, [LABELS.managedBy]: MANAGED_BY },
+          Labels: { ...options.labels, [LABELS.managedBy]: MANAGED_BY, [LABELS.maker]: maker },
         });
         return;
       } catch (error) {

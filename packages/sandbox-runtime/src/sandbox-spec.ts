@@ -16,6 +16,8 @@ export const LABELS = {
   configHash: 'dev.berth.config-hash',
   /** The sandbox's own network, when the engine gives it one (the driver sets it). */
   network: 'dev.berth.network',
+  /** On a network: the process that made it (`processIdentity`), so one a killed gateway left is known for an orphan at once. */
+  maker: 'dev.berth.maker',
 } as const;
 
 /** The value of the `managed-by` label. */
