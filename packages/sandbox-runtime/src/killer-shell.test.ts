@@ -6,20 +6,21 @@ import { KILLER_STRAY_LIMIT, KillerShell } from './killer-shell.js';
 /** A kill shell's channel whose output the test writes, standing in for a user writing into its FIFOs. */
 function fakeChannel() {
   let destroyed = false;
+  const written: string[] = [];
   const events = createExecChannelEvents(() => (destroyed = true));
   const channel: ExecChannel = {
-    write: () => undefined,
+    write: (data) => void written.push(String(data)),
     end: () => undefined,
     destroy: () => events.close(),
     ...events.listeners,
     exitCode: async () => undefined,
   };
-  return { channel, events, destroyed: () => destroyed };
+  return { channel, events, written, destroyed: () => destroyed };
 }
 
 describe('the kill shell', () => {
-  it('is retired, its channel closed, once more than a few KiB arrive that it never prints', async () => {
-    const { channel, events, destroyed } = fakeChannel();
+  it('is retired, its channel closed, once more than a few KiB arrive that it never prints, and stops watching first', async () => {
+    const { channel, events, written, destroyed } = fakeChannel();
     const killer = new KillerShell(channel);
     events.stdout(Buffer.from('__BERTH_KILLER_READY__\n'));
     await killer.ready;
@@ -30,6 +31,8 @@ describe('the kill shell', () => {
     events.stderr(Buffer.alloc(KILLER_STRAY_LIMIT));
     expect(killer.alive).toBe(false);
     expect(destroyed()).toBe(true);
+    // Its end would otherwise kill the running command, as when the gateway dies.
+    expect(written.at(-1)).toBe("__berth_session=''\n");
   });
 
   it('counts what comes in the same chunk as its ready answer', async () => {

@@ -54,7 +54,11 @@ export class KillerShell {
 
   private count(bytes: number): void {
     this.stray += bytes;
-    if (this.stray > KILLER_STRAY_LIMIT && !this.closed) this.close();
+    if (this.stray <= KILLER_STRAY_LIMIT || this.closed) return;
+    // Retired, not dead: it stops watching first, or its end would kill the running command as
+    // if the gateway had died.
+    this.channel.write(buildWatchRequest(''));
+    this.close();
   }
 
   /** Kills the command running in the session whose state folder is `stateDir`. */
