@@ -51,7 +51,7 @@ describe('the purge race on rootless Podman', () => {
     await mkdir(precious);
     for (let index = 0; index < 20; index++) await writeFile(path.join(precious, `keep-${index}`), 'keep');
     await chmod(precious, 0o500);
-    const planted = await gateway.doExec(attacker, { command: 'mkdir -p /workspace/p && cd /workspace/p && for d in $(seq 1 150); do mkdir d$d && (cd d$d && seq 1 200 | xargs touch); done; chmod 500 d1; echo planted', timeout: 120 });
+    const planted = await gateway.doExec(attacker, { command: 'mkdir -p /workspace/p && cd /workspace/p && for d in $(seq 1 150); do mkdir d$d && (cd d$d && seq 1 200 | xargs touch) && chmod 500 d$d; done; echo planted', timeout: 120 });
     expect(planted.stdout).toBe('planted\n');
     const targets = [precious, victim.paths.workspace];
     const swapper = `cd /workspace/p 2>/dev/null || exit 0
