@@ -39,8 +39,6 @@ export interface LockScopeOptions {
   readonly giveUp?: () => Error | undefined;
 }
 
-let flockMissing = false;
-
 /** Runs `flock(1)` on descriptor `fd`: true once locked, false when busy past the wait. */
 function flockDescriptor(fd: number, waitSeconds: number): Promise<boolean> {
   const args = ['--exclusive', ...(waitSeconds > 0 ? ['--wait', String(waitSeconds)] : ['--nonblock']), '3'];
@@ -49,7 +47,6 @@ function flockDescriptor(fd: number, waitSeconds: number): Promise<boolean> {
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     child.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') flockMissing = true;
       reject(
         error.code === 'ENOENT'
           ? new SandboxError('LOCK_UNAVAILABLE', "flock (util-linux) is not installed, and Berth locks a sandbox's host files with it so that no two processes change them at once; install util-linux")
@@ -62,11 +59,6 @@ function flockDescriptor(fd: number, waitSeconds: number): Promise<boolean> {
       else reject(new SandboxError('LOCK_FAILED', `flock could not lock a sandbox's lock file: ${stderr.trim().split('\n').pop() ?? `exit status ${status}`}`));
     });
   });
-}
-
-/** Whether `flock(1)` was found missing (for `berth doctor`). */
-export function isFlockMissing(): boolean {
-  return flockMissing;
 }
 
 /** The lock file of a scope: `{root}/.berth-locks/{folder}.lock`. */
