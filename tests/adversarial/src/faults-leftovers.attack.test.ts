@@ -143,6 +143,8 @@ describe('spare networks of killed gateways (Docker)', () => {
     for (const child of children) child.kill('SIGKILL');
     await removeContainersUnder(sandboxDir);
     for (const network of await networksOf(pids)) await docker.getNetwork(network.Id).remove().catch(() => undefined);
+    // The gateways' users got disks of their own (container_disk's default): unmounted first.
+    await releaseDisksUnder(sandboxDir);
     rmSync(sandboxDir, { recursive: true, force: true });
   });
 
