@@ -113,13 +113,21 @@ try {
     const [perl, ...perlArgs] = perlArgv(probe);
     const viaPerl = await answer(perl!, perlArgs);
     if (JSON.stringify(real) !== JSON.stringify(viaPerl)) throw new Error(`the Perl client answered ${JSON.stringify(viaPerl)}, the Node client ${JSON.stringify(real)}`);
-    const [file, ...args] = perlArgv('true');
-    await warmUp(file!, args);
+    // A request file is read once: every spawn gets an argv of its own, as a host builds one per command.
+    for (let attempt = 1; ; attempt++) {
+      const [file, ...args] = perlArgv('true');
+      try {
+        await timedRun(file!, args);
+        break;
+      } catch (error) {
+        if (attempt === 3) throw error;
+      }
+    }
   }
 
   const sides = { berthSocketClient: side(), dockerExecCli: side(), nodeStartup: side(), berthExecWithoutServer: side(), perlSocketClient: side() };
-  const [perl, ...perlTrue] = hasPerl ? perlArgv('true') : [];
   for (let run = 0; run < runs; run++) {
+    const [perl, ...perlTrue] = hasPerl ? perlArgv('true') : [];
     await measure(sides.berthSocketClient, process.execPath, client);
     await measure(sides.dockerExecCli, 'docker', ['exec', container, 'true']);
     await measure(sides.nodeStartup, process.execPath, ['-e', '0']);

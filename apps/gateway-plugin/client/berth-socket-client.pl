@@ -6,11 +6,14 @@
 # stderr). Only what perl-base has (Socket), which every Debian and Ubuntu system carries.
 #
 # It is spawned by the argv that sandboxCommandArgv builds, not typed by people:
-#   berth-socket-client.pl --socket=/abs/path [--timeout=S] [--stdin] --request=JSON
-# The request is the JSON object that `berth serve` reads, made by the host's own JSON encoder
-# and asking for a framed reply; with --stdin this process's input is added as its `stdin`.
+#   berth-socket-client.pl --socket=/abs/path [--timeout=S] [--stdin] --request-file=/abs/path
+# The request file holds the JSON object that `berth serve` reads, made by the host's own JSON
+# encoder and asking for a framed reply; it is private (mode 0600, this user's), read once and
+# deleted here, and never in the argv, which every local user can read in /proc/<pid>/cmdline.
+# With --stdin this process's input is added as the request's `stdin`.
 use strict;
 use warnings;
+use Fcntl qw(O_RDONLY O_NOFOLLOW);
 use Socket qw(PF_UNIX SOCK_STREAM pack_sockaddr_un);
 
 # The same bound as MAX_SANDBOX_SOCKET_REQUEST_BYTES in protocol.ts.
@@ -25,15 +28,34 @@ sub fail {
   exit $BERTH_ERROR_EXIT;
 }
 
-my ($path, $request, $timeout, $forward_stdin);
+my ($path, $request_file, $timeout, $forward_stdin);
 for my $word (@ARGV) {
   if ($word =~ /\A--socket=(\/.*)\z/s) { $path = $1 }
-  elsif ($word =~ /\A--request=(\{.*\})\z/s) { $request = $1 }
+  elsif ($word =~ /\A--request-file=(\/.*)\z/s) { $request_file = $1 }
   elsif ($word =~ /\A--timeout=([0-9]+(?:\.[0-9]+)?)\z/) { $timeout = $1 }
   elsif ($word eq '--stdin') { $forward_stdin = 1 }
-  else { fail('berth-socket-client.pl: unexpected argument; it takes --socket=ABSOLUTE_PATH [--timeout=S] [--stdin] --request=JSON, as sandboxCommandArgv builds them') }
+  else { fail('berth-socket-client.pl: unexpected argument; it takes --socket=ABSOLUTE_PATH [--timeout=S] [--stdin] --request-file=ABSOLUTE_PATH, as sandboxCommandArgv builds them') }
 }
-fail('berth-socket-client.pl: --socket=ABSOLUTE_PATH and --request=JSON are required, as sandboxCommandArgv builds them') unless defined $path && defined $request;
+fail('berth-socket-client.pl: --socket=ABSOLUTE_PATH and --request-file=ABSOLUTE_PATH are required, as sandboxCommandArgv builds them') unless defined $path && defined $request_file;
+
+# The request: a private file of this user's, read once and deleted before anything else.
+my $request;
+{
+  sysopen(my $file, $request_file, O_RDONLY | O_NOFOLLOW)
+    or fail($!{ENOENT} ? "the request file $request_file is gone (a request is read once); the host must build a new argv for each command" : "cannot open the request file $request_file ($!)");
+  my @file = stat $file;
+  fail("the request file $request_file is not a private file of this user's; refusing it") unless -f _ && $file[4] == $< && ($file[2] & 077) == 0;
+  fail("the request file $request_file is larger than $MAX_REQUEST_BYTES bytes") if $file[7] > $MAX_REQUEST_BYTES;
+  $request = '';
+  while (1) {
+    my $read = sysread($file, $request, 65536, length $request);
+    fail("cannot read the request file $request_file ($!)") unless defined $read;
+    last if $read == 0;
+  }
+  close $file;
+  unlink $request_file;
+  fail("the request file $request_file does not hold a JSON request; build the argv with sandboxCommandArgv") unless $request =~ /\A\{.*\}\z/s;
+}
 
 # A JSON string of raw bytes: quotes, backslashes and control characters escaped, the rest as
 # sent (the server reads the line as UTF-8, as it reads the Node client's).

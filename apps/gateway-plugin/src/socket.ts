@@ -2,7 +2,8 @@
 // (OpenClaw): `berth serve`'s server, to embed, and its thin client and argv.
 export { serveSandboxes, SocketPathError, type SandboxSocketServer, type ServeSandboxesOptions } from './socket/serve-sandboxes.js';
 export { requestSandboxExec, SandboxSocketClientError } from './socket/request-sandbox-exec.js';
-export { findPerl, PERL_SOCKET_CLIENT, sandboxCommandArgv, type SandboxCommandArgvOptions } from './socket/sandbox-command-argv.js';
+export { findPerl, PERL_SOCKET_CLIENT, requestFileOf, sandboxCommandArgv, type SandboxCommandArgvOptions } from './socket/sandbox-command-argv.js';
+export { discardRequestFile, REQUEST_FOLDER, RequestFileError } from './socket/request-file.js';
 export { parseSandboxSocketRequest, SandboxSocketRequestError } from './socket/parse-sandbox-socket-request.js';
 export {
   encodeFramedResult,

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket as sockets
 import stat
+import struct
 import subprocess
 import threading
 import time
@@ -37,6 +38,52 @@ WATCHDOG = Path(__file__).with_name("exit_with_gateway.mjs")
 
 
 _PROBLEM = re.compile(r"\b(ignoring|error|cannot|failed|refused|unknown|not )", re.IGNORECASE)
+
+
+def _socket_folder_fd(socket: Path, *, create: bool) -> int:
+    """A descriptor of the socket's folder; the folder is made 0700 when missing and asked for.
+
+    Everything after goes through this descriptor (``/proc/self/fd/N/name``): the folder checked
+    is the folder connected to, a link swapped in afterwards changes nothing, and a path longer
+    than a Unix socket allows is reached all the same.
+    """
+    folder = socket.parent
+    if create:
+        os.makedirs(folder.parent, mode=0o700, exist_ok=True)
+        parent_fd = os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            try:
+                os.mkdir(folder.name, 0o700, dir_fd=parent_fd)
+            except FileExistsError:
+                pass
+            fd = os.open(folder.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+        finally:
+            os.close(parent_fd)
+    else:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    return fd
+
+
+def _check_folder(fd: int, socket: Path) -> None:
+    """Refuses a socket folder another user could write to (and so swap the socket in)."""
+    info = os.fstat(fd)
+    others_write = info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX
+    if info.st_uid not in (os.geteuid(), 0) or others_write:
+        raise BerthBridgeError(
+            f"berth: the socket folder {socket.parent} is {'writable by other users' if others_write else f'owned by uid {info.st_uid}'}, "
+            "so the socket could be replaced; remove it (the bridge makes it again, mode 0700) or set BERTH_SOCKET to a path of your own",
+            code="SOCKET_PATH",
+        )
+
+
+def _by_descriptor(fd: int, socket: Path) -> str:
+    return f"/proc/self/fd/{fd}/{socket.name}"
+
+
+def peer_uid(connection: sockets.socket) -> int:
+    """The user id of the process at the other end of a connected Unix socket (``SO_PEERCRED``)."""
+    credentials = connection.getsockopt(sockets.SOL_SOCKET, sockets.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", credentials)[1]
 
 
 class CommandInterrupted(Exception):
@@ -98,15 +145,20 @@ class BerthServer:
         return process.pid if process is not None and process.poll() is None else None
 
     def _answers(self) -> bool:
+        try:
+            fd = _socket_folder_fd(self.socket, create=False)
+        except OSError:
+            return False
         probe = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
         probe.settimeout(2.0)
         try:
-            probe.connect(os.fspath(self.socket))
+            probe.connect(_by_descriptor(fd, self.socket))
             return True
         except OSError:
             return False
         finally:
             probe.close()
+            os.close(fd)
 
     def ensure_running(self) -> None:
         """Makes sure a server answers on the socket: one already there, or ours, started (again) now."""
@@ -128,6 +180,18 @@ class BerthServer:
     def _start(self) -> None:
         node, cli = locate_berth(os.environ)
         check_node(node)
+        # The socket's folder, made owner-only through descriptors before berth serve binds in it.
+        try:
+            fd = _socket_folder_fd(self.socket, create=True)
+        except OSError as error:
+            raise BerthBridgeError(
+                f"berth: cannot make the socket folder {self.socket.parent} ({error.strerror}); it must be a folder of this gateway's user, or set BERTH_SOCKET",
+                code="SOCKET_PATH",
+            ) from None
+        try:
+            _check_folder(fd, self.socket)
+        finally:
+            os.close(fd)
         argv = [node, f"--import={WATCHDOG.as_uri()}", cli, "serve", "--socket", os.fspath(self.socket)]
         if self.config_file is not None:
             argv += ["--config", os.fspath(self.config_file)]
@@ -204,22 +268,35 @@ class BerthServer:
     # -- one request ---------------------------------------------------------------------------
 
     def _open(self) -> sockets.socket:
-        info = os.stat(self.socket)
-        if not stat.S_ISSOCK(info.st_mode):
-            raise BerthBridgeError(f"berth: {self.socket} is not a socket; remove it or set BERTH_SOCKET to another path", code="SOCKET_PATH")
-        if info.st_uid != os.geteuid():
-            # Whoever owns it could collect every command and its input.
-            raise BerthBridgeError(
-                f"berth: the socket {self.socket} belongs to uid {info.st_uid}, not to this gateway's user; remove it or set BERTH_SOCKET to a path of your own",
-                code="SOCKET_PATH",
-            )
-        connection = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        fd = _socket_folder_fd(self.socket, create=False)
         try:
-            connection.connect(os.fspath(self.socket))
-        except OSError:
-            connection.close()
-            raise
-        return connection
+            info = os.stat(self.socket.name, dir_fd=fd, follow_symlinks=False)
+            if not stat.S_ISSOCK(info.st_mode):
+                raise BerthBridgeError(f"berth: {self.socket} is not a socket; remove it or set BERTH_SOCKET to another path", code="SOCKET_PATH")
+            if info.st_uid != os.geteuid():
+                # Whoever owns it could collect every command and its input.
+                raise BerthBridgeError(
+                    f"berth: the socket {self.socket} belongs to uid {info.st_uid}, not to this gateway's user; remove it or set BERTH_SOCKET to a path of your own",
+                    code="SOCKET_PATH",
+                )
+            _check_folder(fd, self.socket)
+            connection = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+            try:
+                connection.connect(_by_descriptor(fd, self.socket))
+                # The server itself must be this gateway's user: whatever happened to the path, a
+                # server of anyone else never gets a command, and never answers one.
+                uid = peer_uid(connection)
+                if uid != os.geteuid():
+                    raise BerthBridgeError(
+                        f"berth: the server on {self.socket} runs as uid {uid}, not as this gateway's user; nothing was sent — remove the socket or set BERTH_SOCKET to a path of your own",
+                        code="SOCKET_PEER",
+                    )
+            except BaseException:
+                connection.close()
+                raise
+            return connection
+        finally:
+            os.close(fd)
 
     def _connect(self) -> sockets.socket:
         try:

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
-
-# Linux's sun_path holds 108 bytes, the terminating NUL included.
-_MAX_SOCKET_PATH_BYTES = 107
-
 
 def hermes_home(environment: Mapping[str, str] = os.environ) -> Path:
     """Hermes' own answer (its active profile) when Hermes is importable, else ``${HERMES_HOME:-~/.hermes}``."""
@@ -25,12 +19,12 @@ def hermes_home(environment: Mapping[str, str] = os.environ) -> Path:
 
 
 def default_socket(home: Path) -> Path:
-    """``$HERMES_HOME/run/berth.sock``, or a short per-user path when that is too long for a Unix socket."""
-    socket = home / "run" / "berth.sock"
-    if len(os.fsencode(socket)) <= _MAX_SOCKET_PATH_BYTES:
-        return socket
-    digest = hashlib.sha256(os.fsencode(home)).hexdigest()[:12]
-    return Path(tempfile.gettempdir()) / f"berth-{os.getuid()}" / f"{digest}.sock"
+    """``$HERMES_HOME/run/berth.sock``, however long: both ends reach it through a descriptor of its folder.
+
+    Never a name in a shared folder such as ``/tmp``, which any local user could make first (or
+    make a link that flips) and so take the gateway's commands; see ``server.py``.
+    """
+    return home / "run" / "berth.sock"
 
 
 def read_terminal_section(config_file: Path) -> dict[str, Any]:

@@ -216,11 +216,13 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         enabled: list | None = None,
         drop: tuple = (),
         raw_config: str | None = None,
+        long_home: bool = False,
     ) -> Gateway:
-        # Short: the socket lives below it, and Unix sockets allow 107 bytes.
+        # Short, unless asked otherwise: the socket lives below it, and a Unix socket's path holds
+        # 107 bytes (the bridge and berth serve reach a longer one through its folder's descriptor).
         root = Path(tempfile.mkdtemp(prefix="bh-", dir="/tmp"))
-        home = root / "home"
-        home.mkdir()
+        home = root / ("h" * 120 if long_home else "") / "home"
+        home.mkdir(parents=True)
         section = {"backend": "docker", "docker_image": IMAGE, "sandbox_dir": os.fspath(home / "sandboxes"), "lifetime_seconds": 120,
                    "docker_network_pool": NETWORK_POOL}
         section.update(terminal or {})

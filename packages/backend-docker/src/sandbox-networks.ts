@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
-import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime';
+import { isProcessIdentityGone, LABELS, MANAGED_BY, processIdentity } from '@berth/sandbox-runtime';
 import { engineMessage, engineStatus, isConflict, isGone, mapDockerError } from './map-docker-error.js';
 
 /** The network option that names its bridge's interface (Docker's, which Podman's compatible API reads too). */
@@ -138,6 +138,7 @@ export function createSandboxNetworks(options: {
     throw new SandboxError('OPTIONS_INVALID', `terminal.docker_network_pool ${JSON.stringify(options.pool)} is not an IPv4 range of /${SUBNET_PREFIX} or larger, e.g. 10.217.0.0/16`);
   }
   const count = 2 ** (SUBNET_PREFIX - pool.prefix);
+  const maker = processIdentity();
   const subnetAt = (index: number): Cidr => ({ base: (pool.base + index * 2 ** (32 - SUBNET_PREFIX)) >>> 0, prefix: SUBNET_PREFIX });
   const fail = (error: unknown, action: string): never => {
     throw mapDockerError(error, { engine: options.engine ?? 'docker', endpoint, action });
@@ -168,7 +169,13 @@ export function createSandboxNetworks(options: {
     if (pruning) return;
     pruning = true;
     try {
-      const ours = networks.filter((network) => network.Labels?.[LABELS.managedBy] === MANAGED_BY && Date.now() - Date.parse(network.Created) > ORPHAN_AGE_MS);
+      // Old enough that no live process is about to use it, or made by a process that is gone
+      // (a killed gateway's spare: its maker can never take it).
+      const ours = networks.filter(
+        (network) =>
+          network.Labels?.[LABELS.managedBy] === MANAGED_BY &&
+          (Date.now() - Date.parse(network.Created) > ORPHAN_AGE_MS || isProcessIdentityGone(network.Labels[LABELS.maker] ?? '')),
+      );
       if (ours.length === 0) return;
       const referenced = new Set(
         (await docker.listContainers({ all: true })).flatMap((container) => [
@@ -210,7 +217,7 @@ export function createSandboxNetworks(options: {
             ...(options.bridgeName ? { [BRIDGE_NAME_OPTION]: options.bridgeName(name) } : {}),
             ...options.driverOptions,
           },
-          Labels: { ...options.labels, [LABELS.managedBy]: MANAGED_BY, ...(options.bridgeName ? { [LABELS.bridge]: options.bridgeName(name) } : {}) },
+          Labels: { ...options.labels, [LABELS.managedBy]: MANAGED_BY, [LABELS.maker]: maker, ...(options.bridgeName ? { [LABELS.bridge]: options.bridgeName(name) } : {}) },
         });
         return;
       } catch (error) {

@@ -7,6 +7,7 @@
 # built packages, node_modules and (when needed) the Node binary are copied into a temporary
 # folder the user owns, which is removed afterwards. Exits with the tests' status.
 #
+# Arguments, when given, go to vitest (test files under src/, say: run-rootless-suite.sh src/purge-race.rootless.test.ts).
 # Environment: BERTH_ROOTLESS_USER (default berth-rootless), BERTH_TEST_IMAGE, BERTH_ROOTLESS_RUN_ALL=1
 # (also run the suite's pids-limit fork bomb test on a cgroup v1 host, where it cannot pass).
 set -euo pipefail
@@ -72,7 +73,7 @@ set +e
   HOME="$RUN_HOME" XDG_RUNTIME_DIR="$RUNTIME_DIR" PATH="$(dirname "$NODE_BIN"):/usr/local/bin:/usr/bin:/bin" \
   ${BERTH_TEST_IMAGE:+BERTH_TEST_IMAGE="$BERTH_TEST_IMAGE"} ${BERTH_ROOTLESS_RUN_ALL:+BERTH_ROOTLESS_RUN_ALL="$BERTH_ROOTLESS_RUN_ALL"} \
   BERTH_ROOTLESS_REPORT="$STAGE/.test-results/backend-podman-rootless.json" \
-  "$NODE_BIN" "$STAGE/node_modules/vitest/vitest.mjs" run --config vitest.rootless.config.ts)
+  "$NODE_BIN" "$STAGE/node_modules/vitest/vitest.mjs" run --config vitest.rootless.config.ts "$@")
 status=$?
 set -e
 

@@ -8,7 +8,6 @@ import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js'
 import { mapPodmanError } from './map-podman-error.js';
 import { readPodmanHost, type PodmanHost } from './read-podman-host.js';
 import { createThroughLibpod } from './to-libpod-spec.js';
-import { unlockForPurge } from './unlock-for-purge.js';
 
 /** Options of {@link createPodmanDriver}. */
 export interface PodmanDriverOptions {
@@ -106,8 +105,6 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
     capabilities: { networkIsolation: true, hostFolders: true, processList: true },
     specRevision: 'podman-2',
     mapError: mapPodmanError,
-    // Rootless, the gateway is not root: a folder a command made read-only would stop the purge.
-    beforePurge: unlockForPurge,
     connect: async (): Promise<DockerApiConnection> => {
       const { docker, endpoint, discovery, host } = await connect(options);
       found = { host, endpoint };

@@ -1,5 +1,9 @@
-import { describe, expect, it } from 'vitest';
-import { createSandboxFsBridge } from './create-sandbox-fs-bridge.js';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { appendFileSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSandboxFsBridge, DEFAULT_FS_READ_LIMIT } from './create-sandbox-fs-bridge.js';
 import type { SandboxShell } from './create-sandbox-shell.js';
 
 // Path resolution only: it decides what a file tool may touch before anything runs. The
@@ -30,5 +34,66 @@ describe('the fs bridge\'s paths', () => {
     }
     expect(() => bridge.resolvePath({ filePath: 'x', cwd: '/tmp' })).toThrow(/\/tmp\/x is outside/);
     expect(() => bridge.resolvePath({ filePath: '  ' })).toThrow(/empty path/);
+  });
+});
+
+// The scripts run on this host instead of a sandbox, with /workspace mapped to a temporary
+// folder: what the bridge does with the answers (bounds, sizes) is decided here, not in there.
+describe("the fs bridge's bounds", () => {
+  const folder = mkdtempSync(path.join(tmpdir(), 'berth-fs-bridge-'));
+  afterAll(() => rmSync(folder, { recursive: true, force: true }));
+  const toHost = (value: string) => value.replace(/^\/workspace(?=\/|$)/, folder);
+  let runs = 0;
+  let afterEachRun: () => void = () => undefined;
+  const hostShell = (outputLimit: number): SandboxShell => ({
+    outputLimit,
+    run: async (script, options = {}) => {
+      runs++;
+      const result = spawnSync('sh', ['-c', script, 'berth-openclaw', ...(options.args ?? []).map(toHost)], { input: options.stdin ?? '', timeout: 20_000 });
+      afterEachRun();
+      const stdout = result.stdout.toString('utf8');
+      return { exitCode: result.status ?? 124, stdout, stderr: result.stderr.toString('utf8'), timedOut: result.status === null, truncated: stdout.length > outputLimit };
+    },
+  });
+
+  it('refuses a file larger than its bound before reading it, whatever maxBytes a caller gives', async () => {
+    const bridge = createSandboxFsBridge({ shell: hostShell(1024 * 1024), hostWorkspaceDir: '/srv/w', maxReadBytes: 10_000 });
+    writeFileSync(path.join(folder, 'big'), Buffer.alloc(20_000));
+    writeFileSync(path.join(folder, 'huge'), '');
+    truncateSync(path.join(folder, 'huge'), 2 ** 40);
+    for (const name of ['big', 'huge']) {
+      runs = 0;
+      await expect(bridge.readFile({ filePath: `/workspace/${name}` })).rejects.toMatchObject({ code: 'EFBIG', message: expect.stringMatching(/^File exceeds 10000 bytes/) });
+      await expect(bridge.readFile({ filePath: `/workspace/${name}`, maxBytes: 2 ** 50 })).rejects.toMatchObject({ code: 'EFBIG' });
+      expect(runs).toBe(2);
+    }
+    writeFileSync(path.join(folder, 'small'), 'fits');
+    expect((await bridge.readFile({ filePath: '/workspace/small' })).toString()).toBe('fits');
+    expect(DEFAULT_FS_READ_LIMIT).toBe(16 * 1024 * 1024);
+  });
+
+  it('reads a file in chunks, and refuses one that grows or shrinks between them', async () => {
+    // Small chunks: one 4 KiB block each.
+    const bridge = createSandboxFsBridge({ shell: hostShell(8000), hostWorkspaceDir: '/srv/w' });
+    const bytes = Buffer.from(Array.from({ length: 20_000 }, (_, index) => index % 251));
+    writeFileSync(path.join(folder, 'steady'), bytes);
+    expect(await bridge.readFile({ filePath: '/workspace/steady' })).toEqual(bytes);
+    writeFileSync(path.join(folder, 'growing'), bytes);
+    afterEachRun = () => appendFileSync(path.join(folder, 'growing'), 'more');
+    await expect(bridge.readFile({ filePath: '/workspace/growing' })).rejects.toMatchObject({ code: 'EAGAIN', message: expect.stringMatching(/changed size while it was read/) });
+    writeFileSync(path.join(folder, 'shrinking'), bytes);
+    afterEachRun = () => truncateSync(path.join(folder, 'shrinking'), 5000);
+    await expect(bridge.readFile({ filePath: '/workspace/shrinking' })).rejects.toMatchObject({ code: 'EAGAIN' });
+    afterEachRun = () => undefined;
+  });
+
+  it('refuses to copy from or write into a FIFO, rather than block', async () => {
+    const bridge = createSandboxFsBridge({ shell: hostShell(1024 * 1024), hostWorkspaceDir: '/srv/w' });
+    execFileSync('mkfifo', [path.join(folder, 'pipe')]);
+    writeFileSync(path.join(folder, 'plain'), 'x');
+    await expect(bridge.copyFile!({ sourcePath: '/workspace/pipe', destinationPath: '/workspace/copy' })).rejects.toThrow(/not a regular file/);
+    await expect(bridge.copyFile!({ sourcePath: '/workspace/plain', destinationPath: '/workspace/pipe' })).rejects.toThrow(/not a regular file/);
+    await expect(bridge.writeFile({ filePath: '/workspace/pipe', data: 'x' })).rejects.toThrow(/not a regular file/);
+    await expect(bridge.readFile({ filePath: '/workspace/pipe' })).rejects.toThrow(/not a regular file/);
   });
 });

@@ -19,19 +19,30 @@ if [ -d "$1" ]; then type=directory; elif [ -f "$1" ]; then type=file; else type
 set -- "$1" "$(stat -L -c '%s %Y' -- "$1" 2>/dev/null || stat -c '%s %Y' -- "$1")"
 printf '%s|%s|%s\\n' "$type" "\${2% *}" "\${2#* }"`;
 
-/** $1 file, $2 block size, $3 blocks to skip, $4 blocks to read: prints the size, then the chunk in base64. */
+/**
+ * $1 file, $2 block size, $3 blocks to skip, $4 blocks to read, $5 the most bytes it may have:
+ * prints the size, then the chunk in base64; exits 48 (EFBIG) before reading a larger file. The
+ * size comes from stat (busybox's wc reads the whole file to count it), so a huge sparse file
+ * is refused at once.
+ */
 const READ_SCRIPT = `[ -e "$1" ] || exit 44
 [ -d "$1" ] && exit 45
 [ -f "$1" ] || { echo "not a regular file: $1" >&2; exit 1; }
 [ -r "$1" ] || { echo "permission denied: $1" >&2; exit 1; }
-wc -c < "$1" | tr -d ' '
+size=$(stat -L -c %s -- "$1" 2>/dev/null) || size=$(wc -c < "$1" | tr -d ' ')
+echo "$size"
+[ "$size" -le "$5" ] || exit 48
 dd if="$1" bs="$2" skip="$3" count="$4" 2>/dev/null | base64`;
+
+/** Refuses (exit 1, naming it) a file that exists and is not a regular file: a FIFO or a device would block the writer or reader. */
+const REGULAR_OR_ABSENT = (argument: string) => `if [ -e "${argument}" ] && [ ! -f "${argument}" ] && [ ! -d "${argument}" ]; then echo "not a regular file: ${argument}" >&2; exit 1; fi`;
 
 /** $1 file, $2 "1" to create missing parents; stdin is the content. Writes in place, keeping an existing file's mode. */
 const WRITE_SCRIPT = `${PARENT}
 if [ "$2" = 1 ]; then mkdir -p -- "$parent" || exit 1; fi
 [ -d "$parent" ] || exit 44
 [ -d "$1" ] && exit 45
+${REGULAR_OR_ABSENT('$1')}
 cat > "$1"`;
 
 /** $1 file, $2 "1" to create missing parents; stdin is the content; exits 47 when something is there. */
@@ -63,6 +74,8 @@ mkdir -p -- "$parent" && mv -f -- "$1" "$2"`;
 /** $1 source file, $2 destination, $3 "1" to create the destination's folder. */
 const COPY_SCRIPT = `[ -e "$1" ] || exit 44
 [ -d "$1" ] && exit 45
+[ -f "$1" ] || { echo "not a regular file: $1" >&2; exit 1; }
+${REGULAR_OR_ABSENT('$2')}
 case "$2" in */*) parent=\${2%/*}; parent=\${parent:-/} ;; *) parent=. ;; esac
 if [ "$3" = 1 ]; then mkdir -p -- "$parent" || exit 1; fi
 [ -d "$parent" ] || exit 44
@@ -104,7 +117,16 @@ export interface CreateSandboxFsBridgeOptions {
    * `/workspace` onto it; a host path inside it is read as the same place in the sandbox.
    */
   readonly hostWorkspaceDir: string;
+  /**
+   * The most bytes `readFile` returns, whatever `maxBytes` a caller gives (OpenClaw's edit and
+   * apply_patch tools give none): a larger file is refused with `EFBIG`, before it is read.
+   * @default 16 MiB
+   */
+  readonly maxReadBytes?: number;
 }
+
+/** The default bound of the fs bridge's `readFile`: 16 MiB. */
+export const DEFAULT_FS_READ_LIMIT = 16 * 1024 * 1024;
 
 /**
  * The fs bridge OpenClaw's read, write, edit, ls and apply_patch tools call for a Berth
@@ -115,6 +137,7 @@ export interface CreateSandboxFsBridgeOptions {
 export function createSandboxFsBridge(options: CreateSandboxFsBridgeOptions): OpenClawSandboxFsBridge {
   const { shell } = options;
   const hostRoot = path.resolve(options.hostWorkspaceDir);
+  const readLimit = options.maxReadBytes ?? DEFAULT_FS_READ_LIMIT;
 
   const toContainerPath = (filePath: string, cwd: string | undefined): string => {
     const input = filePath.trim().replace(/\\/g, '/');
@@ -178,18 +201,33 @@ export function createSandboxFsBridge(options: CreateSandboxFsBridgeOptions): Op
 
     async readFile({ filePath, cwd, signal, maxBytes }) {
       const containerPath = toContainerPath(filePath, cwd);
+      // OpenClaw's edit and apply_patch tools read without maxBytes: the bridge's own bound
+      // applies then, and a caller's larger one never lifts it.
+      const limit = Math.min(maxBytes ?? readLimit, readLimit);
+      const tooLarge = (): never => {
+        throw new SandboxFsError('EFBIG', containerPath, `File exceeds ${limit} bytes: ${containerPath}${maxBytes === undefined || maxBytes > readLimit ? ' (the sandbox file tools read at most that much; use exec for larger files)' : ''}`);
+      };
       const chunks: Buffer[] = [];
       let total = 0;
-      for (let chunk = 0; ; chunk++) {
-        const result = await run(READ_SCRIPT, [containerPath, String(blockSize), String(chunk * blocksPerChunk), String(blocksPerChunk)], 'read', containerPath, { signal });
+      let size: number | undefined;
+      for (let chunk = 0; size === undefined || total < size; chunk++) {
+        const result = await shell.run(READ_SCRIPT, { args: [containerPath, String(blockSize), String(chunk * blocksPerChunk), String(blocksPerChunk), String(limit)], ...(signal ? { signal } : {}) });
+        if (result.exitCode === 48) tooLarge();
+        if (result.exitCode !== 0) fail(result, 'read', containerPath);
         if (result.truncated) throw new SandboxFsError('EFBIG', containerPath, `cannot read ${containerPath}: a chunk exceeded terminal.docker_output_limit; raise it or read the file with exec`);
         const newline = result.stdout.indexOf('\n');
-        const size = Number(result.stdout.slice(0, newline));
-        if (maxBytes !== undefined && size > maxBytes) throw new SandboxFsError('EFBIG', containerPath, `File exceeds ${maxBytes} bytes: ${containerPath}`);
+        const now = Number(result.stdout.slice(0, newline));
+        if (!Number.isSafeInteger(now) || now < 0) throw new SandboxFsError('EIO', containerPath, `cannot read ${containerPath}: the sandbox did not say its size`);
+        // A file that grows or shrinks while it is read in chunks would come back torn (or, growing, never end).
+        if (size !== undefined && now !== size) throw new SandboxFsError('EAGAIN', containerPath, `cannot read ${containerPath}: it changed size while it was read (${size} then ${now} bytes); read it again once it is written`);
+        size = now;
+        if (size > limit) tooLarge();
         const part = Buffer.from(result.stdout.slice(newline + 1), 'base64');
-        chunks.push(part);
-        total += part.length;
-        if (part.length < blockSize * blocksPerChunk || total >= size) break;
+        chunks.push(part.subarray(0, Math.max(0, size - total)));
+        total += Math.min(part.length, Math.max(0, size - total));
+        if (total < size && part.length < blockSize * blocksPerChunk) {
+          throw new SandboxFsError('EAGAIN', containerPath, `cannot read ${containerPath}: it changed while it was read; read it again once it is written`);
+        }
       }
       // Not masked, unlike command output: OpenClaw's edit tool writes back what it read and its
       // write tool verifies by reading back, so a masked read would replace the user's own

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SandboxRequest, SessionContext } from '@berth/core';
 import type { Berth } from '@berth/gateway-plugin';
-import { sandboxCommandArgv } from '@berth/gateway-plugin/socket';
+import { discardRequestFile, requestFileOf, sandboxCommandArgv } from '@berth/gateway-plugin/socket';
 import { createSandboxFsBridge, SANDBOX_WORKSPACE } from './create-sandbox-fs-bridge.js';
 import { createSandboxShell } from './create-sandbox-shell.js';
 import type { OpenClawSandboxBackendHandle } from './openclaw-sdk-types.js';
@@ -66,21 +66,30 @@ export function createSandboxHandle(options: CreateSandboxHandleOptions): OpenCl
     },
 
     async buildExecSpec({ command, workdir }) {
+      const argv = sandboxCommandArgv({
+        socket,
+        sessionKey,
+        command,
+        ...(workdir ? { cwd: workdir } : {}),
+        ...(options.node ? { node: options.node } : {}),
+        ...(options.client ? { client: options.client } : {}),
+      });
       return {
-        argv: sandboxCommandArgv({
-          socket,
-          sessionKey,
-          command,
-          ...(workdir ? { cwd: workdir } : {}),
-          ...(options.node ? { node: options.node } : {}),
-          ...(options.client ? { client: options.client } : {}),
-        }),
+        // The session key and the command are in a private request file the client reads and
+        // deletes; the argv, which every local user can read, names only that file.
+        argv,
         // The client needs no variables: the sandbox's come from Berth (docker_env,
         // docker_forward_env, the user's own), never from the gateway's process.
         env: {},
         cwd: '/',
         stdinMode: 'pipe-closed',
+        finalizeToken: requestFileOf(argv),
       };
+    },
+
+    // A spawn that failed (or a client killed before it read its request) leaves the file: gone here.
+    async finalizeExec({ token }) {
+      if (typeof token === 'string') discardRequestFile(token);
     },
 
     async runShellCommand({ script, args, stdin, allowFailure, signal }) {

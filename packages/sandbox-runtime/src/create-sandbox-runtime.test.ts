@@ -1,8 +1,9 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createPlatformRegistry, createSandboxResolver, EngineUnavailableError, parseTerminalConfig, SandboxError, type SandboxRequest } from '@berth/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runtime.js';
@@ -342,8 +343,35 @@ describe('the sandbox runtime', () => {
     expect(existsSync(request('61').paths.folder)).toBe(false);
     expect(existsSync(request('62').paths.workspace)).toBe(true);
     expect((await runtime.list()).map((info) => info.userId)).toEqual(['62']);
-    expect(readdirSync(path.join(sandboxDir, 'docker')).sort()).toEqual(['.berth-installation-key', 'telegram@62']);
+    // Beside the scope folders: the installation key, the scopes' lock files and the (empty) purge folder.
+    expect(readdirSync(path.join(sandboxDir, 'docker')).sort()).toEqual(['.berth-installation-key', '.berth-locks', '.berth-purge', 'telegram@62']);
+    expect(readdirSync(path.join(sandboxDir, 'docker', '.berth-purge'))).toEqual([]);
+    expect(readdirSync(path.join(sandboxDir, 'docker', '.berth-locks'))).toEqual(['telegram@62.lock']);
     await expect(runtime.remove('user:telegram:62', { purge: true })).rejects.toMatchObject({ code: 'PURGE_NEEDS_PATHS' });
+  });
+
+  it('a purge by another process is never re-populated: the gateway refuses the user meanwhile, then starts them afresh', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    // The gateway, and `berth rm --purge` in a process of its own (another runtime: its own lock descriptors).
+    const gateway = runtimeOver(driver, config);
+    const cli = runtimeOver(driver, config);
+    const paths = request('63').paths;
+    await gateway.doExec(request('63'), { command: 'true' });
+    // Enough files that the deletion takes a while.
+    const many = path.join(paths.workspace, 'many');
+    execFileSync('sh', ['-c', 'mkdir -p "$1" && cd "$1" && i=0; while [ $i -lt 40 ]; do mkdir d$i && (cd d$i && touch $(seq 1 1000)); i=$((i+1)); done', 'sh', many]);
+    writeFileSync(path.join(paths.workspace, 'old.txt'), 'old');
+    const purge = cli.remove('user:telegram:63', { purge: true, paths });
+    // Once the sandbox is gone and the deletion runs, the user's next command is refused at once.
+    for (let i = 0; i < 6000 && driver.sandboxes.size > 0; i++) await sleep(10);
+    const refused = await gateway.doExec(request('63'), { command: 'true' }).catch((error: unknown) => error);
+    await purge;
+    expect(refused).toMatchObject({ code: 'SANDBOX_PURGING' });
+    expect(existsSync(path.join(paths.workspace, 'old.txt'))).toBe(false);
+    // Afterwards the user starts afresh.
+    expect((await gateway.doExec(request('63'), { command: 'echo again' })).stdout).toBe('again\n');
+    expect(readdirSync(paths.workspace)).toEqual([]);
   });
 
   it('makes no installation key, folder or sandbox when the engine does not answer', async () => {

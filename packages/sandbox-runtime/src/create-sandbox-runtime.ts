@@ -9,7 +9,6 @@ import {
   type SandboxDriverV1,
   type SandboxRequest,
 } from '@berth/core';
-import { purgeHostFolders } from './host-folders.js';
 import { createEgressFirewall, type EgressFirewall } from './egress-firewall.js';
 import { createScopeDisks } from './scope-disks.js';
 import { createStoppingPolicies } from './idle-reaper.js';
@@ -21,9 +20,13 @@ import { createLimiter, enqueue, newEntry, type SandboxEntry } from './sandbox-e
 import { createSandboxLifecycle } from './sandbox-lifecycle.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import { createShellSessions } from './shell-sessions.js';
+import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
+import { lockScope } from './scope-lock.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
+/** How long starting a sandbox waits for another process that works on its files (a big first copy onto a new disk takes a while). */
+const SCOPE_LOCK_WAIT_MS = 600_000;
 
 /** Options of {@link createSandboxRuntime}. */
 export interface SandboxRuntimeOptions {
@@ -90,6 +93,21 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     entries: new Map(),
     limitCreate: createLimiter(options.createConcurrency ?? 4),
     disks: createScopeDisks({ limitMb: settings.container_disk, engine: driver.engine, hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
+    holdScope: async (paths, purpose, task) => {
+      if (!driver.capabilities.hostFolders) return task();
+      const purging = (): SandboxError | undefined =>
+        isBeingPurged(paths)
+          ? new SandboxError('SANDBOX_PURGING', `the files of ${path.basename(paths.folder)} are being deleted (berth rm --purge), so Berth did not ${purpose}; send the command again once the purge is done`)
+          : undefined;
+      const lock = await lockScope(paths, { waitMs: SCOPE_LOCK_WAIT_MS, purpose, giveUp: purging });
+      try {
+        // A purge that was interrupted (its process killed) is finished before anything is made again.
+        await finishInterruptedPurge(paths, options.logger);
+        return await task();
+      } finally {
+        lock.release();
+      }
+    },
     prepareNetwork: async () => {
       if (settings.docker_network) await (await egressFirewall()).ensure();
     },
@@ -204,18 +222,18 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         throw new SandboxError('PURGE_NEEDS_PATHS', `purging ${scopeKey} needs its paths (resolve them with the sandbox resolver); nothing was removed`);
       }
       const entry = context.entries.get(scopeKey);
-      const work = async (): Promise<void> => {
+      const removeSandboxes = async (): Promise<void> => {
         if (entry) shells.drop(entry);
         for (const sandbox of await lifecycle.find(scopeKey)) await driver.remove(sandbox.id);
-        if (removeOptions.purge && removeOptions.paths) {
-          if (driver.capabilities.hostFolders) {
-            // The sandbox went first, so nothing in it can change the folders meanwhile.
-            await driver.beforePurge?.(removeOptions.paths);
-            await context.disks.purge(removeOptions.paths);
-            await purgeHostFolders(removeOptions.paths);
-          } else {
-            await driver.purgeStorage?.(scopeKey);
-          }
+      };
+      const work = async (): Promise<void> => {
+        if (removeOptions.purge && removeOptions.paths && driver.capabilities.hostFolders) {
+          // The sandboxes go once the scope is locked and its tombstone is down, so that nothing
+          // makes them again (and fills the folders) while the files are deleted.
+          await purgeScope({ paths: removeOptions.paths, disks: context.disks, removeSandboxes, beforePurge: driver.beforePurge?.bind(driver), logger: options.logger });
+        } else {
+          await removeSandboxes();
+          if (removeOptions.purge) await driver.purgeStorage?.(scopeKey);
         }
         context.entries.delete(scopeKey);
         options.logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);

@@ -1,10 +1,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, mkdtempSync, openSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { ExecChannel } from '@berth/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LAUNCH_FIFO, makeFifos, openFifoChannel } from './fifo-channel.js';
+import { LAUNCH_FIFO, openFifoChannel } from './fifo-channel.js';
 import { CHANNELS_TARGET, KEEP_ALIVE_COMMAND } from './sandbox-spec.js';
 
 // The sandbox's own main process, run on this host with the channel folder where the sandbox
@@ -16,10 +16,12 @@ afterEach(() => {
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 });
 
+const makeFifos = (files: string[]): void => void execFileSync('mkfifo', ['-m', '600', '--', ...files]);
+
 async function channelFolder(withLaunchFifo = true): Promise<string> {
   const folder = mkdtempSync(path.join(tmpdir(), 'berth-channels-'));
   folders.push(folder);
-  if (withLaunchFifo) await makeFifos([path.join(folder, LAUNCH_FIFO)]);
+  if (withLaunchFifo) makeFifos([path.join(folder, LAUNCH_FIFO)]);
   return folder;
 }
 
@@ -52,10 +54,10 @@ describe('openFifoChannel', () => {
     const seen = collect(channel!);
     channel!.write('echo out; echo err >&2; echo $$ > /dev/null\n');
     await until(() => seen.out() === 'out\n' && seen.err() === 'err\n');
-    // Its three FIFOs, named after this process, until it closes.
+    // Its three FIFOs, named after this process's random instance mark (not its pid), until it closes.
     const names = readdirSync(folder).filter((entry) => entry !== LAUNCH_FIFO);
     expect(names.map((entry) => entry.slice(16)).sort()).toEqual(['.err', '.in', '.out']);
-    expect(Number.parseInt(names[0]!.slice(0, 8), 16)).toBe(process.pid);
+    expect(new Set(names.map((entry) => entry.slice(0, 8))).size).toBe(1);
     // Two at once, each its own shell.
     const [first, second] = await Promise.all([openFifoChannel(folder), openFifoChannel(folder)]);
     const one = collect(first!);
@@ -107,19 +109,41 @@ describe('openFifoChannel', () => {
     expect(readdirSync(folder)).toEqual([LAUNCH_FIFO]);
   });
 
-  it("removes the FIFOs a process that is gone left (a gateway killed), and no one else's", async () => {
+  it("removes the FIFOs a process that is gone left (a gateway killed, whatever its pid), and no one else's", async () => {
     const folder = await channelFolder();
     startLauncher(folder);
-    const gone = execFileSync('sh', ['-c', 'echo $$']).toString().trim();
-    const hex = (pid: number | string) => Number(pid).toString(16).padStart(8, '0');
-    const stale = path.join(folder, `${hex(gone)}01234567.in`);
-    const live = path.join(folder, `${hex(process.pid)}fedcba98.in`);
-    await makeFifos([stale, live]);
-    writeFileSync(path.join(folder, 'notes'), 'not ours');
-    (await openFifoChannel(folder))!.destroy();
-    expect(existsSync(stale)).toBe(false);
-    expect(existsSync(live)).toBe(true);
-    expect(existsSync(path.join(folder, 'notes'))).toBe(true);
+    const at = (name: string) => path.join(folder, name);
+    // A killed gateway's channel: nothing reads its .out any more. Its maker's pid may well be
+    // alive again (pid 1 of a restarted gateway container): it does not count.
+    const stale = ['00000001aaaaaaaa.in', '00000001aaaaaaaa.out', '00000001aaaaaaaa.err'];
+    // A live process's channel: its .out has a reader.
+    const live = ['00000001bbbbbbbb.in', '00000001bbbbbbbb.out', '00000001bbbbbbbb.err'];
+    // One just made, whose maker has not opened it yet.
+    const young = ['00000002cccccccc.in', '00000002cccccccc.out', '00000002cccccccc.err'];
+    makeFifos([...stale, ...live, ...young].map(at));
+    const past = new Date(Date.now() - 60_000);
+    for (const name of [...stale, ...live]) utimesSync(at(name), past, past);
+    const reader = openSync(at(live[1]!), constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      writeFileSync(at('notes'), 'not ours');
+      (await openFifoChannel(folder))!.destroy();
+      for (const name of stale) expect(existsSync(at(name)), name).toBe(false);
+      for (const name of [...live, ...young]) expect(existsSync(at(name)), name).toBe(true);
+      expect(existsSync(at('notes'))).toBe(true);
+    } finally {
+      closeSync(reader);
+    }
+  });
+
+  it('refuses a channel folder that is a symbolic link, and makes nothing where it points', async () => {
+    const target = await channelFolder();
+    startLauncher(target);
+    const link = path.join(mkdtempSync(path.join(tmpdir(), 'berth-channels-link-')), 'channels');
+    folders.push(path.dirname(link));
+    const { symlinkSync } = await import('node:fs');
+    symlinkSync(target, link);
+    expect(await openFifoChannel(link)).toBeUndefined();
+    expect(readdirSync(target)).toEqual([LAUNCH_FIFO]);
   });
 
   it('ends the launcher, rather than spin, when it cannot open the launch FIFO', async () => {

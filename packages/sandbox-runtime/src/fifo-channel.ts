@@ -1,11 +1,10 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { ExecChannel } from '@berth/core';
 import { createExecChannelEvents } from './exec-channel-events.js';
-import { isProcessAlive } from './is-process-alive.js';
+import { closeQuietly, descriptorPath, makeFifosIn, openFolder } from './folder-descriptor.js';
 
 /**
  * A sandbox's shells without an engine exec: its main process (the launcher, see
@@ -13,7 +12,8 @@ import { isProcessAlive } from './is-process-alive.js';
  * host folder of the scope mounted read-only at `/run/berth`, and starts `/bin/sh` on three FIFOs
  * the gateway made there. The gateway then talks to the shell through those FIFOs directly:
  * no engine exec to start it (the engine runs execs of one container one after another, tens of
- * milliseconds each), and no engine in the way of each command's bytes.
+ * milliseconds each), and no engine in the way of each command's bytes. Every FIFO is made,
+ * opened and removed through a descriptor of the channel folder opened without following links.
  */
 
 /** The channel folder's name inside a scope's folder, beside `workspace` and `home`. */
@@ -22,30 +22,56 @@ export const CHANNELS_FOLDER = '.berth-channels';
 export const LAUNCH_FIFO = 'launch';
 /** How long a request may take to get its shell before the engine's exec is used instead. @default */
 const HELLO_TIMEOUT_MS = 3_000;
-/** A channel's FIFOs: the process that made them (8 hex digits), a random part, the stream. */
+/** A channel's FIFOs: the making process's instance (8 hex digits), a random part, the stream. */
 const FIFO_NAME = /^([0-9a-f]{8})[0-9a-f]{8}\.(in|out|err)$/;
-
-function run(file: string, args: readonly string[]): Promise<void> {
-  return new Promise((resolve, reject) => execFile(file, args, { timeout: 10_000 }, (error) => (error ? reject(error) : resolve())));
-}
-
-/** Makes FIFOs (mode 0600) with coreutils' `mkfifo`: Node has no call of its own for it. */
-export function makeFifos(files: readonly string[]): Promise<void> {
-  return run('mkfifo', ['-m', '600', '--', ...files]);
-}
+/** How old another process's FIFOs must be before their lack of a reader makes them stale (the maker opens them right after making them). */
+const STALE_AFTER_MS = 10_000;
+/**
+ * This process's mark on the FIFOs it makes: random, not its pid, which another process may
+ * have again later (and every gateway that is pid 1 of its container has).
+ */
+const INSTANCE = randomBytes(4).toString('hex');
 
 /** The channel folder of a scope's folder. */
 export function channelsFolderOf(scopeFolder: string): string {
   return path.join(scopeFolder, CHANNELS_FOLDER);
 }
 
-
-/** Removes the FIFOs that processes which are gone (a gateway killed) left in the folder. */
-function removeStale(folder: string): void {
+/** Whether anything reads the FIFO (its maker keeps a channel's `.out` open for reading for as long as it lives). */
+function hasReader(fifo: string): boolean {
   try {
-    for (const entry of readdirSync(folder)) {
-      const maker = FIFO_NAME.exec(entry)?.[1];
-      if (maker && !isProcessAlive(Number.parseInt(maker, 16))) unlinkSync(path.join(folder, entry));
+    const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    closeSync(fd);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ENXIO';
+  }
+}
+
+/**
+ * Removes the FIFOs that processes which are gone (a gateway killed) left in the folder: another
+ * instance's channel whose `.out` nobody reads any more, once it is old enough that its maker
+ * would have opened it.
+ */
+function removeStale(folder: number): void {
+  try {
+    const channels = new Map<string, string[]>();
+    for (const entry of readdirSync(descriptorPath(folder))) {
+      const match = FIFO_NAME.exec(entry);
+      if (!match || match[1] === INSTANCE) continue;
+      const name = entry.slice(0, 16);
+      channels.set(name, [...(channels.get(name) ?? []), entry]);
+    }
+    for (const [name, entries] of channels) {
+      try {
+        const out = descriptorPath(folder, `${name}.out`);
+        const stats = lstatSync(descriptorPath(folder, entries[0]!));
+        if (Date.now() - stats.mtimeMs < STALE_AFTER_MS) continue;
+        if (entries.includes(`${name}.out`) && (!lstatSync(out).isFIFO() || hasReader(out))) continue;
+        for (const entry of entries) unlinkSync(descriptorPath(folder, entry));
+      } catch {
+        // Gone meanwhile.
+      }
     }
   } catch {
     // The folder went, or a file did: nothing to clean.
@@ -57,13 +83,13 @@ function removeStale(folder: string): void {
  * sandbox made before channels, or where the host has no mkfifo) or nobody reads it (the
  * launcher was killed, or the engine runs elsewhere and the FIFO is not shared).
  */
-async function requestShell(folder: string, name: string): Promise<boolean> {
+async function requestShell(folder: number, name: string): Promise<boolean> {
   // The launcher reopens the FIFO after each writer leaves, and a sandbox that just started may
   // not have reached it yet: nobody reads it for a moment. Half a second, then the engine's exec.
   for (let attempt = 0; attempt < 9; attempt++) {
     let fd: number;
     try {
-      fd = openSync(path.join(folder, LAUNCH_FIFO), constants.O_WRONLY | constants.O_NONBLOCK);
+      fd = openSync(descriptorPath(folder, LAUNCH_FIFO), constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENXIO') return false;
       await new Promise((resolve) => setTimeout(resolve, 2 ** attempt));
@@ -83,16 +109,27 @@ async function requestShell(folder: string, name: string): Promise<boolean> {
 }
 
 /**
- * Opens a `/bin/sh` in the sandbox whose channel folder is `folder`, through its launcher.
+ * Opens a `/bin/sh` in the sandbox whose channel folder is at `location`, through its launcher.
  * Resolves with the channel once the shell runs, or `undefined` when the sandbox has no
  * launcher or it did not answer in time (the caller then uses the engine's exec).
  */
-export async function openFifoChannel(folder: string, options: { helloTimeoutMs?: number } = {}): Promise<ExecChannel | undefined> {
+export async function openFifoChannel(location: string, options: { helloTimeoutMs?: number } = {}): Promise<ExecChannel | undefined> {
+  let folder: number;
+  try {
+    folder = openFolder(location, 'the channel folder');
+  } catch {
+    return undefined;
+  }
   removeStale(folder);
-  // The maker's pid first, so that what a killed gateway leaves is known to be stale.
-  const name = `${process.pid.toString(16).padStart(8, '0').slice(-8)}${randomBytes(4).toString('hex')}`;
-  const files = { in: path.join(folder, `${name}.in`), out: path.join(folder, `${name}.out`), err: path.join(folder, `${name}.err`) };
+  // The maker's instance first, so that what a killed gateway leaves is known to be someone else's.
+  const name = `${INSTANCE}${randomBytes(4).toString('hex')}`;
+  const names = { in: `${name}.in`, out: `${name}.out`, err: `${name}.err` };
+  const files = { in: descriptorPath(folder, names.in), out: descriptorPath(folder, names.out), err: descriptorPath(folder, names.err) };
+  // The names stay until the channel closes (see below); the folder's descriptor with them.
+  let cleaned = false;
   const unlinkAll = (): void => {
+    if (cleaned) return;
+    cleaned = true;
     for (const file of Object.values(files)) {
       try {
         unlinkSync(file);
@@ -100,10 +137,12 @@ export async function openFifoChannel(folder: string, options: { helloTimeoutMs?
         // Already gone.
       }
     }
+    closeQuietly(folder);
   };
   try {
-    await makeFifos([files.in, files.out, files.err]);
+    await makeFifosIn(folder, [names.in, names.out, names.err]);
   } catch {
+    closeQuietly(folder);
     return undefined;
   }
   const opened: number[] = [];
@@ -116,13 +155,14 @@ export async function openFifoChannel(folder: string, options: { helloTimeoutMs?
       }
     }
   };
+  const fifoFlags = constants.O_NONBLOCK | constants.O_NOFOLLOW;
   try {
     // Read-write first, so that the shell's own opens (stdin to read, stdout and stderr to write)
     // never wait for this side, and these never fail for want of the other side.
-    const outBoth = openSync(files.out, constants.O_RDWR | constants.O_NONBLOCK);
+    const outBoth = openSync(files.out, constants.O_RDWR | fifoFlags);
     opened.push(outBoth);
-    opened.push(openSync(files.err, constants.O_RDWR | constants.O_NONBLOCK));
-    opened.push(openSync(files.in, constants.O_RDWR | constants.O_NONBLOCK));
+    opened.push(openSync(files.err, constants.O_RDWR | fifoFlags));
+    opened.push(openSync(files.in, constants.O_RDWR | fifoFlags));
     if (!(await requestShell(folder, name))) {
       closeOpened();
       unlinkAll();
@@ -164,7 +204,7 @@ export async function openFifoChannel(folder: string, options: { helloTimeoutMs?
         [files.err, constants.O_RDONLY],
         [files.in, constants.O_WRONLY],
       ] as const) {
-        kept.push(openSync(file, flags | constants.O_NONBLOCK));
+        kept.push(openSync(file, flags | fifoFlags));
       }
     } catch (error) {
       for (const fd of kept) closeSync(fd);

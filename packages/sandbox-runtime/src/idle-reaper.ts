@@ -71,7 +71,12 @@ export function createStoppingPolicies(
           if (entry.running || entry.lastUsed > deadline || !entry.containerId) return;
           await context.driver.remove(entry.containerId);
           // Its disk is unmounted too (a loop device each); the files stay in its image.
-          if (entry.paths) await context.disks.release(entry.paths).catch((error: unknown) => logger?.warn(`berth: could not unmount the disk of ${entry.name}: ${messageOf(error)}`));
+          const paths = entry.paths;
+          if (paths) {
+            await context
+              .holdScope(paths, `unmount the disk of ${entry.name}`, () => context.disks.release(paths))
+              .catch((error: unknown) => logger?.warn(`berth: could not unmount the disk of ${entry.name}: ${messageOf(error)}`));
+          }
           context.entries.delete(entry.scopeKey);
           logger?.info(`berth: removed ${entry.name}, unused for more than ${settings.docker_remove_after_seconds} s (its files are kept)`);
         },

@@ -5,8 +5,11 @@ export { buildSandboxSpec, CHANNELS_TARGET, HOME_TARGET, KEEP_ALIVE_COMMAND, LAB
 export { CHANNELS_FOLDER, channelsFolderOf, openFifoChannel } from './fifo-channel.js';
 export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './exec-channel-events.js';
 export { assertScopeFolder } from './host-folders.js';
+export { isProcessIdentityGone, processIdentity } from './process-identity.js';
 export { autoMaxRunning, capacityReport, localHostSize, maxRunningOf, type HostSize } from './capacity.js';
 export { createScopeDisks, diskUnenforcedReason, releaseDisksUnder, type ScopeDisks } from './scope-disks.js';
+export { tombstoneOf } from './purge-scope.js';
+export { LOCKS_FOLDER, PURGE_FOLDER } from './scope-lock.js';
 export {
   BLOCKED_RANGES,
   BRIDGE_NAME_PREFIX,

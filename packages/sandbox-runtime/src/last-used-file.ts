@@ -1,5 +1,6 @@
-import { closeSync, constants, futimesSync, lstatSync, openSync, statSync } from 'node:fs';
+import { closeSync, constants, futimesSync, lstatSync, openSync } from 'node:fs';
 import path from 'node:path';
+import { closeQuietly, descriptorPath, openChildFolder, openFolder } from './folder-descriptor.js';
 
 /**
  * When a sandbox was last used, kept as the modification time of a file in its scope folder
@@ -15,12 +16,16 @@ export const LAST_USED_FILE = '.berth-last-used';
  */
 export function touchLastUsed(workspace: string, when: Date = new Date()): void {
   const folder = path.dirname(workspace);
+  let root: number | undefined;
+  let scope: number | undefined;
   try {
-    // Only in a real scope folder inside a real root: a folder Berth refused because it is a
-    // link (to anywhere) gets nothing written through it.
-    if (!lstatSync(folder).isDirectory() || !lstatSync(path.dirname(folder)).isDirectory()) return;
+    // Through descriptors opened without following links, from the root down: a folder Berth
+    // refused because it is a link (to anywhere) gets nothing written through it, and one
+    // renamed away meanwhile (a purge) gets no marker made again.
+    root = openFolder(path.dirname(folder), 'the sandbox root');
+    scope = openChildFolder(root, path.basename(folder));
     // O_NOFOLLOW: a link planted in place of the file itself is not followed either.
-    const descriptor = openSync(path.join(folder, LAST_USED_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    const descriptor = openSync(descriptorPath(scope, LAST_USED_FILE), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
     try {
       futimesSync(descriptor, when, when);
     } finally {
@@ -28,6 +33,9 @@ export function touchLastUsed(workspace: string, when: Date = new Date()): void 
     }
   } catch {
     // The folder is gone (purged), read-only, or a link: the last use is simply not recorded.
+  } finally {
+    closeQuietly(scope);
+    closeQuietly(root);
   }
 }
 
@@ -35,7 +43,9 @@ export function touchLastUsed(workspace: string, when: Date = new Date()): void 
 export function readLastUsed(workspace: string | undefined): number | undefined {
   if (!workspace) return undefined;
   try {
-    return statSync(path.join(path.dirname(workspace), LAST_USED_FILE)).mtimeMs;
+    // lstat: a link in its place says nothing.
+    const stats = lstatSync(path.join(path.dirname(workspace), LAST_USED_FILE));
+    return stats.isFile() ? stats.mtimeMs : undefined;
   } catch {
     return undefined;
   }

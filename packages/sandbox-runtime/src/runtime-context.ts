@@ -1,4 +1,4 @@
-import type { BerthError, HostLogger, SandboxDriverV1 } from '@berth/core';
+import type { BerthError, HostLogger, SandboxDriverV1, SandboxPaths } from '@berth/core';
 import type { Limiter, SandboxEntry } from './sandbox-entry.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import type { ScopeDisks } from './scope-disks.js';
@@ -29,6 +29,11 @@ export interface RuntimeContext {
   readonly limitCreate: Limiter;
   /** Each scope's disk (`container_disk`). */
   readonly disks: ScopeDisks;
+  /**
+   * Runs `task` holding the scope's lock (scope-lock.ts), which every Berth process honours,
+   * when the driver has host folders; refuses at once while the scope is being purged.
+   */
+  readonly holdScope: <T>(paths: SandboxPaths, purpose: string, task: () => Promise<T>) => Promise<T>;
   /** Makes sure the egress policy is in force before a sandbox with networking starts. */
   readonly prepareNetwork: () => Promise<void>;
   /** Why the egress policy is not enforced, once the engine said (`undefined`: enforced, or not known yet). */

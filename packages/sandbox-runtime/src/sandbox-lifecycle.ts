@@ -157,7 +157,9 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
       if (!found && (await adoptRenamed(entry, request, sandboxes))) continue;
       if (!found) {
         assertRoomForAnother(request, sandboxes);
-        const id = await context.limitCreate(() => create(entry, request, spec));
+        // The scope's lock from its folders to its start: a purge in another process waits for
+        // it, then finds (and removes) the sandbox; one under way is never re-populated.
+        const id = await context.holdScope(request.paths, `start the sandbox of ${request.scope.key}`, () => context.limitCreate(() => create(entry, request, spec)));
         if (id === '') {
           // Another process holds the name; the engine may not show it until its create completes.
           await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
@@ -185,8 +187,10 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
       if (found.state === 'paused') {
         await driver.unpause(found.id);
       } else if (found.state !== 'running') {
-        await prepareFolders(request);
-        await context.limitCreate(() => start(entry, found.id));
+        await context.holdScope(request.paths, `start the sandbox of ${request.scope.key}`, async () => {
+          await prepareFolders(request);
+          await context.limitCreate(() => start(entry, found.id));
+        });
         logger?.info(`berth: restarted sandbox ${entry.name} for ${entry.scopeKey}`);
       }
       entry.containerId = found.id;

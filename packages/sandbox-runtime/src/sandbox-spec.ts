@@ -18,6 +18,8 @@ export const LABELS = {
   network: 'dev.berth.network',
   /** On a sandbox network: the interface name its bridge was given (the egress policy knows an installation's sandboxes by it). */
   bridge: 'dev.berth.bridge',
+  /** On a network: the process that made it (`processIdentity`), so one a killed gateway left is known for an orphan at once. */
+  maker: 'dev.berth.maker',
 } as const;
 
 /** The value of the `managed-by` label. */

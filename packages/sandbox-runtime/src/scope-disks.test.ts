@@ -5,6 +5,7 @@ import path from 'node:path';
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig, type SandboxPaths } from '@berth/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createScopeDisks, diskUnenforcedReason, releaseDisksUnder } from './scope-disks.js';
+import { lockScope } from './scope-lock.js';
 
 // Real loop devices and real ext4 file systems, no engine: what the disk logic does to the
 // host's folders. Mounting needs root; CI runs as root. Elsewhere these are skipped, and
@@ -112,11 +113,19 @@ describe.skipIf(!root)('scope disks (root: real loop devices)', () => {
     expect(readFileSync(path.join(paths.workspace, 'a'), 'utf8')).toBe('a\n');
   });
 
-  it('makes one disk when two runtimes prepare the same scope at once, and purge deletes it', async () => {
+  it("makes one disk when two runtimes prepare the same scope at once, each under the scope's lock as acquire takes it, and purge deletes it", async () => {
     const paths = pathsOf('5');
     const first = createScopeDisks({ limitMb: 64, engine: 'docker', hostFolders: true });
     const second = createScopeDisks({ limitMb: 64, engine: 'docker', hostFolders: true });
-    await Promise.all([first.ensure(paths), second.ensure(paths), first.ensure(paths)]);
+    const locked = async (task: () => Promise<void>): Promise<void> => {
+      const lock = await lockScope(paths, { waitMs: 60_000, purpose: 'test' });
+      try {
+        await task();
+      } finally {
+        lock.release();
+      }
+    };
+    await Promise.all([locked(() => first.ensure(paths)), locked(() => second.ensure(paths)), locked(() => first.ensure(paths))]);
     const stacked = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((line) => line.split(' ')[4] === paths.folder);
     expect(stacked).toHaveLength(1);
     await first.purge(paths);

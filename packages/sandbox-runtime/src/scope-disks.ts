@@ -4,7 +4,10 @@ import { existsSync, readdirSync, readFileSync, statfsSync, statSync } from 'nod
 import { chmod, lstat, mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
+import { copyTree } from './copy-tree.js';
+import { closeQuietly, openFolder } from './folder-descriptor.js';
 import { isProcessAlive } from './is-process-alive.js';
+import { removeTree } from './remove-tree.js';
 
 /**
  * `container_disk` as a hard limit: each scope's folder (its workspace and home together) is an
@@ -20,11 +23,18 @@ import { isProcessAlive } from './is-process-alive.js';
 export interface ScopeDisks {
   /** Why the limit is not enforced on this host, or `undefined` when it is. */
   readonly unenforced: string | undefined;
-  /** Mounts the scope's disk on its folder (creating, moving existing files in, or resizing it first). */
+  /**
+   * Mounts the scope's disk on its folder (creating, moving existing files in, or resizing it
+   * first); unmounts first what an interrupted copy left. Call it holding the scope's lock.
+   */
   ensure(paths: SandboxPaths): Promise<void>;
-  /** Unmounts the scope's disk; its files stay in the image. */
+  /** Unmounts the scope's disk; its files stay in the image. Call it holding the scope's lock. */
   release(paths: SandboxPaths): Promise<void>;
-  /** Unmounts and deletes the scope's disk (before its folder is purged). */
+  /**
+   * Unmounts the scope's disk (never lazily), waits for its loop device to be detached, and
+   * deletes its image; throws `PURGE_INCOMPLETE`, having deleted nothing, when the disk stays in
+   * use. Call it holding the scope's lock, after the scope's sandboxes are removed.
+   */
   purge(paths: SandboxPaths): Promise<void>;
   /** Use and size of the scope's disk in MB, when it has one. */
   usage(folder: string): { usedMb: number; limitMb: number } | undefined;
@@ -40,9 +50,6 @@ const MB = 1024 * 1024;
 const SPARE_DISK = '.spare.ext4';
 /** How long after a new user's disk was made the spare for the next one is made. */
 const SPARE_DISK_DELAY_MS = 300;
-/** How long a process waits for another that prepares the same disk (a big first copy takes a while). */
-const LOCK_WAIT_MS = 600_000;
-
 
 function findTool(tool: Tool): string | undefined {
   const folders = [...SEARCH, ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean)];
@@ -116,7 +123,28 @@ function attachedDevice(image: string): string | undefined {
   return device ? `/dev/${device}` : undefined;
 }
 
-/** The disk images mounted on scope folders under `sandboxDir` (or on their staging folders). */
+/** Whether a device is the source of any mount this process can see. */
+function isMountedAnywhere(device: string): boolean {
+  try {
+    return readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .some((line) => unescapeMountPath(line.split(' - ')[1]?.split(' ')[1] ?? '') === device);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An image file of Berth's under `root`, as sysfs names a loop device's backing file: a scope's
+ * image, one being made (`.ext4.new`), the spare, each possibly deleted since it was attached.
+ */
+function isDiskImageUnder(backing: string | undefined, root: string): boolean {
+  if (!backing) return false;
+  const file = backing.replace(/ \(deleted\)$/, '');
+  return file.startsWith(root) && /\.ext4(\.new(-\d+-[0-9a-f]+)?)?$/.test(file);
+}
+
+/** The mounts of Berth's disk images under `sandboxDir`: on scope folders and on staging folders. */
 function diskMountsUnder(sandboxDir: string): string[] {
   const root = `${path.resolve(sandboxDir)}${path.sep}`;
   let text: string;
@@ -130,22 +158,35 @@ function diskMountsUnder(sandboxDir: string): string[] {
     const [left, right] = line.split(' - ');
     if (!left || !right) continue;
     const where = unescapeMountPath(left.split(' ')[4] ?? '');
-    const backing = backingFile(unescapeMountPath(right.split(' ')[1] ?? ''));
-    if (where.startsWith(root) && backing?.startsWith(root) && backing.endsWith('.ext4')) found.push(where);
+    if (where.startsWith(root) && isDiskImageUnder(backingFile(unescapeMountPath(right.split(' ')[1] ?? '')), root)) found.push(where);
   }
   // Innermost first.
   return found.sort((a, b) => b.length - a.length);
 }
 
+/** Loop devices backed by one of Berth's images under `sandboxDir` that nothing mounts (a process killed between attaching and mounting). */
+function unmountedLoopsUnder(sandboxDir: string): string[] {
+  const root = `${path.resolve(sandboxDir)}${path.sep}`;
+  let names: string[];
+  try {
+    names = readdirSync('/sys/block').filter((name) => /^loop\d+$/.test(name));
+  } catch {
+    return [];
+  }
+  return names.map((name) => `/dev/${name}`).filter((device) => isDiskImageUnder(backingFile(device), root) && !isMountedAnywhere(device));
+}
+
 /**
- * Unmounts every scope disk under a sandbox root, for tools and tests that delete a whole root
- * (the files stay in the images). The sandboxes using them should be removed first.
+ * Unmounts every scope disk under a sandbox root, the staging mounts of interrupted copies
+ * included, and detaches loop devices of its images that nothing mounts: for tools and tests that
+ * delete a whole root (the files stay in the images). The sandboxes using them should be removed first.
  */
 export async function releaseDisksUnder(sandboxDir: string): Promise<void> {
   const umount = findTool('umount') ?? 'umount';
   for (const where of diskMountsUnder(sandboxDir)) {
     await run(umount, [where]).catch(() => run(umount, ['--lazy', where]).catch(() => undefined));
   }
+  for (const device of unmountedLoopsUnder(sandboxDir)) await run(findTool('losetup') ?? 'losetup', ['-d', device]).catch(() => undefined);
 }
 
 /** Builds the per-scope disks of one runtime. */
@@ -161,7 +202,7 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     const root = path.dirname(folder);
     const disks = path.join(path.dirname(root), 'disks', path.basename(root));
     const base = path.join(disks, path.basename(folder));
-    return { root, folder, disks, image: `${base}.ext4`, fresh: `${base}.ext4.new`, staging: `${base}.mnt`, moved: `${base}.old`, lock: `${base}.lock` };
+    return { root, folder, disks, image: `${base}.ext4`, fresh: `${base}.ext4.new`, staging: `${base}.mnt`, moved: `${base}.old` };
   };
   type Layout = ReturnType<typeof layout>;
 
@@ -170,45 +211,6 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     const mounts = mountsOn(where);
     if (mounts.length === 0) return 'none';
     return mounts.some((mount) => backingFile(mount.source) === image) ? 'mine' : 'foreign';
-  };
-
-  const withLock = async <T>(files: Layout, task: () => Promise<T>): Promise<T> => {
-    await mkdir(files.disks, { recursive: true, mode: 0o700 });
-    const deadline = Date.now() + LOCK_WAIT_MS;
-    for (;;) {
-      try {
-        const handle = await open(files.lock, 'wx', 0o600);
-        await handle.writeFile(String(process.pid));
-        await handle.close();
-        break;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        // Another process prepares this disk; a lock whose process is gone is stale.
-        let holder = 0;
-        let young = false;
-        try {
-          holder = Number(readFileSync(files.lock, 'utf8') || '0');
-          // Made but not yet written (its maker writes its pid right after): not stale.
-          young = holder === 0 && Date.now() - statSync(files.lock).mtimeMs < 5_000;
-        } catch {
-          continue;
-        }
-        let alive = holder > 0 || young;
-        try {
-          if (holder > 0) process.kill(holder, 0);
-        } catch (killError) {
-          alive = (killError as NodeJS.ErrnoException).code === 'EPERM';
-        }
-        if (!alive) await rm(files.lock, { force: true });
-        else if (Date.now() > deadline) throw new SandboxError('DISK_BUSY', `the disk of ${path.basename(files.folder)} is being prepared by process ${holder}; retry the command`);
-        else await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-    try {
-      return await task();
-    } finally {
-      await rm(files.lock, { force: true });
-    }
   };
 
   /**
@@ -245,6 +247,48 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     } catch {
       // Busy (a shell on the host sits in it): detach now, freed when the last user leaves.
       await run(tool('umount'), ['--lazy', where]);
+    }
+  };
+
+  /**
+   * Unmounts what a process killed during a copy-in left on the scope's staging folder (the
+   * caller holds the scope's lock, so no live process uses it): the image's loop device goes with it.
+   */
+  const unmountLeftStaging = async (files: Layout): Promise<void> => {
+    let guard = 0;
+    while (mountsOn(files.staging).length > 0 && guard++ < 8) {
+      logger?.info(`berth: unmounting the staging mount an interrupted copy left at ${files.staging}`);
+      await unmount(files.staging);
+    }
+    await detached(files.fresh);
+    await rmdir(files.staging).catch(() => undefined);
+  };
+
+  /** Waits for the image's loop device to go, detaching it when it is not mounted anywhere; false when it stays. */
+  const detachImage = async (image: string): Promise<boolean> => {
+    if (await detached(image)) return true;
+    const device = attachedDevice(image);
+    if (device && !isMountedAnywhere(device)) await run(tool('losetup'), ['-d', device]).catch(() => undefined);
+    for (let wait = 0; wait < 4; wait++) {
+      if (await detached(image)) return true;
+    }
+    return false;
+  };
+
+  /** Deletes `name` inside the folder `folder` (one of Berth's own) through descriptors: it holds a user's files. */
+  const removeUnder = async (folder: string, name: string): Promise<void> => {
+    let fd: number;
+    try {
+      fd = openFolder(folder, "Berth's disk folder");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    try {
+      const report = await removeTree(fd, name);
+      if (report.leftCount > 0) throw new SandboxError('DISK_CLEANUP', `${report.leftCount} files of ${path.join(folder, name)} could not be deleted (${report.left.join('; ')})`);
+    } finally {
+      closeQuietly(fd);
     }
   };
 
@@ -338,7 +382,8 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
         if (!(await isEmpty(files.folder))) {
           // Files from before the limit (or a lowered limit): copied in whole, ownership and modes kept.
           try {
-            await run('/bin/cp', ['-a', '--', `${files.folder}/.`, `${files.staging}/`]);
+            // At any depth: cp alone stops at PATH_MAX (copy-tree.ts).
+            await copyTree(files.folder, files.staging);
           } catch (error) {
             const full = /No space left/i.test(String((error as { stderr?: string }).stderr ?? (error as Error).message));
             if (!full) throw error;
@@ -365,12 +410,12 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
   const mountOnFolder = async (files: Layout): Promise<void> => {
     const hadFolder = existsSync(files.folder);
     if (hadFolder && !(await isEmpty(files.folder))) {
-      await rm(files.moved, { recursive: true, force: true });
+      await removeUnder(files.disks, path.basename(files.moved));
       await rename(files.folder, files.moved);
     }
     await mkdir(files.folder, { recursive: true, mode: 0o700 });
     await mountImage(files.image, files.folder);
-    await rm(files.moved, { recursive: true, force: true });
+    await removeUnder(files.disks, path.basename(files.moved)).catch((error: unknown) => logger?.warn(`berth: ${error instanceof Error ? error.message : String(error)}`));
   };
 
   /**
@@ -416,49 +461,68 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
       warnedForeign.add(files.folder);
       return;
     }
-    await withLock(files, async () => {
-      let state = mountState(files.folder, files.image);
-      // A move that a crash interrupted: the image is whole (it is renamed only when complete).
-      if (state === 'none' && existsSync(files.moved) && !existsSync(files.image)) {
-        if (!existsSync(files.folder) || (await isEmpty(files.folder))) {
-          await rm(files.folder, { recursive: true, force: true });
-          await rename(files.moved, files.folder);
-        }
+    await mkdir(files.disks, { recursive: true, mode: 0o700 });
+    await unmountLeftStaging(files);
+    let state = mountState(files.folder, files.image);
+    // A move that a crash interrupted: the image is whole (it is renamed only when complete).
+    if (state === 'none' && existsSync(files.moved) && !existsSync(files.image)) {
+      if (!existsSync(files.folder) || (await isEmpty(files.folder))) {
+        await rmdir(files.folder).catch((error: NodeJS.ErrnoException) => {
+          if (error.code !== 'ENOENT') throw error;
+        });
+        await rename(files.moved, files.folder);
       }
-      let made = false;
-      if (state === 'none' && !existsSync(files.image)) {
-        await createImage(files);
-        await rename(files.fresh, files.image);
-        made = true;
-        logger?.info(`berth: made a ${limitMb} MB disk for ${path.basename(files.folder)}`);
-      }
-      if (!made && (state === 'mine' || existsSync(files.image))) await resize(files, state === 'mine');
-      state = mountState(files.folder, files.image);
-      if (state === 'none') await mountOnFolder(files);
-      // A new file system's own folder for fsck's finds: the user's disk starts empty.
-      if (made) await rmdir(path.join(files.folder, 'lost+found')).catch(() => undefined);
-      const folderStats = await lstat(files.folder);
-      if ((folderStats.mode & 0o777) !== 0o700) await chmod(files.folder, 0o700);
-    });
+    }
+    let made = false;
+    if (state === 'none' && !existsSync(files.image)) {
+      await createImage(files);
+      await rename(files.fresh, files.image);
+      made = true;
+      logger?.info(`berth: made a ${limitMb} MB disk for ${path.basename(files.folder)}`);
+    }
+    if (!made && (state === 'mine' || existsSync(files.image))) await resize(files, state === 'mine');
+    state = mountState(files.folder, files.image);
+    if (state === 'none') await mountOnFolder(files);
+    // A new file system's own folder for fsck's finds: the user's disk starts empty.
+    if (made) await rmdir(path.join(files.folder, 'lost+found')).catch(() => undefined);
+    const folderStats = await lstat(files.folder);
+    if ((folderStats.mode & 0o777) !== 0o700) await chmod(files.folder, 0o700);
   };
 
   const release: ScopeDisks['release'] = async (paths) => {
     if (!enforced) return;
     const files = layout(paths);
-    await withLock(files, async () => {
-      while (mountState(files.folder, files.image) === 'mine') await unmount(files.folder);
-    });
+    while (mountState(files.folder, files.image) === 'mine') await unmount(files.folder);
   };
 
   const purge: ScopeDisks['purge'] = async (paths) => {
     const files = layout(paths);
-    if (!existsSync(files.image) && !existsSync(files.fresh)) return;
-    await withLock(files, async () => {
-      while (mountState(files.folder, files.image) === 'mine') await unmount(files.folder);
-      await rm(files.image, { force: true });
-      await rm(files.fresh, { force: true });
-      await rm(files.moved, { recursive: true, force: true });
-    });
+    const name = path.basename(files.folder);
+    const mounted = mountState(files.folder, files.image) === 'mine' || mountsOn(files.staging).length > 0;
+    if (!mounted && !existsSync(files.image) && !existsSync(files.fresh) && !existsSync(files.moved)) return;
+    await unmountLeftStaging(files);
+    // Never lazily: a disk still mounted somewhere keeps its files readable after its image is
+    // deleted, and the purge would say it removed them.
+    while (mountState(files.folder, files.image) === 'mine') {
+      try {
+        await run(tool('umount'), [files.folder]);
+      } catch (error) {
+        throw new SandboxError(
+          'PURGE_INCOMPLETE',
+          `the disk of ${name} is still in use on the host (${error instanceof Error ? error.message : String(error)}), so nothing was deleted; stop what uses ${files.folder} and run berth rm --purge again`,
+        );
+      }
+    }
+    for (const image of [files.image, files.fresh]) {
+      if (await detachImage(image)) continue;
+      throw new SandboxError(
+        'PURGE_INCOMPLETE',
+        `the disk image of ${name} is still attached to ${attachedDevice(image) ?? 'a loop device'} (a sandbox or process elsewhere still uses it), so nothing was deleted; stop it and run berth rm --purge again`,
+      );
+    }
+    await rm(files.image, { force: true });
+    await rm(files.fresh, { force: true });
+    await removeUnder(files.disks, path.basename(files.moved));
   };
 
   const usage: ScopeDisks['usage'] = (folder) => {

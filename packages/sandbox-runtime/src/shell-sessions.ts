@@ -161,6 +161,9 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     }
     const session = entry.session;
     if (!session) throw new SessionClosedError(false, `the shell of ${entry.name} is gone`);
+    // A kill shell retired for what was written into its pipes (or ended) is replaced beside the
+    // command, not before it: it must exist when the timeout comes, and watch this session.
+    if (entry.killer && !entry.killer.alive && !entry.killerOpening) void openKiller(entry).then((killer) => killer?.watch(session.stateDir));
     // Most commands answer well within this; a slower one costs one inspect, to catch a pause.
     const watchdog = setTimeout(() => void lifecycle.thawIfPaused(entry), PAUSE_CHECK_AFTER_MS);
     let result: SessionRunResult;

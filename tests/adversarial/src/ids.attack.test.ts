@@ -136,6 +136,19 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
         expect(statSync(path.join(parent, root, item.name)).mode & 0o777).toBe(0o600);
         continue;
       }
+      if (item.name === '.berth-locks') {
+        // Each scope's lock file (an empty file flock'ed by whoever changes its host files), owner-only.
+        for (const lock of readdirSync(path.join(parent, root, item.name), { withFileTypes: true })) {
+          expect(lock.isFile() && lock.name.endsWith('.lock') && scopeFolders.has(lock.name.slice(0, -'.lock'.length)), lock.name).toBe(true);
+          expect(statSync(path.join(parent, root, item.name, lock.name)).mode & 0o777).toBe(0o600);
+        }
+        continue;
+      }
+      // Purges in progress: none here.
+      if (item.name === '.berth-purge') {
+        expect(readdirSync(path.join(parent, root, item.name))).toEqual([]);
+        continue;
+      }
       const folder = item.name;
       const entries = readdirSync(path.join(parent, root, folder), { withFileTypes: true });
       // The channel folder holds only FIFOs: the launch FIFO, and a channel's three for the moment it takes to start.

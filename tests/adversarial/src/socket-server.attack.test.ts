@@ -14,6 +14,7 @@ const home = path.join(root, 'hermes');
 const sandboxes = path.join(root, 'sandboxes');
 const socket = path.join(root, 'berth.sock');
 const user = randomTelegramUser();
+const others = [randomTelegramUser(), randomTelegramUser(), randomTelegramUser()];
 const keyOf = (sender: { userId: string | number }) => `agent:main:telegram:direct:${sender.userId}`;
 
 interface Server {
@@ -63,7 +64,7 @@ beforeAll(async () => {
   mkdirSync(home, { recursive: true });
   writeFileSync(path.join(home, 'config.yaml'), `terminal:\n  docker_image: ${ATTACK_IMAGE}\n  docker_network: false\n  timeout: 60\n`);
   server = await startServer();
-  expect(await ask({ sessionKey: keyOf(user), command: 'echo warm' })).toMatchObject({ exitCode: 0, stdout: 'warm\n' });
+  for (const sender of [user, ...others]) expect(await ask({ sessionKey: keyOf(sender), command: 'echo warm' })).toMatchObject({ exitCode: 0, stdout: 'warm\n' });
 });
 
 afterAll(async () => {
@@ -107,11 +108,32 @@ describe('socket server: the request deadline, idle connections, and a server th
     // Past their grace (1 s), the oldest idle ones make room for real requests.
     await new Promise((resolve) => setTimeout(resolve, 1500));
     try {
-      const answers = await Promise.all(Array.from({ length: 200 }, (_unused, index) => ask({ sessionKey: keyOf(user), command: `echo real-${index}` }).catch((error: Error): Record<string, unknown> => ({ error: error.message }))));
+      // Four users, fifty each: within what one sandbox may queue (64), so only the idle connections are in the way.
+      const senders = [user, ...others];
+      const answers = await Promise.all(Array.from({ length: 200 }, (_unused, index) => ask({ sessionKey: keyOf(senders[index % 4]!), command: `echo real-${index}` }).catch((error: Error): Record<string, unknown> => ({ error: error.message }))));
       const answered = answers.filter((answer, index) => answer.stdout === `real-${index}\n`);
       expect(answered).toHaveLength(200);
     } finally {
       for (const connection of idle) connection.destroy();
+    }
+  });
+
+  it("one user's pile of waiting requests locks no one else out: each sandbox's queue is bounded, and only running commands count", async () => {
+    const attacker = randomTelegramUser();
+    expect(await ask({ sessionKey: keyOf(attacker), command: 'echo warm' })).toMatchObject({ exitCode: 0 });
+    // 260 commands of one user at once (in OpenClaw each exec the agent starts is a connection).
+    const piled = Array.from({ length: 260 }, () => ask({ sessionKey: keyOf(attacker), command: 'sleep 3', timeout: 30 }).catch((error: Error): Record<string, unknown> => ({ error: { code: error.message } })));
+    const refused: Array<Record<string, unknown>> = [];
+    for (const pending of piled) void pending.then((answer) => (answer.error ? refused.push(answer) : undefined));
+    for (let wait = 0; wait < 300 && refused.length < 260 - 65; wait++) await new Promise((resolve) => setTimeout(resolve, 100));
+    // One runs, 64 wait behind it, the rest are told at once, in one line, why.
+    expect(refused).toHaveLength(260 - 65);
+    for (const answer of refused) expect(answer).toMatchObject({ error: { code: 'SERVER_BUSY', message: expect.stringMatching(/this sandbox already has 64 commands waiting/) } });
+    // Everyone else is answered meanwhile, a new user included, as often as they ask.
+    const newcomer = randomTelegramUser();
+    for (let round = 0; round < 10; round++) {
+      const answers = await Promise.all([user, ...others, newcomer].map((sender) => ask({ sessionKey: keyOf(sender), command: `echo round-${round}` })));
+      for (const answer of answers) expect(answer).toMatchObject({ exitCode: 0, stdout: `round-${round}\n` });
     }
   });
 

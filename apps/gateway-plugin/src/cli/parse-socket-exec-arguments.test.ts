@@ -34,6 +34,8 @@ describe('parseSocketExecArguments', () => {
     [['exec', '--socket', '/s', '--config', 'c.yaml', '--', 'ls'], /--config is read by berth serve/],
     [['exec', '--socket', '/s', '--bogus', '--', 'ls'], /Unknown option '--bogus'/],
     [['exec', '--socket', '', '--', 'ls'], /--socket needs the path/],
+    [['exec', '--socket', '/s', '--request-file', '/f', '--', 'ls'], /--request-file carries the whole request; drop the command/],
+    [['exec', '--socket', '/s', '--request-file', '/f', '--session-key', 'k'], /--request-file carries the whole request; drop --session-key/],
   ])('refuses %j with one line', (argv, message) => {
     let caught: unknown;
     try {

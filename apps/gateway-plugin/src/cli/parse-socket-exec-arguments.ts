@@ -10,12 +10,15 @@ export class SocketExecUsageError extends Error {
 }
 
 /** A parsed `berth exec --socket` command line. */
-export interface SocketExecArguments {
+export type SocketExecArguments = {
   readonly socket: string;
-  readonly request: SandboxSocketRequest;
   /** Forward this process's stdin to the command. */
   readonly forwardStdin: boolean;
-}
+} & (
+  | { readonly request: SandboxSocketRequest; readonly requestFile?: undefined }
+  /** The request is in a private file (`sandboxCommandArgv` writes it), read once by the client. */
+  | { readonly request?: undefined; readonly requestFile: string }
+);
 
 /** The plain task names `berth exec --task` accepts, whichever client sends them. */
 export const PLAIN_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -52,6 +55,14 @@ export function parseSocketExecArguments(argv: readonly string[]): SocketExecArg
   }
   const { values, positionals } = parsed;
   if (values.config !== undefined) throw new SocketExecUsageError('berth exec: --config is read by berth serve, not by a --socket client; drop it');
+  if (values['request-file'] !== undefined) {
+    const others = ['session-key', 'platform', 'user', 'task', 'timeout', 'cwd'].filter((name) => values[name as keyof typeof values] !== undefined);
+    if (others.length > 0 || positionals.length > 0 || separator >= 0) {
+      throw new SocketExecUsageError(`berth exec: --request-file carries the whole request; drop ${others.length > 0 ? others.map((name) => `--${name}`).join(', ') : 'the command'}`);
+    }
+    if (!values.socket) throw new SocketExecUsageError('berth exec: --socket needs the path berth serve listens on');
+    return { socket: values.socket, requestFile: values['request-file'], forwardStdin: values.stdin === true };
+  }
   if (positionals.length > 0 && separator < 0) throw new SocketExecUsageError('berth exec: put the command after "--", e.g. berth exec --socket PATH -- ls -la');
   const words = [...positionals, ...(separator < 0 ? [] : rest.slice(separator + 1))];
   if (words.length === 0) throw new SocketExecUsageError('berth exec: no command given; add it after "--", e.g. berth exec --socket PATH -- ls -la');
@@ -100,6 +111,7 @@ function parseWords(words: readonly string[]) {
       cwd: { type: 'string' },
       stdin: { type: 'boolean' },
       config: { type: 'string' },
+      'request-file': { type: 'string' },
     },
     strict: true,
     allowPositionals: true,

@@ -1,9 +1,26 @@
+import { takeRequestFile } from '../socket/request-file.js';
 import { requestSandboxExec } from '../socket/request-sandbox-exec.js';
+import type { SandboxSocketRequest } from '../socket/protocol.js';
 import type { CliIo } from './cli-io.js';
 import { parseSocketExecArguments } from './parse-socket-exec-arguments.js';
 
 /** Exit status of an error of Berth's own (as `runCli` uses it; not imported, to keep @berth/core unloaded). */
 const BERTH_ERROR_EXIT = 125;
+
+/** The request in a request file; the server checks it (this client loads neither zod nor core). */
+function requestFromFile(file: string): SandboxSocketRequest {
+  let request: unknown;
+  try {
+    request = JSON.parse(takeRequestFile(file));
+  } catch (error) {
+    if (error instanceof SyntaxError) throw new Error(`the request file ${file} does not hold a JSON request; build the argv with sandboxCommandArgv`);
+    throw error;
+  }
+  if (typeof request !== 'object' || request === null || Array.isArray(request)) throw new Error(`the request file ${file} does not hold a request object; build the argv with sandboxCommandArgv`);
+  // This client reads a JSON answer, whatever the file asked for.
+  const { reply: _reply, ...rest } = request as SandboxSocketRequest;
+  return rest;
+}
 
 /**
  * `berth exec --socket PATH …`: the thin client of `berth serve`. Sends one request, writes the
@@ -12,7 +29,10 @@ const BERTH_ERROR_EXIT = 125;
  */
 export async function runSocketExecCommand(argv: readonly string[], io: CliIo, readStdin?: () => Promise<string>): Promise<number> {
   try {
-    const { socket, request, forwardStdin } = parseSocketExecArguments(argv);
+    const parsed = parseSocketExecArguments(argv);
+    const { socket, forwardStdin } = parsed;
+    // A request file is read and deleted first, whatever happens next: it is read once.
+    const request = parsed.request !== undefined ? parsed.request : requestFromFile(parsed.requestFile);
     const stdin = forwardStdin && readStdin ? await readStdin() : undefined;
     const result = await requestSandboxExec(socket, stdin !== undefined ? { ...request, stdin } : request);
     io.stdout.write(result.stdout);

@@ -1,43 +1,84 @@
-import { describe, expect, it } from 'vitest';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parseSocketExecArguments } from '../cli/parse-socket-exec-arguments.js';
 import { parseSandboxSocketRequest } from './parse-sandbox-socket-request.js';
-import { findPerl, PERL_SOCKET_CLIENT, sandboxCommandArgv } from './sandbox-command-argv.js';
+import { takeRequestFile } from './request-file.js';
+import { findPerl, PERL_SOCKET_CLIENT, requestFileOf, sandboxCommandArgv } from './sandbox-command-argv.js';
+
+const folders: string[] = [];
+afterEach(() => {
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+/** A socket path in a fresh folder of this user's: the argv's request file goes beside it. */
+function socketPath(): string {
+  const folder = mkdtempSync(path.join(tmpdir(), 'berth-argv-'));
+  folders.push(folder);
+  return path.join(folder, 's.sock');
+}
+
+const fileOf = (argv: string[]): string => requestFileOf(argv)!;
 
 describe('sandboxCommandArgv', () => {
-  it('with the Node client: node, the CLI, exec --socket, the session key, then the command as one word after --', () => {
-    const argv = sandboxCommandArgv({ client: 'node', socket: '/run/berth/berth.sock', sessionKey: 'agent:main:telegram:direct:123', command: 'cd /tmp && ls -la', node: '/usr/bin/node', cli: '/opt/berth/cli.js' });
-    expect(argv).toEqual(['/usr/bin/node', '/opt/berth/cli.js', 'exec', '--socket=/run/berth/berth.sock', '--session-key=agent:main:telegram:direct:123', '--', 'cd /tmp && ls -la']);
+  it('with the Node client: node, the CLI, exec --socket and a private request file; no session key or command in the argv', () => {
+    const socket = socketPath();
+    const argv = sandboxCommandArgv({ client: 'node', socket, sessionKey: 'agent:main:telegram:direct:123', command: 'cd /tmp && ls -la', node: '/usr/bin/node', cli: '/opt/berth/cli.js' });
+    expect(argv.slice(0, 4)).toEqual(['/usr/bin/node', '/opt/berth/cli.js', 'exec', `--socket=${socket}`]);
+    expect(argv).toHaveLength(5);
+    expect(argv.join(' ')).not.toMatch(/telegram|123|ls -la/);
+    const file = fileOf(argv);
+    expect(path.dirname(file)).toBe(path.join(path.dirname(socket), '.berth-requests'));
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ v: 1, sessionKey: 'agent:main:telegram:direct:123', command: 'cd /tmp && ls -la' });
   });
 
   it('defaults the Node client to this Node and the cli.js beside the module', () => {
-    const [node, cli] = sandboxCommandArgv({ client: 'node', socket: 's', sessionKey: 'k', command: 'true' });
+    const [node, cli] = sandboxCommandArgv({ client: 'node', socket: socketPath(), sessionKey: 'k', command: 'true' });
     expect(node).toBe(process.execPath);
     expect(cli).toMatch(/[/\\]cli\.js$/);
   });
 
-  it('round-trips through the Node client parser, values that start with "-" included', () => {
-    const options = { socket: '/s.sock', platform: 'telegram', userId: '-5', taskId: 'task-1', cwd: '--weird dir', timeout: 2.5, command: '-n "$X"; echo --' };
+  it('round-trips through the Node client: the parser names the file, the client reads it once and deletes it', () => {
+    const socket = socketPath();
+    const options = { socket, platform: 'telegram', userId: '-5', taskId: 'task-1', cwd: '--weird dir', timeout: 2.5, command: '-n "$X"; echo --' };
     const argv = sandboxCommandArgv({ ...options, forwardStdin: true, client: 'node' });
     const parsed = parseSocketExecArguments(argv.slice(2));
-    expect(parsed).toEqual({
-      socket: '/s.sock',
-      forwardStdin: true,
-      request: { v: 1, platform: 'telegram', userId: '-5', taskId: 'task-1', cwd: '--weird dir', timeout: 2.5, command: '-n "$X"; echo --' },
-    });
+    expect(parsed).toEqual({ socket, forwardStdin: true, requestFile: fileOf(argv) });
+    expect(JSON.parse(takeRequestFile(fileOf(argv)))).toEqual({ v: 1, platform: 'telegram', userId: '-5', taskId: 'task-1', cwd: '--weird dir', timeout: 2.5, command: '-n "$X"; echo --' });
+    expect(existsSync(fileOf(argv))).toBe(false);
+    expect(() => takeRequestFile(fileOf(argv))).toThrow(/is gone \(a request is read once\)/);
   });
 
   it('gives the Perl client the request the Node client would send, asking for a framed reply', () => {
-    const options = { socket: 'relative/s.sock', platform: 'telegram', userId: '-5', taskId: 'task-1', cwd: '--weird dir', timeout: 2.5, command: '-n "$X"; echo -- }\n\u2028' };
+    const socket = socketPath();
+    const options = { socket, platform: 'telegram', userId: '-5', taskId: 'task-1', cwd: '--weird dir', timeout: 2.5, command: '-n "$X"; echo -- }\n\u2028' };
     const argv = sandboxCommandArgv({ ...options, forwardStdin: true, client: 'perl', perl: '/usr/bin/perl' });
     expect(argv.slice(0, 2)).toEqual(['/usr/bin/perl', PERL_SOCKET_CLIENT]);
-    expect(argv.slice(2, -1)).toEqual([`--socket=${process.cwd()}/relative/s.sock`, '--timeout=2.5', '--stdin']);
-    const request = parseSandboxSocketRequest(argv.at(-1)!.replace(/^--request=/, ''));
-    const node = parseSocketExecArguments(sandboxCommandArgv({ ...options, client: 'node' }).slice(2)).request;
+    expect(argv.slice(2, -1)).toEqual([`--socket=${socket}`, '--timeout=2.5', '--stdin']);
+    const request = parseSandboxSocketRequest(takeRequestFile(fileOf(argv)));
+    const node = JSON.parse(takeRequestFile(fileOf(sandboxCommandArgv({ ...options, client: 'node' }))));
     expect(request).toEqual({ ...node, reply: 'framed' });
   });
 
+  it('refuses a request folder another user could read or write', () => {
+    const socket = socketPath();
+    mkdirSync(path.join(path.dirname(socket), '.berth-requests'), { mode: 0o755 });
+    chmodSync(path.join(path.dirname(socket), '.berth-requests'), 0o755);
+    expect(() => sandboxCommandArgv({ client: 'node', socket, sessionKey: 'k', command: 'true' })).toThrow(/is not private to this user/);
+  });
+
+  it('the client refuses a request file that is not private', () => {
+    const socket = socketPath();
+    const file = fileOf(sandboxCommandArgv({ client: 'node', socket, sessionKey: 'k', command: 'true' }));
+    chmodSync(file, 0o644);
+    expect(() => takeRequestFile(file)).toThrow(/not a private file of this user's/);
+  });
+
   it('picks Perl by itself when a perl with Socket is on the PATH, and Node otherwise', () => {
-    const argv = sandboxCommandArgv({ socket: '/s', sessionKey: 'k', command: 'true' });
+    const argv = sandboxCommandArgv({ socket: socketPath(), sessionKey: 'k', command: 'true' });
     // Both answers are right, depending on the machine; which one must follow from findPerl().
     if (findPerl()) expect(argv.slice(0, 2)).toEqual([findPerl(), PERL_SOCKET_CLIENT]);
     else expect(argv[0]).toBe(process.execPath);

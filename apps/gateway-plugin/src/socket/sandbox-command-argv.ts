@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { BerthError } from '@berth/core';
 import { PLAIN_TASK_ID } from '../cli/parse-socket-exec-arguments.js';
 import { SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketRequest } from './protocol.js';
+import { writeRequestFile } from './request-file.js';
 
 /**
  * Options of {@link sandboxCommandArgv}: the request's fields (whose sandbox, the command, its
@@ -64,13 +65,16 @@ export function findPerl(): string | undefined {
 }
 
 /**
- * The argv a host spawns to run one command in a sandbox through `berth serve`. With the Perl
- * client: `[perl, berth-socket-client.pl, '--socket=…', …, '--request=JSON']`, the request
- * encoded here; with the Node client: `[node, cli.js, 'exec', '--socket=…', '--session-key=…',
- * '--', command]`, values passed as `--name=value` so one starting with `-` is never read as an
- * option, and the command after `--` as a single word. Either client exits with the command's
- * status (124 after a timeout, 125 when Berth fails) and writes its stdout and stderr to its own,
- * byte for byte the same.
+ * The argv a host spawns to run one command in a sandbox through `berth serve`. The request
+ * (whose sandbox, the command, its directory and timeout) is written to a private file beside the
+ * socket (`{socket folder}/.berth-requests/`, mode 0600, read and deleted by the client), and the
+ * argv names only that file: every local user can read a process's argv in `/proc/<pid>/cmdline`.
+ * With the Perl client: `[perl, berth-socket-client.pl, '--socket=…', …, '--request-file=…']`;
+ * with the Node client: `[node, cli.js, 'exec', '--socket=…', '--request-file=…']`. Either
+ * client exits with the command's status (124 after a timeout, 125 when Berth fails) and writes
+ * its stdout and stderr to its own, byte for byte the same. Call it once per spawn: a request
+ * file is read once. A host that never spawns the argv can delete the file with
+ * `discardRequestFile(requestFileOf(argv))`.
  */
 export function sandboxCommandArgv(options: SandboxCommandArgvOptions): string[] {
   if (!options.socket) throw invalid('socket is required: the path given to berth serve --socket');
@@ -89,20 +93,20 @@ export function sandboxCommandArgv(options: SandboxCommandArgvOptions): string[]
     if (client === 'perl') throw invalid(perl ? 'the Perl client script is missing from this package; reinstall @berth/gateway-plugin' : 'no perl with its Socket module on the PATH; install perl, give perl, or use client "node"');
   }
   const cli = options.cli ?? fileURLToPath(new URL('./cli.js', import.meta.url));
-  const argv = [options.node ?? process.execPath, cli, 'exec', `--socket=${options.socket}`];
-  if (options.sessionKey !== undefined) argv.push(`--session-key=${options.sessionKey}`);
-  if (options.platform !== undefined) argv.push(`--platform=${options.platform}`, `--user=${options.userId}`);
-  if (options.taskId !== undefined) argv.push(`--task=${options.taskId}`);
-  if (options.timeout !== undefined) argv.push(`--timeout=${options.timeout}`);
-  if (options.cwd !== undefined) argv.push(`--cwd=${options.cwd}`);
+  const socket = path.resolve(options.socket);
+  const argv = [options.node ?? process.execPath, cli, 'exec', `--socket=${socket}`, `--request-file=${writeRequestFile(socket, requestOf(options))}`];
   if (options.forwardStdin) argv.push('--stdin');
-  argv.push('--', options.command);
   return argv;
 }
 
-function perlArgv(perl: string, script: string, options: SandboxCommandArgvOptions): string[] {
-  // The same request the Node client would send (the server checks it), asking for a framed reply.
-  const request: SandboxSocketRequest = {
+/** The request file an argv of {@link sandboxCommandArgv} names. */
+export function requestFileOf(argv: readonly string[]): string | undefined {
+  return argv.find((word) => word.startsWith('--request-file='))?.slice('--request-file='.length);
+}
+
+/** The request either client sends (the server checks it); the Perl client asks for a framed reply. */
+function requestOf(options: SandboxCommandArgvOptions, reply?: 'framed'): SandboxSocketRequest {
+  return {
     v: SANDBOX_SOCKET_PROTOCOL_VERSION,
     ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
     ...(options.platform !== undefined && options.userId !== undefined ? { platform: options.platform, userId: options.userId } : {}),
@@ -110,11 +114,15 @@ function perlArgv(perl: string, script: string, options: SandboxCommandArgvOptio
     command: options.command,
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
-    reply: 'framed',
+    ...(reply ? { reply } : {}),
   };
-  const argv = [perl, script, `--socket=${path.resolve(options.socket)}`];
+}
+
+function perlArgv(perl: string, script: string, options: SandboxCommandArgvOptions): string[] {
+  const socket = path.resolve(options.socket);
+  const argv = [perl, script, `--socket=${socket}`];
   if (options.timeout !== undefined) argv.push(`--timeout=${options.timeout}`);
   if (options.forwardStdin) argv.push('--stdin');
-  argv.push(`--request=${JSON.stringify(request)}`);
+  argv.push(`--request-file=${writeRequestFile(socket, requestOf(options, 'framed'))}`);
   return argv;
 }

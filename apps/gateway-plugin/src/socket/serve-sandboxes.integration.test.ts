@@ -347,10 +347,11 @@ describe('the Perl client', () => {
     const decoy = net.createServer((connection) => connection.once('data', () => connection.end(answers[next++] ?? '')));
     await new Promise<void>((resolve) => decoy.listen(fake, resolve));
     try {
-      const perl = sandboxCommandArgv({ socket: fake, sessionKey: keyOf(alice), command: 'true', client: 'perl' });
-      expect((await spawnArgv(perl)).stderr.toString()).toMatch(/^berth: the server on .*fake\.sock answered something that is neither a framed result nor a refusal/);
-      expect((await spawnArgv(perl)).stderr.toString()).toMatch(/^berth: the server on .*fake\.sock answered a cut or padded result/);
-      const closed = await spawnArgv(perl);
+      // A request file is read once: an argv for each spawn, as a host builds them.
+      const perl = () => sandboxCommandArgv({ socket: fake, sessionKey: keyOf(alice), command: 'true', client: 'perl' });
+      expect((await spawnArgv(perl())).stderr.toString()).toMatch(/^berth: the server on .*fake\.sock answered something that is neither a framed result nor a refusal/);
+      expect((await spawnArgv(perl())).stderr.toString()).toMatch(/^berth: the server on .*fake\.sock answered a cut or padded result/);
+      const closed = await spawnArgv(perl());
       expect(closed.status).toBe(125);
       expect(closed.stderr.toString()).toMatch(/closed the connection without answering/);
     } finally {

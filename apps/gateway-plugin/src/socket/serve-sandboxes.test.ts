@@ -14,11 +14,19 @@ afterEach(async () => {
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 });
 
+// Whose sandbox a request names, as core would key it; commands answer at once unless held.
+let hold: Promise<void> | undefined;
 const quickBerth = {
-  execute: async (command: string) => ({ exitCode: 0, stdout: `ran ${command}`, stderr: '', timedOut: false, truncated: false, durationMs: 1, scopeKey: 'task:default' }),
+  request: (target: { session?: { platform?: string; userId?: string } } = {}) => ({
+    scope: { key: target.session?.platform ? `user:${target.session.platform}:${target.session.userId}` : 'task:default' },
+  }),
+  executeRequest: async (_request: unknown, command: string) => {
+    if (command === 'held') await hold;
+    return { exitCode: 0, stdout: `ran ${command}`, stderr: '', timedOut: false, truncated: false, durationMs: 1 };
+  },
 } as unknown as Berth;
 
-async function start(options: { requestReadTimeoutMs?: number; maxPendingConnections?: number; pendingGraceMs?: number } = {}): Promise<string> {
+async function start(options: { requestReadTimeoutMs?: number; maxPendingConnections?: number; pendingGraceMs?: number; maxConnections?: number; maxQueuedPerSandbox?: number } = {}): Promise<string> {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'berth-serve-unit-'));
   folders.push(folder);
   const server = await serveSandboxes({ berth: quickBerth, socket: path.join(folder, 's.sock'), ...options });
@@ -75,5 +83,31 @@ describe('berth serve', () => {
     const { answer } = await converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, command: 'late' })}\n`));
     expect(JSON.parse(answer)).toMatchObject({ error: { code: 'SERVER_BUSY', message: expect.stringMatching(/3 connections are sending requests/) } });
     void held;
+  });
+
+  it("bounds each sandbox's queue, and counts only running commands against the limit, so one user cannot lock everyone out", async () => {
+    const socket = await start({ maxConnections: 4, maxQueuedPerSandbox: 3 });
+    let release = (): void => undefined;
+    hold = new Promise((resolve) => (release = resolve));
+    const send = (userId: string) =>
+      converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, platform: 'telegram', userId, command: 'held' })}\n`)).then(({ answer }) => JSON.parse(answer) as { exitCode?: number; error?: { code: string; message: string } });
+    // One user piles up ten requests: one runs, three wait, six are refused.
+    const settled: Array<{ exitCode?: number; error?: { code: string; message: string } }> = [];
+    const piled = Array.from({ length: 10 }, () => send('1').then((answer) => (settled.push(answer), answer)));
+    for (let i = 0; i < 500 && settled.length < 6; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(settled).toHaveLength(6);
+    for (const answer of settled) expect(answer.error).toMatchObject({ code: 'SERVER_BUSY', message: expect.stringMatching(/this sandbox already has 3 commands waiting/) });
+    // Everyone else still gets in, new users included, up to four sandboxes running.
+    const others = ['2', '3', '4'].map((userId) => send(userId));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const fifth = await send('5');
+    expect(fifth.error).toMatchObject({ code: 'SERVER_BUSY', message: expect.stringMatching(/4 sandboxes are running commands/) });
+    release();
+    const all = await Promise.all(piled);
+    expect(all.filter((answer) => answer.exitCode === 0)).toHaveLength(4);
+    for (const answer of await Promise.all(others)) expect(answer).toMatchObject({ exitCode: 0 });
+    // Room again once they are done.
+    hold = undefined;
+    expect(await send('5')).toMatchObject({ exitCode: 0 });
   });
 });

@@ -1,7 +1,7 @@
-import { chmodSync, lstatSync, mkdirSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import { chmodSync, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, statSync, unlinkSync, type Stats } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { BerthError, isBerthError, type HostLogger, type SessionContext } from '@berth/core';
+import { BerthError, isBerthError, type HostLogger, type SandboxRequest, type SessionContext } from '@berth/core';
 import type { Berth } from '../create-berth.js';
 import { parseSandboxSocketRequest, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
 import { encodeFramedResult, MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketErrorResponse, type SandboxSocketRequest, type SandboxSocketResponse } from './protocol.js';
@@ -24,8 +24,20 @@ export interface ServeSandboxesOptions {
   /** Path of the Unix socket; its folder is created with mode 0700 when missing. */
   readonly socket: string;
   readonly logger?: HostLogger;
-  /** Commands run at once; a request beyond it is answered `SERVER_BUSY`. @default 256 */
+  /**
+   * Commands running at once. A sandbox runs its commands one after another, so this is how many
+   * sandboxes may have a command in flight; a request for yet another sandbox is answered
+   * `SERVER_BUSY`. Requests waiting behind their sandbox's running command do not count here.
+   * @default 256
+   */
   readonly maxConnections?: number;
+  /**
+   * Requests of one sandbox that may wait behind its running command; one more is answered
+   * `SERVER_BUSY`, so that one user's queue never keeps everyone else out. @default 64
+   */
+  readonly maxQueuedPerSandbox?: number;
+  /** Requests that may wait, all sandboxes together. @default 1024 */
+  readonly maxQueued?: number;
   /**
    * Connections that have not sent their whole request yet. At the limit the oldest of them is
    * closed to make room once it has had `pendingGraceMs`, so idle connections can never keep
@@ -74,51 +86,84 @@ function isListening(socket: string): Promise<boolean> {
   });
 }
 
-async function prepareSocketPath(socket: string): Promise<void> {
-  if (Buffer.byteLength(socket) > MAX_SOCKET_PATH_BYTES) {
-    throw new SocketPathError(socket, `socket path ${socket} is ${Buffer.byteLength(socket)} bytes, but Unix sockets allow ${MAX_SOCKET_PATH_BYTES}; choose a shorter path`);
-  }
-  const folder = path.dirname(socket);
-  let folderStats: Stats;
-  try {
-    mkdirSync(folder, { recursive: true, mode: 0o700 });
-    folderStats = statSync(folder);
-  } catch (error) {
-    throw new SocketPathError(socket, `cannot create the socket folder ${folder} (${errorCode(error) ?? 'error'}); choose a folder you can write to`, { cause: error });
-  }
-  const uid = process.getuid?.();
-  // Whoever can write to the folder (without the sticky bit) or owns it can swap the socket for
-  // their own and receive every command and its input.
-  const othersWrite = (folderStats.mode & 0o022) !== 0 && (folderStats.mode & 0o1000) === 0;
-  const foreignOwner = uid !== undefined && folderStats.uid !== uid && folderStats.uid !== 0;
-  if (othersWrite || foreignOwner) {
-    throw new SocketPathError(
-      socket,
-      `the socket folder ${folder} is ${othersWrite ? 'writable by other users' : `owned by uid ${folderStats.uid}`}, so the socket could be replaced; use a folder only you can write to (berth serve creates a missing one with mode 0700)`,
-    );
-  }
-  let existing: Stats;
-  try {
-    existing = lstatSync(socket);
-  } catch (error) {
-    if (errorCode(error) === 'ENOENT') return;
-    throw new SocketPathError(socket, `cannot inspect ${socket} (${errorCode(error) ?? 'error'}); choose another --socket path`, { cause: error });
-  }
-  if (!existing.isSocket()) {
-    throw new SocketPathError(socket, `${socket} exists and is not a socket; berth serve will not replace it; remove it or choose another --socket path`);
-  }
-  let listening: boolean;
-  try {
-    listening = await isListening(socket);
-  } catch (error) {
-    throw new SocketPathError(socket, `cannot probe the existing socket ${socket} (${errorCode(error) ?? 'error'}); remove it or choose another --socket path`, { cause: error });
-  }
-  if (listening) throw new SocketPathError(socket, `another server already listens on ${socket}; stop it or choose another --socket path`);
-  // A socket nobody listens on is what a killed server leaves behind.
-  unlinkSync(socket);
+/** Where the server binds: the socket's path, or its name under a descriptor of its folder. */
+interface SocketAddress {
+  /** What bind, connect, lstat and unlink are given. */
+  readonly address: string;
+  /** Closes the folder's descriptor, if one was opened. */
+  readonly close: () => void;
 }
 
-function listen(server: net.Server, socket: string): Promise<void> {
+/**
+ * Checks the socket's folder and clears a stale socket. The folder is opened once and every later
+ * step names the socket through that descriptor (`/proc/self/fd/N/name`), so the folder checked
+ * is the folder the socket is made in, and a path longer than a Unix socket allows is served
+ * too (only the socket's own name must be short).
+ */
+async function prepareSocketPath(socket: string): Promise<SocketAddress> {
+  const folder = path.dirname(socket);
+  const name = path.basename(socket);
+  let folderStats: Stats;
+  let folderFd: number | undefined;
+  try {
+    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    if (existsSync('/proc/self/fd')) {
+      folderFd = openSync(folder, constants.O_RDONLY | constants.O_DIRECTORY);
+      folderStats = fstatSync(folderFd);
+    } else {
+      folderStats = statSync(folder);
+    }
+  } catch (error) {
+    if (folderFd !== undefined) closeSync(folderFd);
+    throw new SocketPathError(socket, `cannot create the socket folder ${folder} (${errorCode(error) ?? 'error'}); choose a folder you can write to`, { cause: error });
+  }
+  const address = folderFd === undefined ? socket : `/proc/self/fd/${folderFd}/${name}`;
+  const close = (): void => {
+    if (folderFd !== undefined) closeSync(folderFd);
+    folderFd = undefined;
+  };
+  try {
+    if (Buffer.byteLength(address) > MAX_SOCKET_PATH_BYTES) {
+      throw new SocketPathError(socket, `socket path ${socket} is ${Buffer.byteLength(socket)} bytes, but Unix sockets allow ${MAX_SOCKET_PATH_BYTES}; choose a shorter path`);
+    }
+    const uid = process.getuid?.();
+    // Whoever can write to the folder (without the sticky bit) or owns it can swap the socket for
+    // their own and receive every command and its input.
+    const othersWrite = (folderStats.mode & 0o022) !== 0 && (folderStats.mode & 0o1000) === 0;
+    const foreignOwner = uid !== undefined && folderStats.uid !== uid && folderStats.uid !== 0;
+    if (othersWrite || foreignOwner) {
+      throw new SocketPathError(
+        socket,
+        `the socket folder ${folder} is ${othersWrite ? 'writable by other users' : `owned by uid ${folderStats.uid}`}, so the socket could be replaced; use a folder only you can write to (berth serve creates a missing one with mode 0700)`,
+      );
+    }
+    let existing: Stats;
+    try {
+      existing = lstatSync(address);
+    } catch (error) {
+      if (errorCode(error) === 'ENOENT') return { address, close };
+      throw new SocketPathError(socket, `cannot inspect ${socket} (${errorCode(error) ?? 'error'}); choose another --socket path`, { cause: error });
+    }
+    if (!existing.isSocket()) {
+      throw new SocketPathError(socket, `${socket} exists and is not a socket; berth serve will not replace it; remove it or choose another --socket path`);
+    }
+    let listening: boolean;
+    try {
+      listening = await isListening(address);
+    } catch (error) {
+      throw new SocketPathError(socket, `cannot probe the existing socket ${socket} (${errorCode(error) ?? 'error'}); remove it or choose another --socket path`, { cause: error });
+    }
+    if (listening) throw new SocketPathError(socket, `another server already listens on ${socket}; stop it or choose another --socket path`);
+    // A socket nobody listens on is what a killed server leaves behind.
+    unlinkSync(address);
+    return { address, close };
+  } catch (error) {
+    close();
+    throw error;
+  }
+}
+
+function listen(server: net.Server, address: string, socket: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (error: Error) => reject(new SocketPathError(socket, `cannot listen on ${socket} (${errorCode(error) ?? oneLine(error.message)}); choose another --socket path`, { cause: error }));
     server.once('error', onError);
@@ -126,7 +171,7 @@ function listen(server: net.Server, socket: string): Promise<void> {
     // 0600 from its first moment, not after a chmod that another user could race.
     const previous = process.umask(0o177);
     try {
-      server.listen(socket, () => {
+      server.listen(address, () => {
         server.off('error', onError);
         resolve();
       });
@@ -163,11 +208,13 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
   const socket = path.resolve(options.socket);
   const readTimeout = options.requestReadTimeoutMs ?? 10_000;
   const maxInFlight = options.maxConnections ?? 256;
+  const maxQueuedPerScope = options.maxQueuedPerSandbox ?? 64;
+  const maxQueued = options.maxQueued ?? 1024;
   const maxPending = options.maxPendingConnections ?? 1024;
   const pendingGrace = options.pendingGraceMs ?? 1000;
   // Connections still sending their request, oldest first (a Map keeps insertion order).
   const pending = new Map<net.Socket, { timer: NodeJS.Timeout; since: number }>();
-  await prepareSocketPath(socket);
+  const bound = await prepareSocketPath(socket);
 
   const connections = new Set<net.Socket>();
   const inFlight = new Set<Promise<void>>();
@@ -179,17 +226,36 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
     connection.end(bytes, () => connection.destroy());
   };
 
-  const run = async (connection: net.Socket, line: string): Promise<void> => {
+  // Requests in flight per sandbox (its running command and those waiting behind it), and how
+  // many wait in all: every sandbox's queue is bounded, and only running commands count against
+  // maxConnections, so one user's pile of requests never locks anyone else out.
+  const perScope = new Map<string, number>();
+  let queued = 0;
+  const admit = (scopeKey: string): SandboxSocketRequestError | undefined => {
+    const count = perScope.get(scopeKey) ?? 0;
+    if (count === 0) {
+      if (perScope.size >= maxInFlight) return new SandboxSocketRequestError('SERVER_BUSY', `${maxInFlight} sandboxes are running commands already; retry in a moment`);
+    } else {
+      if (count - 1 >= maxQueuedPerScope) {
+        return new SandboxSocketRequestError('SERVER_BUSY', `this sandbox already has ${maxQueuedPerScope} commands waiting behind the one it runs; retry once some have finished`);
+      }
+      if (queued >= maxQueued) return new SandboxSocketRequestError('SERVER_BUSY', `${maxQueued} commands are waiting already; retry in a moment`);
+      queued++;
+    }
+    perScope.set(scopeKey, count + 1);
+    return undefined;
+  };
+  const release = (scopeKey: string): void => {
+    const count = perScope.get(scopeKey) ?? 1;
+    if (count > 1) queued--;
+    if (count <= 1) perScope.delete(scopeKey);
+    else perScope.set(scopeKey, count - 1);
+  };
+
+  const run = async (connection: net.Socket, request: SandboxSocketRequest, sandboxRequest: SandboxRequest): Promise<void> => {
     let response: SandboxSocketResponse;
-    let framed = false;
     try {
-      const request = parseSandboxSocketRequest(line);
-      framed = request.reply === 'framed';
-      const session = sessionOf(request);
-      const result = await berth.execute(request.command, {
-        ...(session ? { session } : {}),
-        ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
-        ...(request.sessionRequired ? { sessionRequired: true } : {}),
+      const result = await berth.executeRequest(sandboxRequest, request.command, {
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...(request.timeout !== undefined ? { timeout: request.timeout } : {}),
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
@@ -202,14 +268,18 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
         timedOut: result.timedOut,
         truncated: result.truncated,
         durationMs: result.durationMs,
-        scope: result.scopeKey,
+        scope: sandboxRequest.scope.key,
       };
     } catch (error) {
-      const refusal = errorResponse(error);
-      if (!isBerthError(error)) logger?.error(`berth serve: ${refusal.error.message}`);
-      response = refusal;
+      response = refusal(error);
     }
-    answer(connection, response, framed);
+    answer(connection, response, request.reply === 'framed');
+  };
+
+  const refusal = (error: unknown): SandboxSocketErrorResponse => {
+    const response = errorResponse(error);
+    if (!isBerthError(error)) logger?.error(`berth serve: ${response.error.message}`);
+    return response;
   };
 
   // Half-open: a client may end its side after the request and still read the answer.
@@ -238,11 +308,27 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       received = true;
       unpend(connection);
       connection.pause();
-      if (inFlight.size >= maxInFlight) {
-        answer(connection, errorResponse(new SandboxSocketRequestError('SERVER_BUSY', `${maxInFlight} commands are running already; retry in a moment`)));
+      // Whose sandbox it is, decided (and checked) before it takes a place in any queue.
+      let request: SandboxSocketRequest;
+      let sandboxRequest: SandboxRequest;
+      try {
+        request = parseSandboxSocketRequest(line);
+        const session = sessionOf(request);
+        sandboxRequest = berth.request({ ...(session ? { session } : {}), ...(request.taskId !== undefined ? { taskId: request.taskId } : {}), ...(request.sessionRequired ? { sessionRequired: true } : {}) });
+      } catch (error) {
+        answer(connection, refusal(error));
         return;
       }
-      const task = run(connection, line).finally(() => inFlight.delete(task));
+      const scopeKey = sandboxRequest.scope.key;
+      const busy = admit(scopeKey);
+      if (busy) {
+        answer(connection, errorResponse(busy));
+        return;
+      }
+      const task = run(connection, request, sandboxRequest).finally(() => {
+        release(scopeKey);
+        inFlight.delete(task);
+      });
       inFlight.add(task);
     };
     // Room for the newcomer: the connection that has waited longest without a request goes, once
@@ -282,9 +368,14 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       if (!received) take(Buffer.concat(chunks).toString('utf8'));
     });
   });
-  await listen(server, socket);
-  chmodSync(socket, 0o600);
-  const own = statSync(socket);
+  try {
+    await listen(server, bound.address, socket);
+  } catch (error) {
+    bound.close();
+    throw error;
+  }
+  chmodSync(bound.address, 0o600);
+  const own = statSync(bound.address);
   server.on('error', (error) => logger?.error(`berth serve: ${oneLine(error.message)}`));
 
   let closing: Promise<void> | undefined;
@@ -295,11 +386,12 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         try {
           // Remove only our own socket: another server may have taken the path since.
-          const current = lstatSync(socket);
-          if (current.ino === own.ino && current.dev === own.dev) unlinkSync(socket);
+          const current = lstatSync(bound.address);
+          if (current.ino === own.ino && current.dev === own.dev) unlinkSync(bound.address);
         } catch {
           // Already gone.
         }
+        bound.close();
         const grace = closeOptions.graceMs ?? 5_000;
         if (inFlight.size > 0) {
           let timer: NodeJS.Timeout | undefined;
