@@ -4,11 +4,11 @@
 # suite. docs/testing.md says what runs when, and why in that order.
 #
 # Three phases, so that nothing that saturates the machine runs beside a suite with deadlines:
-#   1. set-up, build, type-check and unit tests, while Kubernetes builds (nice 19) on a new
-#      machine, and OpenClaw downloads into its cache;
-#   2. two lanes side by side: the Kubernetes suite on the test cluster, and the Docker and
-#      Podman suites (integration, rootless, the Hermes bridge, OpenClaw end to end); their
-#      fork bombs take one machine-wide lock (testkit's whileSaturating), so they never overlap;
+#   1. set-up, build, type-check and unit tests, while the test cluster's binaries build (nice 19,
+#      a new machine only) and the cluster then starts, and OpenClaw downloads into its cache;
+#   2. two lanes side by side: the Docker and Podman integration suites and rootless Podman; and
+#      the Kubernetes suite, then the Hermes bridge and OpenClaw end to end. Fork bombs take one
+#      machine-wide lock (testkit's whileSaturating), so two never run at once;
 #   3. the attack suite, alone: it restarts dockerd and sends storms of first messages.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$BERTH_ROOT"
@@ -64,57 +64,77 @@ background() {
     started="$(date +%s)"
     if "$@"; then code=0; else code=$?; fi
     echo "$name $(($(date +%s) - started))" >>"$TIMINGS"
+    echo "$code" >".test-results/$name.status"
     exit "$code"
   ) >".test-results/$name.log" 2>&1 &
 }
 
+# Waits until one of the files exists.
+wait_for_file() {
+  local file
+  while :; do
+    for file in "$@"; do [ -e "$file" ] && return 0; done
+    sleep 1
+  done
+}
+
+# The test cluster, in the background from the start: its binaries (built once per machine: the
+# long step of a new one), then — once the engines run — the cluster itself.
+prepare_kubernetes() {
+  bash scripts/kubernetes.sh build || return 1
+  touch .test-results/kubernetes-built
+  wait_for_file .test-results/engines.status
+  [ "$(cat .test-results/engines.status)" = 0 ] || return 1
+  local started; started="$(date +%s)"
+  bash scripts/kubernetes.sh up || return 1
+  echo "kubernetes-up $(($(date +%s) - started))" >>"$TIMINGS"
+}
+
 # Phase 1.
-kubernetes_build=
 if [ "$kubernetes_ours" = 1 ]; then
-  background kubernetes-build bash scripts/kubernetes.sh build
-  kubernetes_build=$!
+  background kubernetes prepare_kubernetes
+else
+  touch .test-results/kubernetes-built && echo 0 >.test-results/kubernetes.status
 fi
 background openclaw-install bash tests/openclaw-e2e/scripts/install-openclaw.sh
 openclaw_install=$!
 
 step engines bash scripts/engines.sh
+echo "$status" >.test-results/engines.status
 step build pnpm -s build
 step typecheck pnpm -s typecheck
 step unit pnpm -s test
 
-kubernetes_built=1
-if [ -n "$kubernetes_build" ] && ! wait "$kubernetes_build"; then
-  status=1 kubernetes_built=0
-  say "the Kubernetes binaries could not be built, so the Kubernetes suite does not run; the end of .test-results/kubernetes-build.log:"
-  tail -n 15 .test-results/kubernetes-build.log >&2 || true
-fi
+# The engine suites wait for the compile (it saturates the machine), not for the cluster.
+wait_for_file .test-results/kubernetes-built .test-results/kubernetes.status
 wait "$openclaw_install" || say "installing OpenClaw in the background failed (.test-results/openclaw-install.log); the end-to-end test tries again"
 
-# Phase 2.
+# Phase 2: two lanes of about equal length. The Kubernetes suite mostly waits on the kubelet, so
+# its lane also takes the Hermes bridge's suite and the OpenClaw end-to-end test.
 phase2_started="$(date +%s)"
+kubernetes_ready() {
+  wait_for_file .test-results/kubernetes.status
+  [ "$(cat .test-results/kubernetes.status)" = 0 ] && return 0
+  say "the test cluster did not come up, so the Kubernetes suite does not run; the end of .test-results/kubernetes.log:"
+  tail -n 15 .test-results/kubernetes.log
+  return 1
+}
 kubernetes_lane=(
-  "bash scripts/kubernetes.sh up >.test-results/kubernetes-up.log 2>&1 || { tail -n 15 .test-results/kubernetes-up.log; false; }"
-  "bash scripts/kubernetes.sh status"
-  "pnpm -s --filter @berth/backend-kubernetes test:integration"
+  "kubernetes_ready && bash scripts/kubernetes.sh status && pnpm -s --filter @berth/backend-kubernetes test:integration"
   "stop_kubernetes"
+  "bash integrations/hermes/scripts/test.sh"
+  "pnpm -s --filter @berth/openclaw-e2e test:e2e"
 )
 engines_lane=(
   "pnpm -s exec turbo run test:integration --concurrency=1 --continue --filter=!@berth/backend-kubernetes"
   "bash packages/backend-podman/scripts/run-rootless-suite.sh"
-  "bash integrations/hermes/scripts/test.sh"
-  "pnpm -s --filter @berth/openclaw-e2e test:e2e"
 )
-lanes=(engines)
-[ "$kubernetes_built" = 1 ] && lanes+=(kubernetes)
 lane engines "${engines_lane[@]}" &
 engines_lane_pid=$!
-kubernetes_lane_pid=
-if [ "$kubernetes_built" = 1 ]; then
-  lane kubernetes "${kubernetes_lane[@]}" &
-  kubernetes_lane_pid=$!
-fi
-wait $engines_lane_pid $kubernetes_lane_pid || true
-for name in "${lanes[@]}"; do
+lane kubernetes "${kubernetes_lane[@]}" &
+kubernetes_lane_pid=$!
+wait "$engines_lane_pid" "$kubernetes_lane_pid" || true
+for name in engines kubernetes; do
   [ "$(cat ".test-results/lane-$name.status" 2>/dev/null)" = 0 ] || { status=1; say "the $name lane failed"; }
 done
 echo "lanes $(($(date +%s) - phase2_started))" >>"$TIMINGS"
