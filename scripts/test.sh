@@ -110,7 +110,7 @@ wait_for_file .test-results/kubernetes-built .test-results/kubernetes.status
 wait "$openclaw_install" || say "installing OpenClaw in the background failed (.test-results/openclaw-install.log); the end-to-end test tries again"
 
 # Phase 2: two lanes of about equal length. The Kubernetes suite mostly waits on the kubelet, so
-# its lane also takes the Hermes bridge's suite and the OpenClaw end-to-end test.
+# its lane also takes the Hermes bridge's suite, the OpenClaw end-to-end test and the install test.
 phase2_started="$(date +%s)"
 kubernetes_ready() {
   wait_for_file .test-results/kubernetes.status
@@ -124,9 +124,10 @@ kubernetes_lane=(
   "stop_kubernetes"
   "bash integrations/hermes/scripts/test.sh"
   "pnpm -s --filter @berth/openclaw-e2e test:e2e"
+  "pnpm -s --filter @berth/install-test test:integration"
 )
 engines_lane=(
-  "pnpm -s exec turbo run test:integration --concurrency=1 --continue --filter=!@berth/backend-kubernetes"
+  "pnpm -s exec turbo run test:integration --concurrency=1 --continue --filter=!@berth/backend-kubernetes --filter=!@berth/install-test"
   "bash packages/backend-podman/scripts/run-rootless-suite.sh"
 )
 lane engines "${engines_lane[@]}" &
