@@ -108,12 +108,19 @@ describe('the example host', () => {
   it('refuses a malicious sender id without touching the sandbox root', async () => {
     await expect(host.handle({ platform: 'telegram', senderId: '../../etc', chatId: 1, command: 'id' })).rejects.toThrow(/telegram/);
     await expect(host.handle({ platform: 'whatsapp', senderId: 'a/b', chatId: 1, command: 'id' })).rejects.toThrow(/whatsapp/);
-    // The scope folders; beside them only the installation key that names the sandboxes.
-    const folders = readdirSync(path.join(sandboxDir, 'docker'))
-      .filter((name) => name !== '.berth-installation-key')
-      .sort();
+    // The scope folders; beside them only the gateway's own bookkeeping: the installation key
+    // that names the sandboxes, the scope locks and the purge tombstones.
+    const entries = readdirSync(path.join(sandboxDir, 'docker'));
+    for (const name of entries.filter((entry) => entry.startsWith('.'))) {
+      expect(['.berth-installation-key', '.berth-locks', '.berth-purge']).toContain(name);
+    }
+    const folders = entries.filter((name) => !name.startsWith('.')).sort();
     expect(folders).toHaveLength(3);
     expect(folders).toEqual(expect.arrayContaining(['example', `telegram@${telegramUser}`]));
     expect(folders.filter((folder) => folder.startsWith('whatsapp@'))).toHaveLength(1);
+    // No lock was taken for the refused ids either: every lock belongs to one of those folders.
+    const locks = path.join(sandboxDir, 'docker', '.berth-locks');
+    const lockFiles = existsSync(locks) ? readdirSync(locks) : [];
+    for (const lock of lockFiles) expect(folders).toContain(lock.replace(/\.lock$/, ''));
   });
 });

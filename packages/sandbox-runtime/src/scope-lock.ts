@@ -89,7 +89,7 @@ export async function lockScope(paths: Pick<SandboxPaths, 'root' | 'folder'>, op
   const deadline = Date.now() + options.waitMs;
   try {
     for (let attempt = 0; ; attempt++) {
-      const fd = openSync(descriptorPath(folders.folder, name), constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+      const fd = openLockFile(folders.folder, name, path.join(paths.root, LOCKS_FOLDER, name));
       let locked = false;
       try {
         const reason = attempt > 0 ? options.giveUp?.() : undefined;
@@ -115,6 +115,34 @@ export async function lockScope(paths: Pick<SandboxPaths, 'root' | 'folder'>, op
   } catch (error) {
     closeQuietly(folders.folder);
     throw error;
+  }
+}
+
+/**
+ * Opens (making it when missing) a lock file in the locks folder open on `folder`. `flock` needs
+ * no write access, so on a read-only sandbox root an existing lock file is opened for reading;
+ * a missing one cannot be made, which is one clear line naming the real path, never the
+ * descriptor path it was opened through.
+ */
+function openLockFile(folder: number, name: string, location: string): number {
+  const at = descriptorPath(folder, name);
+  try {
+    return openSync(at, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EROFS') {
+      try {
+        return openSync(at, constants.O_RDONLY | constants.O_NOFOLLOW);
+      } catch {
+        // Missing: it cannot be made on a read-only file system.
+      }
+    }
+    const why =
+      code === 'EROFS' ? 'the file system is read-only (EROFS); remount it read-write'
+        : code === 'ENOSPC' ? 'no space is left on the device (ENOSPC); free some space'
+          : code === 'ELOOP' ? 'it is a symbolic link; move it away'
+            : `${code ?? 'error'}; check the folder's owner and permissions`;
+    throw new SandboxError('LOCK_FAILED', `Berth could not open the lock file ${location}: ${why}`);
   }
 }
 
