@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { ImageNotFoundError, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
+import { ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
 import { LABELS, RUNNING_PROBE, SESSION_PROCESS } from '@berth/sandbox-runtime';
@@ -95,9 +95,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     return connecting;
   };
   // What an engine answer means, in the engine's own mapping: Podman says 500 where Docker says 409.
-  const kindOf = (error: unknown): string => options.mapError(error, { engine, endpoint: '', action: '' }).code;
-  const isGone = (error: unknown): boolean => kindOf(error) === 'SANDBOX_GONE';
-  const isConflict = (error: unknown): boolean => kindOf(error) === 'SANDBOX_CONFLICT';
+  const kindOf = (error: unknown): BerthError => options.mapError(error, { engine, endpoint: '', action: '' });
+  const isGone = (error: unknown): boolean => isSandboxGone(kindOf(error));
+  const isConflict = (error: unknown): boolean => isSandboxConflict(kindOf(error));
   /** Runs one engine call, mapping what it throws in the engine's one place. */
   const call = async <T>(action: string, work: (connected: DockerApiConnection) => Promise<T>): Promise<T> => {
     const connected = await connection();

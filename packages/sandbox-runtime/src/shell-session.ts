@@ -11,7 +11,7 @@ export class SessionClosedError extends SandboxError {
   readonly started: boolean;
 
   constructor(started: boolean, message: string) {
-    super('SANDBOX_SESSION_CLOSED', message);
+    super('SANDBOX_SESSION_CLOSED', message, { isRetryable: !started });
     this.started = started;
   }
 }
