@@ -1,4 +1,4 @@
-import { hasInstallationKey, isRetryableSandboxError, sandboxName, SandboxError, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
+import { hasInstallationKey, isRetryableSandboxError, sandboxName, SandboxError, TIMEOUT_EXIT_CODE, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
 import { maskOutput } from './mask-output.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';
@@ -68,7 +68,7 @@ export function createCommandRunner(context: RuntimeContext, shells: ShellSessio
     if (final.stateDeleted) notice += STATE_DELETED_NOTICE;
     const stderr = maskOutput(final.stderr, secrets, settings.docker_output_limit);
     return {
-      exitCode: final.timedOut ? 124 : final.status,
+      exitCode: final.timedOut ? TIMEOUT_EXIT_CODE : final.status,
       stdout: maskOutput(final.stdout, secrets, settings.docker_output_limit),
       // A notice about an earlier loss comes first; one about this command's own doing, last.
     stderr: notice === '' ? stderr : notice === STATE_LOST_NOTICE ? `${notice}${stderr}` : `${stderr}${stderr.endsWith('\n') || stderr === '' ? '' : '\n'}${notice}`,
