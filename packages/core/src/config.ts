@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { egressExceptionProblem } from './egress-exception.js';
 import { ConfigError } from './errors.js';
+import { hermesHome } from './host-layout.js';
 import { DEFAULT_COMMAND_TIMEOUT_SECONDS, MAX_COMMAND_TIMEOUT_SECONDS } from './request-protocol.js';
 
 /** Variable names: what POSIX shells accept. */
@@ -292,10 +292,6 @@ export function defaultConfigPath(environment: NodeJS.ProcessEnv = process.env):
   return path.join(hermesHome(environment), 'config.yaml');
 }
 
-/** `$HERMES_HOME`, else `~/.hermes`. */
-export function hermesHome(environment: NodeJS.ProcessEnv = process.env): string {
-  return environment.HERMES_HOME || path.join(environment.HOME || homedir(), '.hermes');
-}
 
 /** Parses YAML text and validates its `terminal:` section. */
 export function parseConfigText(text: string, file: string): TerminalConfig {

@@ -10,6 +10,19 @@ export * from './session-key.js';
 export { assertOneSessionStore, loadedCoreCopies, SHARED_STATE_VERSION, type CoreCopy } from './core-copies.js';
 export * from './scope.js';
 export * from './sandbox-paths.js';
+export {
+  CHANNELS_FOLDER,
+  disksFolderOf,
+  DISKS_FOLDER,
+  hermesHome,
+  INSTALLATION_KEY_FILE,
+  LAST_USED_FILE,
+  LOCKS_FOLDER,
+  PURGE_FOLDER,
+  resolveSandboxDir,
+  SANDBOX_ROOT_FOLDER,
+  sandboxRootOf,
+} from './host-layout.js';
 export * from './sandbox-name.js';
 export * from './config.js';
 export {
