@@ -29,3 +29,4 @@ export {
   type EgressFirewall,
 } from './egress-firewall.js';
 export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';
+export { isIdleProcess, isSandboxBusy, type SandboxProcessList } from './is-sandbox-busy.js';
