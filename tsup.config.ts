@@ -32,4 +32,7 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node22',
+  // Core's request protocol (limits and patterns, no imports) is bundled into the packages that
+  // use it, so a spawned client shares the rule without loading @berth/core (zod, yaml).
+  noExternal: [/^@berth\/core\/request-protocol$/],
 });

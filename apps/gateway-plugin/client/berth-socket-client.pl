@@ -16,8 +16,10 @@ use warnings;
 use Fcntl qw(O_RDONLY O_NOFOLLOW);
 use Socket qw(PF_UNIX SOCK_STREAM pack_sockaddr_un);
 
-# The same bound as MAX_SANDBOX_SOCKET_REQUEST_BYTES in protocol.ts.
+# Core's request protocol (packages/core/src/request-protocol.ts): MAX_SANDBOX_SOCKET_REQUEST_BYTES,
+# TIMEOUT_EXIT_CODE and BERTH_FAILURE_EXIT_CODE; request-protocol-file.test.ts checks them.
 my $MAX_REQUEST_BYTES = 1024 * 1024;
+my $TIMEOUT_EXIT = 124;
 my $BERTH_ERROR_EXIT = 125;
 
 sub fail {
@@ -126,7 +128,7 @@ if ($answer =~ /\ABERTH1 ([0-9]{1,3}) ([01]) ([01]) ([0-9]+) ([0-9]+)\n/) {
   syswrite(STDERR, $answer, $err_bytes, $body + $out_bytes) if $err_bytes > 0;
   if ($timed_out) {
     print STDERR 'berth: the command was killed at its timeout' . (defined $timeout ? " of $timeout s" : '') . "\n";
-    exit 124;
+    exit $TIMEOUT_EXIT;
   }
   exit($status <= 255 ? $status : 1);
 }

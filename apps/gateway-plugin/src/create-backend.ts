@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { assertSandboxBackend, ConfigError, resolveSandboxDir, type HostLogger, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
+import { assertSandboxBackend, ConfigError, resolveSandboxDir, sandboxRootOf, type HostLogger, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
 import { sandboxSettings, type ProgressEvent } from '@berth/sandbox-runtime';
 
 /** A progress event of a long engine operation (pulling an image, creating a first container). */
@@ -61,7 +61,7 @@ export async function createBackend(config: TerminalConfig, options: CreateBacke
   const backend = factory({
     settings: sandboxSettings(config),
     // This installation's sandboxes only: another gateway on the same engine has its own.
-    sandboxRoot: path.join(resolveSandboxDir(config.sandbox_dir, (options.environment ?? process.env) as NodeJS.ProcessEnv), 'docker'),
+    sandboxRoot: sandboxRootOf(resolveSandboxDir(config.sandbox_dir, (options.environment ?? process.env) as NodeJS.ProcessEnv)),
     ...(entry.engineSettings ? { [entry.engineSettings.option]: (engineSettings as (config: TerminalConfig) => unknown)(config) } : {}),
     ...(options.environment ? { environment: options.environment } : {}),
     ...(options.logger ? { logger: options.logger } : {}),

@@ -7,13 +7,12 @@ import os
 import posixpath
 from typing import Any, Mapping
 
+from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, PROTOCOL_VERSION, TIMEOUT_EXIT_CODE, checked_timeout
 from .server import BerthServer, CommandInterrupted, locate_berth
 
 # Seconds to wait for Berth's answer beyond the command's own timeout (a first command may
 # create the container, or pull its image).
 ANSWER_GRACE_SECONDS = 300
-DEFAULT_TIMEOUT_SECONDS = 180
-MAX_TIMEOUT_SECONDS = 86_400
 
 SESSION_FIELDS = {
     "HERMES_SESSION_PLATFORM": "platform",
@@ -130,7 +129,7 @@ def environment_class() -> type:
         """Runs every command in the sandbox of the user whose message is being handled."""
 
         def __init__(self, *, server: BerthServer, cwd: str, timeout: int, task_id: str = "default") -> None:
-            super().__init__(cwd=starting_folder(cwd), timeout=timeout or DEFAULT_TIMEOUT_SECONDS, env={})
+            super().__init__(cwd=starting_folder(cwd), timeout=timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS, env={})
             self._berth_server = server
             self._berth_task_id = task_id or "default"
             self._berth_bound_session: Mapping[str, str] | None = None
@@ -154,13 +153,13 @@ def environment_class() -> type:
             Berth's failures raise one line (``berth: …``), never a traceback.
             """
             session = dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
-            effective_timeout = timeout or self.timeout or DEFAULT_TIMEOUT_SECONDS
-            request: dict[str, Any] = {"v": 1, **session, "taskId": self._berth_task_id, "command": command}
+            effective_timeout = timeout or self.timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS
+            request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": self._berth_task_id, "command": command}
             if serves_many_people():
                 request["sessionRequired"] = True
             if cwd:
                 request["cwd"] = container_path(cwd)
-            request["timeout"] = min(effective_timeout, MAX_TIMEOUT_SECONDS)
+            request["timeout"] = checked_timeout(effective_timeout)
             if stdin_data is not None:
                 request["stdin"] = stdin_data
             try:
@@ -173,7 +172,7 @@ def environment_class() -> type:
             returncode = int(answer["exitCode"])
             if answer.get("timedOut"):
                 output = f"{output.rstrip()}\n[Command timed out after {effective_timeout}s]".lstrip("\n")
-                returncode = 124
+                returncode = TIMEOUT_EXIT_CODE
             return {"output": output, "returncode": returncode}
 
         def init_session(self) -> None:

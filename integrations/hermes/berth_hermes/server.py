@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
 from .errors import BerthBridgeError, BerthNotInstalledError
+from .protocol import MAX_REQUEST_BYTES
 
 logger = logging.getLogger("berth_hermes")
 
 INSTALL_HINT = "npm install -g @berth/gateway-plugin"
 MIN_NODE_MAJOR = 22
-# Berth's socket protocol reads at most 1 MiB per request line.
-MAX_REQUEST_BYTES = 1024 * 1024
 READY_TIMEOUT_SECONDS = 60.0
 STOP_GRACE_SECONDS = 8.0
 # Ends `berth serve` when the gateway that started it is gone, however it went (SIGKILL too).

@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "berth_hermes"
-PACKAGE_FILES = ("*.py", "plugin.yaml", "*.mjs")
+PACKAGE_FILES = ("*.py", "plugin.yaml", "*.mjs", "*.json")
 
 
 def _project() -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import sys
 import tempfile
 import zipfile
@@ -16,7 +17,7 @@ from conftest import PACKAGE_ROOT, session_of, unique_user
 sys.path.insert(0, str(PACKAGE_ROOT))
 sys.path.insert(0, str(PACKAGE_ROOT / "build_backend"))
 import berth_hermes_build  # noqa: E402
-from berth_hermes import environment, errors, server  # noqa: E402
+from berth_hermes import environment, errors, protocol, server  # noqa: E402
 
 
 def test_the_wheel_carries_the_plugin_its_entry_point_and_a_valid_record():
@@ -27,7 +28,7 @@ def test_the_wheel_carries_the_plugin_its_entry_point_and_a_valid_record():
             files = set(wheel.namelist())
             assert {"berth_hermes/__init__.py", "berth_hermes/plugin.py", "berth_hermes/server.py", "berth_hermes/environment.py",
                     "berth_hermes/settings.py", "berth_hermes/errors.py", "berth_hermes/plugin.yaml",
-                    "berth_hermes/exit_with_gateway.mjs"} <= files
+                    "berth_hermes/exit_with_gateway.mjs", "berth_hermes/protocol.py", "berth_hermes/request_protocol.json"} <= files
             dist_info = "berth_hermes-0.1.0.dist-info"
             assert wheel.read(f"{dist_info}/entry_points.txt").decode() == "[hermes_agent.plugins]\nberth = berth_hermes\n\n"
             metadata = wheel.read(f"{dist_info}/METADATA").decode()
@@ -78,3 +79,33 @@ def test_a_request_over_one_mebibyte_is_refused_before_anything_is_sent(tmp_path
     with pytest.raises(errors.BerthBridgeError, match="larger than 1 MiB"):
         instance.request({"v": 1, "command": "cat", "stdin": "x" * (1024 * 1024 + 10)}, read_timeout=1, interrupted=lambda: False)
     assert not (tmp_path / "none.sock").exists()
+
+
+class _RecordingServer:
+    """Stands in for ``BerthServer``: records what would be sent, answers a finished command."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+
+    def request(self, payload, *, read_timeout, interrupted):
+        self.sent.append(dict(payload))
+        return {"v": 1, "exitCode": 0, "stdout": "", "stderr": "", "timedOut": False}
+
+
+def test_the_bridge_reads_berths_limits_from_the_protocol_file_core_writes():
+    written = json.loads((PACKAGE_ROOT / "berth_hermes" / "request_protocol.json").read_text(encoding="utf-8"))
+    assert (protocol.PROTOCOL_VERSION, protocol.MAX_REQUEST_BYTES, protocol.MAX_COMMAND_TIMEOUT_SECONDS, protocol.TIMEOUT_EXIT_CODE) == (
+        written["protocolVersion"], written["maxRequestBytes"], written["maxCommandTimeoutSeconds"], written["timeoutExitCode"])
+    assert server.MAX_REQUEST_BYTES == written["maxRequestBytes"]
+
+
+def test_a_timeout_over_berths_ceiling_is_refused_as_berth_serve_refuses_it_never_cut():
+    recording = _RecordingServer()
+    handle = environment.environment_class()(server=recording, cwd="/workspace", timeout=60)
+    ceiling = protocol.MAX_COMMAND_TIMEOUT_SECONDS
+    handle.execute("true", timeout=ceiling)
+    assert recording.sent[-1]["timeout"] == ceiling
+    with pytest.raises(errors.BerthBridgeError, match=f"^berth: invalid request: field timeout must be at most {ceiling} seconds$") as refused:
+        handle.execute("true", timeout=ceiling + 1)
+    assert refused.value.code == "REQUEST_INVALID"
+    assert len(recording.sent) == 1

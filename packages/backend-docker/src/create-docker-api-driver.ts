@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import { ImageNotFoundError, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
+import { ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
-import { LABELS, RUNNING_PROBE, SESSION_PROCESS } from '@berth/sandbox-runtime';
+import { isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
 import { openExecChannel } from './open-exec-channel.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { toContainerCreateOptions } from './to-container-options.js';
@@ -10,8 +10,8 @@ import { toContainerCreateOptions } from './to-container-options.js';
 /** How long after a new sandbox started the spare network for the next one is made. */
 const REFILL_DELAY_MS = 200;
 
-/** Commands the keep-alive main process and init leave in a container's process list. */
-const IDLE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b|trap "exit 0"|^sleep 3600$|^\/bin\/sh$/;
+/** The engine's own processes in a container (an init it runs the launcher under). */
+const ENGINE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
 
 /** A connection to a Docker-compatible engine, and what its engine changes about creating sandboxes. */
 export interface DockerApiConnection {
@@ -95,9 +95,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     return connecting;
   };
   // What an engine answer means, in the engine's own mapping: Podman says 500 where Docker says 409.
-  const kindOf = (error: unknown): string => options.mapError(error, { engine, endpoint: '', action: '' }).code;
-  const isGone = (error: unknown): boolean => kindOf(error) === 'SANDBOX_GONE';
-  const isConflict = (error: unknown): boolean => kindOf(error) === 'SANDBOX_CONFLICT';
+  const kindOf = (error: unknown): BerthError => options.mapError(error, { engine, endpoint: '', action: '' });
+  const isGone = (error: unknown): boolean => isSandboxGone(kindOf(error));
+  const isConflict = (error: unknown): boolean => isSandboxConflict(kindOf(error));
   /** Runs one engine call, mapping what it throws in the engine's one place. */
   const call = async <T>(action: string, work: (connected: DockerApiConnection) => Promise<T>): Promise<T> => {
     const connected = await connection();
@@ -286,14 +286,14 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
           const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
           const column = Math.max(0, (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)));
           const commands = (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? '');
-          if (commands.some((command) => !IDLE_PROCESS.test(command))) return true;
-          if (!commands.some((command) => SESSION_PROCESS.test(command))) return false;
-          // A session's shell, a waiting spare and a command made only of builtins look alike: the sessions' pid files tell.
-          const probe = await openExecChannel(docker, id, ['/bin/sh', '-c', RUNNING_PROBE]);
-          probe.onStdout(() => undefined);
-          probe.onStderr(() => undefined);
-          await new Promise<void>((resolve) => probe.onClose(resolve));
-          return (await probe.exitCode()) !== 1;
+          // The runtime decides; this driver lists, and runs the runtime's probe when it is asked to.
+          return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, async () => {
+            const probe = await openExecChannel(docker, id, ['/bin/sh', '-c', RUNNING_PROBE]);
+            probe.onStdout(() => undefined);
+            probe.onStderr(() => undefined);
+            await new Promise<void>((resolve) => probe.onClose(resolve));
+            return (await probe.exitCode()) !== 1;
+          });
         });
       } catch {
         // Unknown means busy: never destroy work on a guess.

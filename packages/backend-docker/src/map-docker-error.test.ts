@@ -37,7 +37,7 @@ describe('engine status mapping', () => {
   });
 
   it('passes Berth errors through unchanged', () => {
-    const original = new SandboxError('X', 'already mapped');
+    const original = new SandboxError('ENGINE_ERROR', 'already mapped');
     expect(mapDockerError(original, context)).toBe(original);
   });
 });

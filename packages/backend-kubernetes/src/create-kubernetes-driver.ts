@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ImageNotFoundError, SandboxError, type DriverSandbox, type ExecChannel, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
 import { CoreV1Api, NetworkingV1Api, VersionApi, type KubeConfig, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
-import { RUNNING_PROBE } from '@berth/sandbox-runtime';
+import { isSandboxBusy, RUNNING_PROBE } from '@berth/sandbox-runtime';
 import { findKubernetesCluster, type KubernetesCluster } from './find-kubernetes-cluster.js';
 import { openKubernetesExecChannel } from './kubernetes-exec-channel.js';
 import { holdsAll, INSTALLATION_KEY, LABELS_ANNOTATION, MANAGED_BY_KEY, MANAGED_BY_VALUE, POD_ANNOTATION, runtimeLabelsOf, SCOPE_KEY, scopeLabelValue, selectorOf, toKubernetesLabels } from './kubernetes-labels.js';
@@ -10,8 +10,8 @@ import { PodWatch, podEnded } from './pod-watch.js';
 import { probeNetworkPolicy, type NetworkPolicyProbe } from './probe-network-policy.js';
 import { buildNetworkPolicies, buildSandboxClaim, buildSandboxPod, type ClusterObjectOptions } from './to-kubernetes-objects.js';
 
-/** Commands an idle sandbox runs: pause, the keep-alive loop and its sleep, the session and kill shells. */
-const IDLE_PROCESS = /^(\/pause|\/bin\/sh -c trap "exit 0" TERM INT HUP; .*|sleep 3600|\/bin\/sh)$/;
+/** The engine's own process in a pod (its pause container's, where the pod shares its process namespace). */
+const ENGINE_PROCESS = /^\/pause$/;
 /** Why a container cannot start because of its image. */
 const IMAGE_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'ErrImageNeverPull', 'InvalidImageName']);
 /** Why a container cannot start for a reason of its own (bad settings, a runtime that refuses). */
@@ -439,12 +439,12 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
           const script = `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`;
           const { stdout, exitCode } = await runInPod(connected, pod, ['/bin/sh', '-c', script], 10_000);
           if (exitCode !== 0) return true;
-          if (stdout.includes(`${marker}-running`)) return true;
-          return stdout
+          const commands = stdout
             .split('\n')
             .map((line) => line.trim())
-            .filter((line) => line && !line.includes(marker) && !/^tr /.test(line))
-            .some((line) => !IDLE_PROCESS.test(line));
+            .filter((line) => line && !line.includes(marker) && !/^tr /.test(line));
+          // The runtime decides; this driver lists, with the runtime's probe in the same exec.
+          return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, stdout.includes(`${marker}-running`));
         });
       } catch {
         // Unknown means busy: never destroy work on a guess.

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { egressExceptionProblem } from './egress-exception.js';
 import { ConfigError } from './errors.js';
+import { hermesHome } from './host-layout.js';
+import { DEFAULT_COMMAND_TIMEOUT_SECONDS, MAX_COMMAND_TIMEOUT_SECONDS } from './request-protocol.js';
 
 /** Variable names: what POSIX shells accept. */
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -135,7 +136,7 @@ export const terminalConfigSchema = z
       .string()
       .regex(/^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\/(?:[89]|1\d|2[0-9])$/, { message: 'expected an IPv4 range of /29 or larger, like 10.217.0.0/16' })
       .default('10.217.0.0/16'),
-    timeout: z.number().positive().max(86_400).default(180),
+    timeout: z.number().positive().max(MAX_COMMAND_TIMEOUT_SECONDS).default(DEFAULT_COMMAND_TIMEOUT_SECONDS),
     lifetime_seconds: z.number().int().min(0).max(31_536_000).default(300),
     sandbox_dir: z.string().min(1).optional(),
     docker_volumes: z.array(volume).default([]),
@@ -291,10 +292,6 @@ export function defaultConfigPath(environment: NodeJS.ProcessEnv = process.env):
   return path.join(hermesHome(environment), 'config.yaml');
 }
 
-/** `$HERMES_HOME`, else `~/.hermes`. */
-export function hermesHome(environment: NodeJS.ProcessEnv = process.env): string {
-  return environment.HERMES_HOME || path.join(environment.HOME || homedir(), '.hermes');
-}
 
 /** Parses YAML text and validates its `terminal:` section. */
 export function parseConfigText(text: string, file: string): TerminalConfig {

@@ -112,11 +112,102 @@ export class ImageNotFoundError extends BerthError {
   }
 }
 
+/**
+ * Every code a {@link SandboxError} may carry: a typed union, so that a misspelt code does not
+ * compile. What a caller may do after each one is decided once, below ({@link isRetryableSandboxError}).
+ */
+export const SANDBOX_ERROR_CODES = [
+  // What a driver maps its engine's answers to (404, 409, the rest), in its one mapping place.
+  'SANDBOX_GONE',
+  'SANDBOX_CONFLICT',
+  'ENGINE_ERROR',
+  // The sandbox's persistent shell.
+  'SANDBOX_SESSION_CLOSED',
+  'SANDBOX_SESSION_BUSY',
+  'SANDBOX_SHELL_UNUSABLE',
+  // The runtime's own refusals and failures.
+  'BACKEND_CLOSED',
+  'COMMAND_INVALID',
+  'SANDBOX_LIMIT',
+  'SANDBOX_NAME_TAKEN',
+  'SANDBOX_PURGING',
+  'SCOPE_BUSY',
+  'LOCK_FAILED',
+  'LOCK_UNAVAILABLE',
+  'PURGE_INCOMPLETE',
+  'PURGE_NEEDS_PATHS',
+  'DISK_CLEANUP',
+  'DISK_TOO_SMALL',
+  'HOST_UNSUPPORTED',
+  // Networks and egress.
+  'EGRESS_ALLOW_UNRESOLVED',
+  'EGRESS_RULES_FAILED',
+  'NETWORK_NAME_TAKEN',
+  'NETWORK_POOL_FULL',
+  // A backend's options, its engine and the container spec it builds.
+  'OPTIONS_INVALID',
+  'ENGINE_NOT_PODMAN',
+  'CONTAINER_HOST_INVALID',
+  'SANDBOX_PATH_UNSUPPORTED',
+  'SPEC_INVALID',
+  'SPEC_UNSUPPORTED',
+] as const;
+
+/** One of {@link SANDBOX_ERROR_CODES}. */
+export type SandboxErrorCode = (typeof SANDBOX_ERROR_CODES)[number];
+
+/**
+ * The codes of an operation that never reached a command in the sandbox: the sandbox was gone
+ * (removed, stopped, the engine restarted) or another process held its name or was removing it.
+ * Bringing the sandbox back and running the command once more cannot run it twice.
+ */
+const NEVER_STARTED_CODES: ReadonlySet<SandboxErrorCode> = new Set<SandboxErrorCode>(['SANDBOX_GONE', 'SANDBOX_CONFLICT']);
+
 /** The sandbox (container) is gone, or in a state where the operation cannot run. */
 export class SandboxError extends BerthError {
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  declare readonly code: SandboxErrorCode;
+  /**
+   * The operation never started in the sandbox, so the caller may bring the sandbox back and
+   * retry it once. Decided from the code unless the error's maker knows better (a shell that
+   * ended after its command had started).
+   */
+  declare readonly isRetryable: boolean;
+
+  constructor(code: SandboxErrorCode, message: string, options?: { cause?: unknown; isRetryable?: boolean }) {
     super(code, message, options);
+    // Not enumerable: what a log prints of the error, or a test compares, stays its code and message.
+    Object.defineProperty(this, 'isRetryable', { value: options?.isRetryable ?? NEVER_STARTED_CODES.has(code), enumerable: false });
   }
+}
+
+/**
+ * The {@link SandboxErrorCode} of `error`, when it carries one: a SandboxError of any copy of
+ * core, or any error whose `code` is one (a driver of a third party's that sets only `code`).
+ */
+export function sandboxErrorCode(error: unknown): SandboxErrorCode | undefined {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && (SANDBOX_ERROR_CODES as readonly string[]).includes(code) ? (code as SandboxErrorCode) : undefined;
+}
+
+/** The sandbox is gone, or stopped under the operation (`SANDBOX_GONE`). */
+export function isSandboxGone(error: unknown): boolean {
+  return sandboxErrorCode(error) === 'SANDBOX_GONE';
+}
+
+/** A name taken, or a removal in progress elsewhere (`SANDBOX_CONFLICT`). */
+export function isSandboxConflict(error: unknown): boolean {
+  return sandboxErrorCode(error) === 'SANDBOX_CONFLICT';
+}
+
+/**
+ * Whether the operation that failed with `error` never started in the sandbox, so that the
+ * caller may bring the sandbox back and retry it once: the error's own `isRetryable` when it is
+ * a SandboxError that says, else its code.
+ */
+export function isRetryableSandboxError(error: unknown): boolean {
+  if (error instanceof SandboxError && typeof error.isRetryable === 'boolean') return error.isRetryable;
+  const code = sandboxErrorCode(error);
+  return code !== undefined && NEVER_STARTED_CODES.has(code);
 }
 
 /**

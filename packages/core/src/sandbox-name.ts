@@ -2,13 +2,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { closeSync, constants, fchmodSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BerthError, PathEscapeError } from './errors.js';
+import { INSTALLATION_KEY_FILE } from './host-layout.js';
 
-/**
- * The per-installation secret that keys sandbox names, in `{sandbox_dir}/docker/`. No scope
- * folder starts with `.`, and only a scope's `workspace` and `home` are mounted, so no sandbox
- * can read it.
- */
-export const INSTALLATION_KEY_FILE = '.berth-installation-key';
 
 /** Hex digits of the keyed digest in a sandbox name: 96 bits. */
 const NAME_DIGITS = 24;

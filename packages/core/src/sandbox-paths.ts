@@ -1,7 +1,6 @@
 import path from 'node:path';
-import { homedir } from 'node:os';
-import { hermesHome } from './config.js';
 import { PathEscapeError } from './errors.js';
+import { sandboxRootOf } from './host-layout.js';
 import type { SandboxScope } from './scope.js';
 
 /** Where a scope's files live on the host. */
@@ -19,22 +18,11 @@ export interface SandboxPaths {
 }
 
 /**
- * The sandbox directory: `sandbox_dir` from the config, else `$TERMINAL_SANDBOX_DIR`, else
- * `${HERMES_HOME:-~/.hermes}/sandboxes`. A leading `~` is the user's home; relative paths are
- * taken from the current directory.
- */
-export function resolveSandboxDir(configured: string | undefined, environment: NodeJS.ProcessEnv = process.env): string {
-  const chosen = configured || environment.TERMINAL_SANDBOX_DIR || path.join(hermesHome(environment), 'sandboxes');
-  const expanded = chosen === '~' || chosen.startsWith('~/') ? path.join(environment.HOME || homedir(), chosen.slice(1)) : chosen;
-  return path.resolve(expanded);
-}
-
-/**
  * The host folders of a scope. The folder name comes from core's checked encodings; this
  * function checks once more that the result is exactly one level below the root.
  */
 export function resolveSandboxPaths(scope: SandboxScope, sandboxDir: string): SandboxPaths {
-  const root = path.join(path.resolve(sandboxDir), 'docker');
+  const root = sandboxRootOf(sandboxDir);
   const folder = path.join(root, scope.folderName);
   const relative = path.relative(root, folder);
   if (relative !== scope.folderName || relative === '' || relative === '.' || relative === '..' || relative.includes(path.sep) || relative.includes('\0')) {

@@ -5,7 +5,7 @@ import { parseTerminalConfig } from './config.js';
 import { IdentityError, SessionAttributionError } from './errors.js';
 import { createGenericAdapter } from './platform-adapter.js';
 import { createPlatformRegistry } from './platform-registry.js';
-import { resolveSandboxDir } from './sandbox-paths.js';
+import { resolveSandboxDir } from './host-layout.js';
 import { createSandboxResolver } from './sandbox-resolver.js';
 import { runWithSession } from './session-context.js';
 import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';

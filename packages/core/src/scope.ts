@@ -3,6 +3,7 @@ import { formatIdentity, truncateForMessage, type Identity } from './identity.js
 import type { IdentityLinks } from './identity-links.js';
 import type { PlatformRegistry } from './platform-registry.js';
 import { SessionAttributionError } from './errors.js';
+import { PLAIN_TASK_ID_PATTERN } from './request-protocol.js';
 import { getActiveSession, type SessionContext } from './session-context.js';
 import { classifySessionKey } from './session-key.js';
 
@@ -40,16 +41,13 @@ export type SandboxScope = UserScope | TaskScope;
 /** The task id used when a host gives none. */
 export const DEFAULT_TASK_ID = 'default';
 
-/** Task ids that keep their legacy folder name exactly. */
-const PLAIN_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
 /**
  * The legacy folder of a task: the task id itself when it is a plain name (so existing setups
  * keep their files), else `task~` and the escaped id. Neither form contains `@`, which every
  * user folder does, so a task can never land in a user's folder.
  */
 export function taskFolderName(taskId: string): string {
-  return PLAIN_TASK_ID.test(taskId) ? taskId : `task~${encodeFolderComponent(taskId)}`;
+  return PLAIN_TASK_ID_PATTERN.test(taskId) ? taskId : `task~${encodeFolderComponent(taskId)}`;
 }
 
 function slugOf(readable: string, key: string): string {

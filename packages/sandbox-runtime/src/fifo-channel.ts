@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, lstatSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import type { ExecChannel } from '@berth/core';
+import { CHANNELS_FOLDER, type ExecChannel } from '@berth/core';
 import { createExecChannelEvents } from './exec-channel-events.js';
 import { closeQuietly, descriptorPath, makeFifosIn, openFolder } from './folder-descriptor.js';
 
@@ -16,8 +16,6 @@ import { closeQuietly, descriptorPath, makeFifosIn, openFolder } from './folder-
  * opened and removed through a descriptor of the channel folder opened without following links.
  */
 
-/** The channel folder's name inside a scope's folder, beside `workspace` and `home`. */
-export const CHANNELS_FOLDER = '.berth-channels';
 /** The FIFO on which the launcher takes requests: one line, a channel's name. */
 export const LAUNCH_FIFO = 'launch';
 /** How long a request may take to get its shell before the engine's exec is used instead. @default */

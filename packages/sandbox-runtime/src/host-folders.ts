@@ -1,7 +1,7 @@
 import { lstatSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { PathEscapeError, type SandboxPaths } from '@berth/core';
-import { channelsFolderOf, CHANNELS_FOLDER, LAUNCH_FIFO } from './fifo-channel.js';
+import { CHANNELS_FOLDER, PathEscapeError, type SandboxPaths } from '@berth/core';
+import { channelsFolderOf, LAUNCH_FIFO } from './fifo-channel.js';
 import { closeQuietly, descriptorPath, makeFifosIn, openChildFolder, openFolder } from './folder-descriptor.js';
 
 /** Checks that `paths.folder` is exactly one level below `paths.root`, lexically. */

@@ -2,14 +2,14 @@ export { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions }
 export type { ProgressEvent } from './runtime-context.js';
 export { sandboxSettings, SANDBOX_SETTING_KEYS, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 export { buildSandboxSpec, CHANNELS_TARGET, HOME_TARGET, KEEP_ALIVE_COMMAND, LABELS, MANAGED_BY, SANDBOX_HOSTNAME, WORKSPACE_TARGET, type BuildSandboxSpecOptions } from './sandbox-spec.js';
-export { CHANNELS_FOLDER, channelsFolderOf, openFifoChannel } from './fifo-channel.js';
+export { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
+export { CHANNELS_FOLDER, LOCKS_FOLDER, PURGE_FOLDER } from '@berth/core';
 export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './exec-channel-events.js';
 export { assertScopeFolder } from './host-folders.js';
 export { isProcessIdentityGone, processIdentity } from './process-identity.js';
 export { autoMaxRunning, capacityReport, localHostSize, maxRunningOf, type HostSize } from './capacity.js';
 export { createScopeDisks, diskUnenforcedReason, releaseDisksUnder, type ScopeDisks } from './scope-disks.js';
 export { tombstoneOf } from './purge-scope.js';
-export { LOCKS_FOLDER, PURGE_FOLDER } from './scope-lock.js';
 export {
   BLOCKED_RANGES,
   BRIDGE_NAME_PREFIX,
@@ -29,3 +29,4 @@ export {
   type EgressFirewall,
 } from './egress-firewall.js';
 export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';
+export { isIdleProcess, isSandboxBusy, type SandboxProcessList } from './is-sandbox-busy.js';

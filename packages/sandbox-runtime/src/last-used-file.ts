@@ -1,13 +1,12 @@
 import { closeSync, constants, futimesSync, lstatSync, openSync } from 'node:fs';
 import path from 'node:path';
+import { LAST_USED_FILE } from '@berth/core';
 import { closeQuietly, descriptorPath, openChildFolder, openFolder } from './folder-descriptor.js';
 
-/**
- * When a sandbox was last used, kept as the modification time of a file in its scope folder
- * (beside `workspace` and `home`, outside every mount, so commands cannot touch it). A later
- * gateway process, or `berth ls`, reads it; an adopted sandbox is reaped by its real idleness.
- */
-export const LAST_USED_FILE = '.berth-last-used';
+// When a sandbox was last used, kept as the modification time of a file in its scope folder
+// (core's LAST_USED_FILE, beside `workspace` and `home`, outside every mount, so commands cannot
+// touch it). A later gateway process, or `berth ls`, reads it; an adopted sandbox is reaped by
+// its real idleness.
 
 /**
  * Touches the marker of the scope folder that holds `workspace`; never throws. Synchronous (a

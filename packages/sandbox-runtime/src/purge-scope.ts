@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, lstatSync, renameSync } from 'node:fs';
 import path from 'node:path';
-import { SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
+import { PURGE_FOLDER, SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
 import { closeQuietly, descriptorPath, openChildFolder, openFolder } from './folder-descriptor.js';
 import { assertScopeFolder } from './host-folders.js';
 import { removeTree } from './remove-tree.js';
-import { lockScope, PURGE_FOLDER } from './scope-lock.js';
+import { lockScope } from './scope-lock.js';
 import type { ScopeDisks } from './scope-disks.js';
 
 /** How long a purge waits for another process that works on the scope's files (starting its sandbox, say). */

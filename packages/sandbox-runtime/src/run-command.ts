@@ -1,9 +1,9 @@
-import { hasInstallationKey, sandboxName, SandboxError, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
+import { hasInstallationKey, isRetryableSandboxError, sandboxName, SandboxError, TIMEOUT_EXIT_CODE, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
 import { maskOutput } from './mask-output.js';
-import { codeOf, type RuntimeContext } from './runtime-context.js';
+import type { RuntimeContext } from './runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';
 import type { ShellSessions } from './shell-sessions.js';
-import { SessionClosedError, type SessionRunResult } from './shell-session.js';
+import type { SessionRunResult } from './shell-session.js';
 
 /** Said (on stderr) when a command deleted the session's state folder. */
 export const STATE_LOST_NOTICE =
@@ -55,11 +55,10 @@ export function createCommandRunner(context: RuntimeContext, shells: ShellSessio
           result = undefined;
         }
       } catch (error) {
-        const code = codeOf(error);
-        const neverStarted = (error instanceof SessionClosedError && !error.started) || code === 'SANDBOX_GONE' || code === 'SANDBOX_CONFLICT';
         shells.drop(entry);
         entry.running = false;
-        if (!neverStarted || attempt === 1) throw error;
+        // Retried only when it never started (the error says, as its maker decided): it cannot have run.
+        if (!isRetryableSandboxError(error) || attempt === 1) throw error;
         logger?.info(`berth: sandbox ${entry.name} was gone; bringing it back`);
       }
     }
@@ -69,7 +68,7 @@ export function createCommandRunner(context: RuntimeContext, shells: ShellSessio
     if (final.stateDeleted) notice += STATE_DELETED_NOTICE;
     const stderr = maskOutput(final.stderr, secrets, settings.docker_output_limit);
     return {
-      exitCode: final.timedOut ? 124 : final.status,
+      exitCode: final.timedOut ? TIMEOUT_EXIT_CODE : final.status,
       stdout: maskOutput(final.stdout, secrets, settings.docker_output_limit),
       // A notice about an earlier loss comes first; one about this command's own doing, last.
     stderr: notice === '' ? stderr : notice === STATE_LOST_NOTICE ? `${notice}${stderr}` : `${stderr}${stderr.endsWith('\n') || stderr === '' ? '' : '\n'}${notice}`,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { OpenExecChannel } from '@berth/core';
+import { TIMEOUT_EXIT_CODE, type OpenExecChannel } from '@berth/core';
 import { createHeadTailBuffer } from './head-tail-buffer.js';
 import type { SessionRunResult } from './shell-session.js';
 import { buildFallbackInput, FALLBACK_PRELUDE } from './shell-protocol.js';
@@ -41,6 +41,6 @@ export async function runExecOnce(options: {
   channel.end();
   await closed;
   clearTimeout(timer);
-  const status = timedOut ? 124 : ((await channel.exitCode().catch(() => undefined)) ?? 255);
+  const status = timedOut ? TIMEOUT_EXIT_CODE : ((await channel.exitCode().catch(() => undefined)) ?? 255);
   return { status, stdout, stderr, timedOut };
 }

@@ -1,4 +1,4 @@
-import type { BerthError, HostLogger, SandboxDriverV1, SandboxPaths } from '@berth/core';
+import type { HostLogger, SandboxDriverV1, SandboxPaths } from '@berth/core';
 import type { Limiter, SandboxEntry } from './sandbox-entry.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import type { ScopeDisks } from './scope-disks.js';
@@ -39,18 +39,6 @@ export interface RuntimeContext {
   /** Why the egress policy is not enforced, once the engine said (`undefined`: enforced, or not known yet). */
   readonly egressUnenforced: () => Promise<string | undefined>;
 }
-
-/** The code of a Berth error, when `error` is one. */
-export function codeOf(error: unknown): string | undefined {
-  const code = (error as Partial<BerthError> | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-/** The sandbox is gone, or stopped under the command (the driver's `SANDBOX_GONE`). */
-export const isGone = (error: unknown): boolean => codeOf(error) === 'SANDBOX_GONE';
-
-/** A name taken or a removal in progress elsewhere (the driver's `SANDBOX_CONFLICT`). */
-export const isConflict = (error: unknown): boolean => codeOf(error) === 'SANDBOX_CONFLICT';
 
 /** The error's message, for a log line. */
 export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));

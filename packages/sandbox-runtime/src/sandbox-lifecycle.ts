@@ -1,8 +1,8 @@
 import path from 'node:path';
-import { SandboxError, type SandboxRequest } from '@berth/core';
+import { isSandboxConflict, isSandboxGone, SandboxError, type SandboxRequest } from '@berth/core';
 import { channelsFolderOf } from './fifo-channel.js';
 import { prepareHostFolders } from './host-folders.js';
-import { isConflict, isGone, type RuntimeContext } from './runtime-context.js';
+import type { RuntimeContext } from './runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';
 import { buildSandboxSpec, LABELS, MANAGED_BY } from './sandbox-spec.js';
 
@@ -102,7 +102,7 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
       await driver.rename(other.id, entry.name);
     } catch (error) {
       // Another process renamed it first, or it went: the loop looks again either way.
-      if (!isConflict(error) && !isGone(error)) throw error;
+      if (!isSandboxConflict(error) && !isSandboxGone(error)) throw error;
     }
     logger?.info(`berth: renamed the sandbox ${other.name} to ${entry.name}; it is recreated once idle, files kept`);
     return true;

@@ -46,7 +46,8 @@ export const CHANNELS_TARGET = '/run/berth';
  * never waits), reaps it when it ends. A launcher that cannot open the FIFO (a user namespace
  * that maps the gateway's user to nobody, say) ends rather than spin. Elsewhere (or when the
  * launcher is gone) shells come through engine execs.
- * The script starts with `trap "exit 0" TERM INT HUP;`, which drivers read as an idle process.
+ * The script starts with `trap "exit 0" TERM INT HUP;`, by which `isIdleProcess` (is-sandbox-busy.ts)
+ * knows the launcher and its forks; its `sleep` is idle too.
  */
 export const KEEP_ALIVE_COMMAND = [
   '/bin/sh',

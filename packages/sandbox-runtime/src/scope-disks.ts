@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { chmod, lstat, mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
+import { disksFolderOf, SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
 import { copyTree } from './copy-tree.js';
 import { closeQuietly, openFolder } from './folder-descriptor.js';
 import { isProcessAlive } from './is-process-alive.js';
@@ -200,7 +200,7 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
   const layout = (paths: Pick<SandboxPaths, 'folder'>) => {
     const folder = path.resolve(paths.folder);
     const root = path.dirname(folder);
-    const disks = path.join(path.dirname(root), 'disks', path.basename(root));
+    const disks = disksFolderOf(root);
     const base = path.join(disks, path.basename(folder));
     return { root, folder, disks, image: `${base}.ext4`, fresh: `${base}.ext4.new`, staging: `${base}.mnt`, moved: `${base}.old` };
   };

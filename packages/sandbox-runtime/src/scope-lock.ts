@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { constants, fstatSync, lstatSync, mkdirSync, openSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { SandboxError, type SandboxPaths } from '@berth/core';
+import { LOCKS_FOLDER, SandboxError, type SandboxPaths } from '@berth/core';
 import { closeQuietly, descriptorPath, openChildFolder, openFolder } from './folder-descriptor.js';
 
 /**
@@ -16,10 +16,8 @@ import { closeQuietly, descriptorPath, openChildFolder, openFolder } from './fol
  * the child exits, and goes when this process closes it or dies.
  */
 
-/** The folder of the lock files, directly inside the sandbox root (no scope folder's name starts with a dot). */
-export const LOCKS_FOLDER = '.berth-locks';
-/** The folder of purges in progress; `{root}/.berth-purge/{folder}` is a scope's tombstone. */
-export const PURGE_FOLDER = '.berth-purge';
+// The lock files are in core's LOCKS_FOLDER, directly inside the sandbox root (no scope folder's
+// name starts with a dot); purges in progress leave their tombstones in core's PURGE_FOLDER.
 
 /** A held scope lock. */
 export interface ScopeLock {

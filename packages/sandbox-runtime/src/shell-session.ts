@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { SandboxError } from '@berth/core';
+import { SandboxError, TIMEOUT_EXIT_CODE } from '@berth/core';
 import type { ExecChannel } from '@berth/core';
 import { FrameReader } from './frame-reader.js';
 import { createHeadTailBuffer, type HeadTailBuffer } from './head-tail-buffer.js';
@@ -11,7 +11,7 @@ export class SessionClosedError extends SandboxError {
   readonly started: boolean;
 
   constructor(started: boolean, message: string) {
-    super('SANDBOX_SESSION_CLOSED', message);
+    super('SANDBOX_SESSION_CLOSED', message, { isRetryable: !started });
     this.started = started;
   }
 }
@@ -239,7 +239,7 @@ export class ShellSession {
       };
       const onClosed = (): void => {
         if (timedOut) {
-          settle({ result: { status: 124, stdout, stderr, timedOut } });
+          settle({ result: { status: TIMEOUT_EXIT_CODE, stdout, stderr, timedOut } });
           return;
         }
         settle({ error: new SessionClosedError(started, started ? 'the sandbox stopped while the command ran; run it again' : 'the sandbox shell ended before the command started') });

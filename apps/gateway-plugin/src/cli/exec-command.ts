@@ -1,3 +1,4 @@
+import { TIMEOUT_EXIT_CODE } from '@berth/core';
 import { createBerth } from '../create-berth.js';
 import { progressReporter, type CliIo } from './cli-io.js';
 import { cliTarget } from './cli-target.js';
@@ -22,7 +23,7 @@ export async function runExecCommand(io: CliIo, options: CliOptions, commandWord
     io.stdout.write(result.stdout);
     io.stderr.write(result.stderr);
     if (result.timedOut) io.stderr.write(`berth: the command was killed after ${options.timeout ?? config.timeout} s\n`);
-    return result.timedOut ? 124 : result.exitCode;
+    return result.timedOut ? TIMEOUT_EXIT_CODE : result.exitCode;
   } finally {
     await berth.close();
   }

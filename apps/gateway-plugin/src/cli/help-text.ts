@@ -1,3 +1,4 @@
+import { BERTH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE } from '@berth/core/request-protocol';
 import type { CommandName } from './parse-cli-arguments.js';
 
 const COMMON = `      --config FILE   the gateway config (default: \${HERMES_HOME:-~/.hermes}/config.yaml when it exists)
@@ -19,7 +20,7 @@ Commands:
 
 Berth's own environment stands for the gateway's: HERMES_USER_<PLATFORM>_<ID>_<NAME>
 variables, TERMINAL_SANDBOX_DIR and HERMES_HOME are read from it.
-Exit status: the command's for exec (124 after a timeout); 125 for any error of Berth's own.
+Exit status: the command's for exec (${TIMEOUT_EXIT_CODE} after a timeout); ${BERTH_FAILURE_EXIT_CODE} for any error of Berth's own.
 Run "berth COMMAND --help" for a command's options.
 `;
 
@@ -47,11 +48,11 @@ Options:
       --task T        a task sandbox (the legacy layout) when no user is given (default: default)
       --socket PATH   send the command to "berth serve --socket PATH" instead
       --stdin         with --socket: forward this process's stdin to the command (up to 1 MiB)
-      --timeout S     seconds before the command is killed, exit 124 (default: terminal.timeout)
+      --timeout S     seconds before the command is killed, exit ${TIMEOUT_EXIT_CODE} (default: terminal.timeout)
       --cwd DIR       working directory inside the sandbox
 ${COMMON}
 
-Exit status: the command's; 124 after a timeout; 125 when Berth itself fails (bad id,
+Exit status: the command's; ${TIMEOUT_EXIT_CODE} after a timeout; ${BERTH_FAILURE_EXIT_CODE} when Berth itself fails (bad id,
 bad config, engine unreachable, image missing, no server on the socket), with one line on
 stderr and nothing created.
 `,

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { BerthError, truncateForMessage } from '@berth/core';
+import { BerthError, isCommandTimeoutText, MAX_COMMAND_TIMEOUT_SECONDS, PLAIN_TASK_ID_PATTERN, platformAndUserTogether, truncateForMessage } from '@berth/core';
 
 /** A mistake on the command line; the CLI prints it in one line and exits 125. */
 export class UsageError extends BerthError {
@@ -63,9 +63,6 @@ export type ParsedCommandLine =
   | { readonly kind: 'version' }
   | { readonly kind: 'command'; readonly command: CommandName; readonly options: CliOptions; readonly commandWords: readonly string[] };
 
-/** Task ids the CLI accepts: the plain names the legacy layout keeps as folder names. */
-export const CLI_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
 function isCommand(value: string | undefined): value is CommandName {
   return (COMMANDS as readonly string[]).includes(value ?? '');
 }
@@ -118,8 +115,8 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
   if (typeof values['session-key'] === 'string') result.sessionKey = values['session-key'];
   if (typeof values.timeout === 'string') {
     const timeout = Number(values.timeout);
-    if (!/^\d+(?:\.\d+)?$/.test(values.timeout) || !(timeout > 0) || timeout > 86_400) {
-      throw new UsageError(`berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds between 0 and 86400`);
+    if (!isCommandTimeoutText(values.timeout)) {
+      throw new UsageError(`berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`);
     }
     result.timeout = timeout;
   }
@@ -131,7 +128,7 @@ function validateTarget(command: CommandName, options: CliOptions): void {
   const hasUser = options.platform !== undefined || options.user !== undefined;
   if (command === 'serve' && !options.socket) throw new UsageError('berth serve: --socket PATH is required, e.g. berth serve --socket ~/.hermes/berth.sock');
   if (!['exec', 'rm', 'env'].includes(command)) return;
-  if (hasUser && (options.platform === undefined || options.user === undefined)) {
+  if (!platformAndUserTogether(options.platform, options.user)) {
     throw new UsageError(`berth ${command}: --platform and --user go together; give both, e.g. --platform telegram --user 123456789`);
   }
   // An empty id names nobody: refused here rather than taken for "no user" (the shared task sandbox).
@@ -152,7 +149,7 @@ function validateTarget(command: CommandName, options: CliOptions): void {
   if (command === 'rm' && !hasUser && options.task === undefined && options.sessionKey === undefined) {
     throw new UsageError('berth rm: name the sandbox with --platform P --user ID, --session-key KEY or --task T');
   }
-  if (options.task !== undefined && !CLI_TASK_ID.test(options.task)) {
+  if (options.task !== undefined && !PLAIN_TASK_ID_PATTERN.test(options.task)) {
     throw new UsageError(
       `berth ${command}: task id ${JSON.stringify(truncateForMessage(options.task))} is not a plain name; use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
     );

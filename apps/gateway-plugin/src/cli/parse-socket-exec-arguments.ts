@@ -1,8 +1,10 @@
 import { parseArgs } from 'node:util';
+import { isCommandTimeoutText, MAX_COMMAND_TIMEOUT_SECONDS, PLAIN_TASK_ID_PATTERN, platformAndUserTogether } from '@berth/core/request-protocol';
 import { SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketRequest } from '../socket/protocol.js';
 
-// The spawned client's parser: it must not import @berth/core (see request-sandbox-exec.ts),
-// so it keeps its own error type and the few checks `berth exec` makes.
+// The spawned client's parser: it must not import @berth/core's main entry (see
+// request-sandbox-exec.ts), so it keeps its own error type; its limits are core's request
+// protocol, which imports nothing.
 
 /** A mistake on a `berth exec --socket` command line. */
 export class SocketExecUsageError extends Error {
@@ -19,9 +21,6 @@ export type SocketExecArguments = {
   /** The request is in a private file (`sandboxCommandArgv` writes it), read once by the client. */
   | { readonly request?: undefined; readonly requestFile: string }
 );
-
-/** The plain task names `berth exec --task` accepts, whichever client sends them. */
-export const PLAIN_TASK_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 function shorten(value: string, max = 60): string {
   const printable = value.replace(/[\u0000-\u001f\u007f]/g, '?');
@@ -69,12 +68,12 @@ export function parseSocketExecArguments(argv: readonly string[]): SocketExecArg
   const socket = values.socket;
   if (!socket) throw new SocketExecUsageError('berth exec: --socket needs the path berth serve listens on');
   const hasUser = values.platform !== undefined || values.user !== undefined;
-  if (hasUser && (values.platform === undefined || values.user === undefined)) {
+  if (!platformAndUserTogether(values.platform, values.user)) {
     throw new SocketExecUsageError('berth exec: --platform and --user go together; give both, e.g. --platform telegram --user 123456789');
   }
   if (hasUser && values['session-key'] !== undefined) throw new SocketExecUsageError('berth exec: give either --session-key or --platform/--user, not both');
   if (values['session-key'] === '') throw new SocketExecUsageError('berth exec: --session-key is empty; give the host session key, e.g. agent:main:telegram:direct:123');
-  if (values.task !== undefined && !PLAIN_TASK_ID.test(values.task)) {
+  if (values.task !== undefined && !PLAIN_TASK_ID_PATTERN.test(values.task)) {
     throw new SocketExecUsageError(
       `berth exec: task id ${shorten(values.task)} is not a plain name; use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
     );
@@ -82,8 +81,8 @@ export function parseSocketExecArguments(argv: readonly string[]): SocketExecArg
   let timeout: number | undefined;
   if (values.timeout !== undefined) {
     timeout = Number(values.timeout);
-    if (!/^\d+(?:\.\d+)?$/.test(values.timeout) || !(timeout > 0) || timeout > 86_400) {
-      throw new SocketExecUsageError(`berth exec: --timeout ${shorten(values.timeout)} is not a number of seconds between 0 and 86400`);
+    if (!isCommandTimeoutText(values.timeout)) {
+      throw new SocketExecUsageError(`berth exec: --timeout ${shorten(values.timeout)} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`);
     }
   }
   const request: SandboxSocketRequest = {

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { isBerthError } from '@berth/core';
+import { BERTH_FAILURE_EXIT_CODE, isBerthError } from '@berth/core';
 import type { CliIo } from './cli-io.js';
 import { runDemoCommand } from './demo-command.js';
 import { runDoctorCommand } from './doctor-command.js';
@@ -14,7 +14,7 @@ import { runServeCommand } from './serve-command.js';
 import { runSocketExecCommand } from './socket-exec-command.js';
 
 /** The exit status of every error of Berth's own, as `docker run` uses it. */
-export const BERTH_ERROR_EXIT = 125;
+export const BERTH_ERROR_EXIT = BERTH_FAILURE_EXIT_CODE;
 
 /** One line, whatever the error carried. */
 export function errorLine(error: unknown): string {

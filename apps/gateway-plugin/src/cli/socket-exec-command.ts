@@ -1,11 +1,9 @@
+import { BERTH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE } from '@berth/core/request-protocol';
 import { takeRequestFile } from '../socket/request-file.js';
 import { requestSandboxExec } from '../socket/request-sandbox-exec.js';
 import type { SandboxSocketRequest } from '../socket/protocol.js';
 import type { CliIo } from './cli-io.js';
 import { parseSocketExecArguments } from './parse-socket-exec-arguments.js';
-
-/** Exit status of an error of Berth's own (as `runCli` uses it; not imported, to keep @berth/core unloaded). */
-const BERTH_ERROR_EXIT = 125;
 
 /** The request in a request file; the server checks it (this client loads neither zod nor core). */
 function requestFromFile(file: string): SandboxSocketRequest {
@@ -25,7 +23,7 @@ function requestFromFile(file: string): SandboxSocketRequest {
 /**
  * `berth exec --socket PATH …`: the thin client of `berth serve`. Sends one request, writes the
  * command's stdout and stderr to its own and returns its exit status (124 after a timeout);
- * any error of Berth's own is one line on stderr and 125. Loads neither the backend nor core.
+ * any error of Berth's own is one line on stderr and 125. Loads neither the backend nor core (only core's request protocol, bundled in).
  */
 export async function runSocketExecCommand(argv: readonly string[], io: CliIo, readStdin?: () => Promise<string>): Promise<number> {
   try {
@@ -39,12 +37,12 @@ export async function runSocketExecCommand(argv: readonly string[], io: CliIo, r
     io.stderr.write(result.stderr);
     if (result.timedOut) {
       io.stderr.write(`berth: the command was killed at its timeout${request.timeout !== undefined ? ` of ${request.timeout} s` : ''}\n`);
-      return 124;
+      return TIMEOUT_EXIT_CODE;
     }
     return Number.isInteger(result.exitCode) && result.exitCode >= 0 && result.exitCode <= 255 ? result.exitCode : 1;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     io.stderr.write(`berth: ${message.replace(/\s*[\r\n]+\s*/g, ' ').trim()}\n`);
-    return BERTH_ERROR_EXIT;
+    return BERTH_FAILURE_EXIT_CODE;
   }
 }

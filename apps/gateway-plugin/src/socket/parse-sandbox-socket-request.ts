@@ -1,4 +1,4 @@
-import { BerthError, truncateForMessage } from '@berth/core';
+import { BerthError, MAX_COMMAND_TIMEOUT_SECONDS, truncateForMessage } from '@berth/core';
 import { z } from 'zod';
 import { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketRequest } from './protocol.js';
 
@@ -28,7 +28,7 @@ const requestSchema = z
     taskId: text(1024).optional(),
     command: text(MAX_SANDBOX_SOCKET_REQUEST_BYTES),
     cwd: text(4096).optional(),
-    timeout: z.number().positive('must be more than 0').max(86_400, 'must be at most 86400 seconds').optional(),
+    timeout: z.number().positive('must be more than 0').max(MAX_COMMAND_TIMEOUT_SECONDS, `must be at most ${MAX_COMMAND_TIMEOUT_SECONDS} seconds`).optional(),
     stdin: z.string().max(MAX_SANDBOX_SOCKET_REQUEST_BYTES).optional(),
     reply: z.enum(['json', 'framed']).optional(),
     sessionRequired: z.boolean().optional(),

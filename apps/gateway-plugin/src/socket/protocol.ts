@@ -1,11 +1,10 @@
 // Types and limits only: the spawned client imports this file, and it must load nothing but
-// Node's own modules (no zod, no @berth/core) to answer in tens of milliseconds.
+// Node's own modules (no zod, no @berth/core) to answer in tens of milliseconds. The limits are
+// core's request protocol (`@berth/core/request-protocol`, which imports nothing; the build
+// bundles it into this package).
+import { SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protocol';
 
-/** The version of the socket protocol; a request carries it as `v`. */
-export const SANDBOX_SOCKET_PROTOCOL_VERSION = 1;
-
-/** The largest request line the server reads, in bytes, newline excluded. @default 1 MiB */
-export const MAX_SANDBOX_SOCKET_REQUEST_BYTES = 1024 * 1024;
+export { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protocol';
 
 /**
  * One command for `berth serve`, sent as one JSON line per connection. The fields that say whose
@@ -19,7 +18,7 @@ export const MAX_SANDBOX_SOCKET_REQUEST_BYTES = 1024 * 1024;
  */
 export interface SandboxSocketRequest {
   /** The protocol version, {@link SANDBOX_SOCKET_PROTOCOL_VERSION}. */
-  readonly v: 1;
+  readonly v: typeof SANDBOX_SOCKET_PROTOCOL_VERSION;
   /** A host session key such as `agent:main:telegram:direct:123`. */
   readonly sessionKey?: string;
   /** The platform of the message, e.g. `telegram`; names a user with `userId`, a conversation with `chatId`. */
@@ -54,7 +53,7 @@ export interface SandboxSocketRequest {
 
 /** What a command produced, secrets masked as the plugin masks them. */
 export interface SandboxSocketResult {
-  readonly v: 1;
+  readonly v: typeof SANDBOX_SOCKET_PROTOCOL_VERSION;
   readonly exitCode: number;
   readonly stdout: string;
   readonly stderr: string;
@@ -69,7 +68,7 @@ export interface SandboxSocketResult {
 
 /** Why a request was not run: `code` is stable, `message` is one line naming the culprit. */
 export interface SandboxSocketErrorResponse {
-  readonly v: 1;
+  readonly v: typeof SANDBOX_SOCKET_PROTOCOL_VERSION;
   readonly error: { readonly code: string; readonly message: string };
 }
 

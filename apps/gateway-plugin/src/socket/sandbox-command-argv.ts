@@ -2,8 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BerthError } from '@berth/core';
-import { PLAIN_TASK_ID } from '../cli/parse-socket-exec-arguments.js';
+import { BerthError, isCommandTimeoutText, MAX_COMMAND_TIMEOUT_SECONDS, PLAIN_TASK_ID_PATTERN, platformAndUserTogether } from '@berth/core';
 import { SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketRequest } from './protocol.js';
 import { writeRequestFile } from './request-file.js';
 
@@ -79,13 +78,13 @@ export function findPerl(): string | undefined {
 export function sandboxCommandArgv(options: SandboxCommandArgvOptions): string[] {
   if (!options.socket) throw invalid('socket is required: the path given to berth serve --socket');
   if (!options.command) throw invalid('command is empty; give the command line to run');
-  if ((options.platform === undefined) !== (options.userId === undefined)) throw invalid('platform and userId go together; give both');
+  if (!platformAndUserTogether(options.platform, options.userId)) throw invalid('platform and userId go together; give both');
   if (options.sessionKey !== undefined && options.platform !== undefined) throw invalid('give either sessionKey or platform and userId, not both');
-  if (options.timeout !== undefined && !(options.timeout > 0 && options.timeout <= 86_400 && /^\d+(?:\.\d+)?$/.test(String(options.timeout)))) {
-    throw invalid(`timeout ${options.timeout} is not a number of seconds between 0 and 86400`);
+  if (options.timeout !== undefined && !isCommandTimeoutText(String(options.timeout))) {
+    throw invalid(`timeout ${options.timeout} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`);
   }
   // The names `berth exec --task` accepts, whichever client is spawned.
-  if (options.taskId !== undefined && !PLAIN_TASK_ID.test(options.taskId)) throw invalid(`taskId ${JSON.stringify(options.taskId.slice(0, 60))} is not a plain name; use up to 128 letters, digits, ".", "_" or "-"`);
+  if (options.taskId !== undefined && !PLAIN_TASK_ID_PATTERN.test(options.taskId)) throw invalid(`taskId ${JSON.stringify(options.taskId.slice(0, 60))} is not a plain name; use up to 128 letters, digits, ".", "_" or "-"`);
   const client = options.client ?? 'auto';
   if (client !== 'node') {
     const perl = options.perl ?? findPerl();

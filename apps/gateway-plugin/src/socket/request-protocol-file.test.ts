@@ -1,0 +1,30 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { BERTH_FAILURE_EXIT_CODE, MAX_SANDBOX_SOCKET_REQUEST_BYTES, requestProtocolConstants, TIMEOUT_EXIT_CODE } from '@berth/core';
+import { describe, expect, it } from 'vitest';
+
+// The clients in other languages hold core's request protocol as values of their own: the Python
+// bridge reads the generated JSON file, the Perl client names them. Both are checked here.
+const read = (relative: string): string => readFileSync(fileURLToPath(new URL(relative, import.meta.url)), 'utf8');
+
+describe("the request protocol outside TypeScript", () => {
+  it("the Python bridge's request_protocol.json is core's (else: pnpm exec tsx scripts/write-request-protocol.ts)", () => {
+    const { $comment, ...written } = JSON.parse(read('../../../../integrations/hermes/berth_hermes/request_protocol.json')) as Record<string, unknown>;
+    expect($comment).toMatch(/scripts\/write-request-protocol\.ts/);
+    expect(written).toEqual(requestProtocolConstants());
+  });
+
+  it('the Perl client uses the same request bound and exit codes', () => {
+    const perl = read('../../client/berth-socket-client.pl');
+    const valueOf = (name: string): number => {
+      const factors = new RegExp(`^my \\$${name} = ([0-9 *]+);$`, 'm').exec(perl)?.[1];
+      expect(factors, `the Perl client names $${name}`).toBeDefined();
+      return factors!.split('*').reduce((product, factor) => product * Number(factor.trim()), 1);
+    };
+    expect(valueOf('MAX_REQUEST_BYTES')).toBe(MAX_SANDBOX_SOCKET_REQUEST_BYTES);
+    expect(valueOf('TIMEOUT_EXIT')).toBe(TIMEOUT_EXIT_CODE);
+    expect(valueOf('BERTH_ERROR_EXIT')).toBe(BERTH_FAILURE_EXIT_CODE);
+    // Every exit is one of those, or the command's own status.
+    expect(perl.match(/\bexit\b[^;]*;/g)).toEqual(['exit $BERTH_ERROR_EXIT;', 'exit $TIMEOUT_EXIT;', 'exit($status <= 255 ? $status : 1);']);
+  });
+});

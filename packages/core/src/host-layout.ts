@@ -1,0 +1,71 @@
+import { homedir } from 'node:os';
+import path from 'node:path';
+
+// Where Berth keeps things on the gateway's host, decided here and nowhere else:
+//
+//   ${HERMES_HOME:-~/.hermes}/                         hermesHome()
+//     sandboxes/                                       resolveSandboxDir(): {sandbox_dir}
+//       docker/                                        sandboxRootOf(): the sandbox root
+//         .berth-installation-key                      INSTALLATION_KEY_FILE
+//         .berth-locks/{folder}.lock                   LOCKS_FOLDER
+//         .berth-purge/{folder}                        PURGE_FOLDER
+//         {folder}/workspace, home                     resolveSandboxPaths() (sandbox-paths.ts)
+//         {folder}/.berth-channels/                    CHANNELS_FOLDER
+//         {folder}/.berth-last-used                    LAST_USED_FILE
+//       disks/docker/{folder}.ext4                     disksFolderOf()
+//
+// These names are stable across releases: a gateway finds its earlier sandboxes' files by them.
+
+/** The folder under `{sandbox_dir}` that holds every scope's folder (the sandbox root). */
+export const SANDBOX_ROOT_FOLDER = 'docker';
+
+/** The folder under `{sandbox_dir}` that holds the scopes' disk images (`container_disk`). */
+export const DISKS_FOLDER = 'disks';
+
+/**
+ * The per-installation secret that keys sandbox names, in the sandbox root. No scope folder
+ * starts with `.`, and only a scope's `workspace` and `home` are mounted, so no sandbox can read it.
+ */
+export const INSTALLATION_KEY_FILE = '.berth-installation-key';
+
+/** The folder of the scopes' lock files in the sandbox root: `{root}/.berth-locks/{folder}.lock`. */
+export const LOCKS_FOLDER = '.berth-locks';
+
+/** The folder of purges in progress in the sandbox root; `{root}/.berth-purge/{folder}` is a scope's tombstone. */
+export const PURGE_FOLDER = '.berth-purge';
+
+/** The channel folder's name inside a scope's folder, beside `workspace` and `home`. */
+export const CHANNELS_FOLDER = '.berth-channels';
+
+/** The file in a scope's folder whose modification time is when its sandbox was last used. */
+export const LAST_USED_FILE = '.berth-last-used';
+
+/** `path` with a leading `~` taken as the user's home (`$HOME`, else the account's), as Python's `expanduser` does. */
+function expandHome(where: string, environment: NodeJS.ProcessEnv): string {
+  return where === '~' || where.startsWith('~/') ? path.join(environment.HOME || homedir(), where.slice(1)) : where;
+}
+
+/** `$HERMES_HOME`, else `~/.hermes`; a leading `~` is the user's home, as the Python bridge reads it. */
+export function hermesHome(environment: NodeJS.ProcessEnv = process.env): string {
+  return environment.HERMES_HOME ? expandHome(environment.HERMES_HOME, environment) : path.join(environment.HOME || homedir(), '.hermes');
+}
+
+/**
+ * The sandbox directory: `sandbox_dir` from the config, else `$TERMINAL_SANDBOX_DIR`, else
+ * `${HERMES_HOME:-~/.hermes}/sandboxes`. A leading `~` is the user's home; relative paths are
+ * taken from the current directory.
+ */
+export function resolveSandboxDir(configured: string | undefined, environment: NodeJS.ProcessEnv = process.env): string {
+  const chosen = configured || environment.TERMINAL_SANDBOX_DIR || path.join(hermesHome(environment), 'sandboxes');
+  return path.resolve(expandHome(chosen, environment));
+}
+
+/** The sandbox root of a sandbox directory: `{sandbox_dir}/docker`, where every scope's folder is. */
+export function sandboxRootOf(sandboxDir: string): string {
+  return path.join(path.resolve(sandboxDir), SANDBOX_ROOT_FOLDER);
+}
+
+/** The folder of the disk images of the scopes under `root`: `{sandbox_dir}/disks/docker`. */
+export function disksFolderOf(root: string): string {
+  return path.join(path.dirname(root), DISKS_FOLDER, path.basename(root));
+}

@@ -1,0 +1,44 @@
+import { KEEP_ALIVE_COMMAND } from './sandbox-spec.js';
+import { SESSION_PROCESS } from './shell-protocol.js';
+
+// Whether a sandbox is busy is the runtime's decision, made here from the shape of its own
+// launcher: a driver only lists the processes (and runs RUNNING_PROBE when asked). Change
+// KEEP_ALIVE_COMMAND and what counts as idle follows, in every driver at once.
+
+/** The launcher's command line as a process list shows it, up to its first statement (`/bin/sh -c trap "exit 0" TERM INT HUP;`). */
+const LAUNCHER_START = `${KEEP_ALIVE_COMMAND[0]} ${KEEP_ALIVE_COMMAND[1]} ${KEEP_ALIVE_COMMAND[2].slice(0, KEEP_ALIVE_COMMAND[2].indexOf(';') + 1)}`;
+
+/** The sleep the launcher waits in between requests (`sleep 3600`). */
+const LAUNCHER_SLEEP = /\bsleep \d+\b/.exec(KEEP_ALIVE_COMMAND[2])![0];
+
+/**
+ * Whether a process of a sandbox is no work of its user's: the launcher (and its forks, and an
+ * engine's init running it), the launcher's sleep, a session's shell waiting for a command, or
+ * one of the engine's own processes (`engineProcess`: its init, a pod's pause).
+ */
+export function isIdleProcess(command: string, engineProcess?: RegExp): boolean {
+  return command.includes(LAUNCHER_START) || command === LAUNCHER_SLEEP || SESSION_PROCESS.test(command) || (engineProcess?.test(command) ?? false);
+}
+
+/** What a driver lists of a running sandbox, for {@link isSandboxBusy}. */
+export interface SandboxProcessList {
+  /** Each process's command line, its arguments joined by spaces. */
+  readonly commands: readonly string[];
+  /** The engine's own processes in a sandbox, which are never the user's work (its init, a pod's pause). */
+  readonly engineProcess?: RegExp;
+}
+
+/**
+ * Whether a running sandbox is busy: any process but the idle ones ({@link isIdleProcess}) is
+ * work; with only those, a session's shell may still run a command made of builtins, which looks
+ * the same as one waiting, so `commandRunning` (RUNNING_PROBE run in the sandbox: true unless it
+ * exits 1) tells. A driver that ran the probe with its listing passes the answer (true is busy
+ * whatever the list says); one that runs it apart passes a function, asked only when a session's
+ * shell is there.
+ */
+export async function isSandboxBusy(processes: SandboxProcessList, commandRunning: boolean | (() => Promise<boolean>)): Promise<boolean> {
+  if (commandRunning === true) return true;
+  if (processes.commands.some((command) => !isIdleProcess(command, processes.engineProcess))) return true;
+  if (!processes.commands.some((command) => SESSION_PROCESS.test(command))) return false;
+  return typeof commandRunning === 'function' ? commandRunning() : commandRunning;
+}
