@@ -216,8 +216,18 @@ build_binaries() {
   # One go build for all of them: their shared packages are compiled once and the links overlap
   # the compiles. `providerless` leaves out the in-tree cloud providers (AWS, Azure, GCE,
   # OpenStack, vSphere), about half of what there is to compile, which a one-node test cluster
-  # never uses. nice 19: the tests that run meanwhile keep the cores they ask for.
-  (cd "$tree" && nice -n 19 go build -p "$(nproc)" -tags selinux,notest,providerless -ldflags "$ldflags" -o "$BIN.partial/" "${packages[@]}")
+  # never uses. nice 19: the build, type-check and unit tests that run meanwhile keep the cores
+  # they ask for; scripts/test.sh raises it to 0 once they are done (the pid of go is in
+  # kubernetes-build.pid), so that the compile then shares the cores evenly with the suites.
+  (cd "$tree" && exec nice -n 19 go build -p "$(nproc)" -tags selinux,notest,providerless -ldflags "$ldflags" -o "$BIN.partial/" "${packages[@]}") &
+  local go_pid=$!
+  echo "$go_pid" >"$CACHE_ROOT/kubernetes-build.pid"
+  if ! wait "$go_pid"; then
+    rm -f "$CACHE_ROOT/kubernetes-build.pid"
+    k8s_say "go build failed (its output is above)"
+    exit 1
+  fi
+  rm -f "$CACHE_ROOT/kubernetes-build.pid"
   build_pause "$tree" "$BIN.partial"
   rm -rf "$BIN" && mv "$BIN.partial" "$BIN"
   echo "$(( $(date +%s) - started ))" >"$CACHE/build-seconds"

@@ -38,23 +38,29 @@ const DEEP_TREE = 'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaa
 
 const userArgs = (sender: Sender) => ['--platform', sender.platform, '--user', String(sender.userId)];
 
-/** Whether any loop device is backed by a file under `folder` (deleted ones included), and any mount lies under it. */
-function diskTraces(folder: string): { loops: string[]; mounts: string[] } {
-  const loops = readdirSync('/sys/block')
+/**
+ * The traces of a deleted disk image at `image`: loop devices still backed by it (the kernel
+ * marks their backing file `(deleted)`), and mounts under `image` or `folder` of such a device.
+ */
+function deletedDiskTraces(image: string, folder: string): { loops: string[]; mounts: string[] } {
+  const deleted = readdirSync('/sys/block')
     .filter((name) => /^loop\d+$/.test(name))
     .flatMap((name) => {
       try {
         const backing = readFileSync(`/sys/block/${name}/loop/backing_file`, 'utf8').trim();
-        return backing.startsWith(folder) ? [`${name} ${backing}`] : [];
+        if (!backing.startsWith(image) || !backing.endsWith('(deleted)')) return [];
+        return [{ loop: `${name} ${backing}`, device: readFileSync(`/sys/block/${name}/dev`, 'utf8').trim() }];
       } catch {
         return [];
       }
     });
+  const devices = new Set(deleted.map((entry) => entry.device));
   const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
-    .map((line) => line.split(' ')[4] ?? '')
-    .filter((where) => where.startsWith(folder));
-  return { loops, mounts };
+    .map((line) => line.split(' '))
+    .filter((fields) => devices.has(fields[2] ?? '') && [image, folder].some((place) => (fields[4] ?? '').startsWith(place)))
+    .map((fields) => `${fields[4]} (${fields[2]})`);
+  return { loops: deleted.map((entry) => entry.loop), mounts };
 }
 
 /**
@@ -176,13 +182,15 @@ describe.each(['docker', 'podman'] as const)('purge on %s, with per-user disks',
       user,
       'cat /workspace/secret.txt 2>/dev/null || echo none',
       berth(gateway, { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config }, ['rm', '--purge', ...userArgs(user)]),
-      () => ({ loops: diskTraces(image).loops, mounts: [...diskTraces(image).mounts, ...diskTraces(folder).mounts] }),
+      () => deletedDiskTraces(image, folder),
     );
     expect(run, run.stderr).toMatchObject({ status: 0 });
-    // Right when it said so: no loop device holds the image (deleted or not), nothing is mounted on the folder.
+    // Right when it said so: no loop device holds the deleted image, and nothing is mounted on the
+    // folder from one that does. (A message that waited for the purge's lock may already have
+    // made the user a new, empty disk at the same path by then: that one is theirs to have.)
     expect(seen).toEqual({ loops: [], mounts: [] });
     // Nor later: no loop device holds a deleted image (the old disk) while the user goes on.
-    expect(diskTraces(image).loops.filter((loop) => loop.endsWith('(deleted)'))).toEqual([]);
+    expect(deletedDiskTraces(image, folder)).toEqual({ loops: [], mounts: [] });
     // And the user's next message finds nothing of theirs.
     expect((await gateway.run(user, 'cat /workspace/secret.txt 2>/dev/null || echo none')).output).toBe('none\n');
   });
