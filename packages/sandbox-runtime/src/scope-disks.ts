@@ -40,6 +40,8 @@ export interface ScopeDisks {
   usage(folder: string): { usedMb: number; limitMb: number } | undefined;
 }
 
+/** How long a purge tries again to unmount a disk that is busy, before it gives up. */
+const PURGE_BUSY_WAIT_MS = 15_000;
 const TOOLS = ['mkfs.ext4', 'mount', 'umount', 'losetup', 'resize2fs', 'e2fsck'] as const;
 type Tool = (typeof TOOLS)[number];
 const SEARCH = ['/usr/sbin', '/sbin', '/usr/bin', '/bin'];
@@ -503,10 +505,18 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     await unmountLeftStaging(files);
     // Never lazily: a disk still mounted somewhere keeps its files readable after its image is
     // deleted, and the purge would say it removed them.
+    // The engine says a removed sandbox is gone a moment before the kernel has torn down its
+    // mount namespace (its last processes still exiting), which keeps the disk busy meanwhile: a
+    // busy disk is tried again for a few seconds before the purge gives up.
+    const busyUntil = Date.now() + PURGE_BUSY_WAIT_MS;
     while (mountState(files.folder, files.image) === 'mine') {
       try {
         await run(tool('umount'), [files.folder]);
       } catch (error) {
+        if (Date.now() < busyUntil) {
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          continue;
+        }
         throw new SandboxError(
           'PURGE_INCOMPLETE',
           `the disk of ${name} is still in use on the host (${error instanceof Error ? error.message : String(error)}), so nothing was deleted; stop what uses ${files.folder} and run berth rm --purge again`,
