@@ -118,7 +118,11 @@ beforeAll(async () => {
     },
     models: fakeModelProviders(model, { contextWindow: 64_000 }),
     agents: { defaults: { model: { primary: `fake/${model.modelId}` }, sandbox: { mode: 'all', backend: 'berth', scope: 'session', workspaceAccess: 'none' } } },
-    tools: { toolSearch: false },
+    // OpenClaw backgrounds a command still running after tools.exec.backgroundMs (10 s by
+    // default) and replies "Command still running"; a user's first command makes their sandbox,
+    // which on a machine busy with other work can take longer than that. Its ceiling, 120 s, so
+    // every reply holds the command's output.
+    tools: { toolSearch: false, exec: { backgroundMs: 120_000 } },
     // A message that arrives while the chat's previous run is still finishing runs after it,
     // instead of being steered into that run (OpenClaw's default queue mode).
     messages: { queue: { mode: 'followup' } },
