@@ -125,12 +125,11 @@ kubernetes_suite=(
   "stop_kubernetes"
 )
 # The Kubernetes suite mostly waits on the kubelet, so its lane also takes the OpenClaw end-to-end
-# test, the install test and the attack cases that may share the machine (the others run alone in
+# test and the attack cases that may share the machine (the others run alone in
 # phase 3). Where the binaries are cached the cluster is up at once and its suite goes first;
 # where they are still compiling, it goes last.
 kubernetes_others=(
   "pnpm -s --filter @berth/openclaw-e2e test:e2e"
-  "pnpm -s --filter @berth/install-test test:integration"
   "BERTH_ATTACK_PART=shared pnpm -s --filter @berth/adversarial test:attack"
   "pnpm -s --filter @berth/openclaw test:attack"
 )
@@ -143,6 +142,7 @@ engines_lane=(
   "pnpm -s exec turbo run test:integration --concurrency=1 --continue --filter=!@berth/backend-kubernetes --filter=!@berth/install-test"
   "bash packages/backend-podman/scripts/run-rootless-suite.sh"
   "bash integrations/hermes/scripts/test.sh"
+  "pnpm -s --filter @berth/install-test test:integration"
 )
 lane engines "${engines_lane[@]}" &
 engines_lane_pid=$!
