@@ -271,7 +271,10 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     if (await detached(image)) return true;
     const device = attachedDevice(image);
     if (device && !isMountedAnywhere(device)) await run(tool('losetup'), ['-d', device]).catch(() => undefined);
-    for (let wait = 0; wait < 4; wait++) {
+    // Its file system unmounted here, a loop device is freed once no mount namespace holds it:
+    // that of a sandbox just removed goes a moment later (seconds, on a busy machine).
+    const until = Date.now() + PURGE_BUSY_WAIT_MS;
+    while (Date.now() < until) {
       if (await detached(image)) return true;
     }
     return false;
