@@ -6,8 +6,8 @@
 # Three phases:
 #   1. set-up, build, type-check and unit tests, while the test cluster's binaries build (nice 19,
 #      a new machine only) and the cluster then starts, and OpenClaw downloads into its cache;
-#   2. two lanes side by side: the Docker and Podman integration suites, rootless Podman and the
-#      Hermes bridge; and the Kubernetes suite, OpenClaw end to end, the install test and the
+#   2. two lanes side by side: the Docker and Podman integration suites, rootless Podman, the
+#      Hermes bridge and the install test; and the Kubernetes suite, OpenClaw end to end and the
 #      attack cases that may share the machine. Fork bombs take one machine-wide lock (testkit's
 #      whileSaturating), so two never run at once;
 #   3. the attack cases that must be alone: they restart dockerd or flood the machine.
@@ -125,8 +125,7 @@ kubernetes_suite=(
   "stop_kubernetes"
 )
 # The Kubernetes suite mostly waits on the kubelet, so its lane also takes the OpenClaw end-to-end
-# test and the attack cases that may share the machine (the others run alone in
-# phase 3). Where the binaries are cached the cluster is up at once and its suite goes first;
+# test and the attack cases that may share the machine (the others run alone in phase 3). Where the binaries are cached the cluster is up at once and its suite goes first;
 # where they are still compiling, it goes last.
 kubernetes_others=(
   "pnpm -s --filter @berth/openclaw-e2e test:e2e"
