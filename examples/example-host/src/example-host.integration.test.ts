@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseTerminalConfig } from '@berth/core';
+import { INSTALLATION_KEY_FILE, LOCKS_FOLDER, parseTerminalConfig, PURGE_FOLDER } from '@berth/core';
 import { createBerthResolver, releaseDisksUnder } from '@berth/gateway-plugin';
 import { createExampleHost, type ExampleHost } from './example-host.js';
 
@@ -112,14 +112,14 @@ describe('the example host', () => {
     // that names the sandboxes, the scope locks and the purge tombstones.
     const entries = readdirSync(path.join(sandboxDir, 'docker'));
     for (const name of entries.filter((entry) => entry.startsWith('.'))) {
-      expect(['.berth-installation-key', '.berth-locks', '.berth-purge']).toContain(name);
+      expect([INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER]).toContain(name);
     }
     const folders = entries.filter((name) => !name.startsWith('.')).sort();
     expect(folders).toHaveLength(3);
     expect(folders).toEqual(expect.arrayContaining(['example', `telegram@${telegramUser}`]));
     expect(folders.filter((folder) => folder.startsWith('whatsapp@'))).toHaveLength(1);
     // No lock was taken for the refused ids either: every lock belongs to one of those folders.
-    const locks = path.join(sandboxDir, 'docker', '.berth-locks');
+    const locks = path.join(sandboxDir, 'docker', LOCKS_FOLDER);
     const lockFiles = existsSync(locks) ? readdirSync(locks) : [];
     for (const lock of lockFiles) expect(folders).toContain(lock.replace(/\.lock$/, ''));
   });
