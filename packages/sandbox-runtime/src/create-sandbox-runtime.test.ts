@@ -34,7 +34,7 @@ function setUp(settings: Record<string, unknown> = {}, environment: Record<strin
   return { sandboxDir, config, request };
 }
 
-function runtimeOver(driver: FakeDriver, config: ReturnType<typeof parseTerminalConfig>, extra: { reapIntervalMs?: number; logger?: { info: (line: string) => void; warn: (line: string) => void; error: (line: string) => void } } = {}): SandboxRuntime {
+function runtimeOver(driver: FakeDriver, config: ReturnType<typeof parseTerminalConfig>, extra: { reapIntervalMs?: number; shellReadyTimeoutMs?: number; logger?: { info: (line: string) => void; warn: (line: string) => void; error: (line: string) => void } } = {}): SandboxRuntime {
   const runtime = createSandboxRuntime({ driver, settings: sandboxSettings(config), reapIntervalMs: 0, ...extra });
   runtimes.push(runtime);
   return runtime;
@@ -266,6 +266,41 @@ describe('the sandbox runtime', () => {
     expect(result).toMatchObject({ exitCode: 124, timedOut: true });
     expect(result.stdout).toContain('started');
     expect((await runtime.doExec(request('53'), { command: 'echo after' })).stdout).toBe('after\n');
+  });
+
+  it('restarts a sandbox whose shell answered before and now does not (a fork bomb left holding every pid), then runs the command there', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const logs: string[] = [];
+    const logger = { info: () => undefined, warn: (line: string) => void logs.push(line), error: () => undefined };
+    const runtime = runtimeOver(driver, config, { shellReadyTimeoutMs: 500, logger });
+    expect((await runtime.doExec(request('59'), { command: 'echo first' })).stdout).toBe('first\n');
+    const [sandbox] = driver.sandboxes.values();
+    // The command leaves a process holding its shell's output (the next command needs a new
+    // session), and the sandbox fills up.
+    expect((await runtime.doExec(request('59'), { command: 'sleep 30 & echo left' })).stdout).toBe('left\n');
+    driver.stalled.add(sandbox!.id);
+    const after = await runtime.doExec(request('59'), { command: 'echo recovered' });
+    expect(after).toMatchObject({ exitCode: 0, stdout: 'recovered\n' });
+    expect(driver.calls).toContain(`stop ${sandbox!.id}`);
+    expect(creates(driver)).toHaveLength(1);
+    expect(logs.join('\n')).toMatch(/no shell could answer in berth-[0-9a-f]+; restarting the sandbox/);
+    // Still a session: cd and export persist.
+    await runtime.doExec(request('59'), { command: 'cd /; export KEPT=1' });
+    expect((await runtime.doExec(request('59'), { command: 'pwd; echo $KEPT' })).stdout).toBe('/\n1\n');
+  });
+
+  it('runs one exec per command, and restarts nothing, when a new sandbox\'s shell never answers (an image whose shell cannot hold a session)', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const logs: string[] = [];
+    const logger = { info: () => undefined, warn: (line: string) => void logs.push(line), error: () => undefined };
+    const runtime = runtimeOver(driver, config, { shellReadyTimeoutMs: 500, logger });
+    // The fake engine's first sandbox.
+    driver.stalled.add('fake-1');
+    expect((await runtime.doExec(request('60'), { command: 'echo by-exec' })).stdout).toBe('by-exec\n');
+    expect(driver.calls.filter((call) => call.startsWith('stop '))).toEqual([]);
+    expect(logs.join('\n')).toMatch(/cannot hold a session .*running one exec per command/);
   });
 
   it("keeps what a background job writes after its command ended out of every later result, and cd/export going", async () => {

@@ -20,6 +20,7 @@ import { createLimiter, enqueue, newEntry, type SandboxEntry } from './sandbox-e
 import { createSandboxLifecycle } from './sandbox-lifecycle.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import { createShellSessions } from './shell-sessions.js';
+import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
 import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
 import { lockScope } from './scope-lock.js';
 
@@ -55,6 +56,8 @@ export interface SandboxRuntimeOptions {
   readonly reapIntervalMs?: number;
   /** How many sandboxes may be created and started at once; more wait. @default 4 */
   readonly createConcurrency?: number;
+  /** How long a sandbox's new shell may take to answer before it is deemed unable to hold a session. @default 10 000 */
+  readonly shellReadyTimeoutMs?: number;
 }
 
 /** A backend made of the runtime's policies over a driver, with what tests and tools also use. */
@@ -92,6 +95,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     onProgress: options.onProgress,
     entries: new Map(),
     limitCreate: createLimiter(options.createConcurrency ?? 4),
+    shellReadyTimeoutMs: options.shellReadyTimeoutMs ?? SHELL_READY_TIMEOUT_MS,
     disks: createScopeDisks({ limitMb: settings.container_disk, engine: driver.engine, hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
     holdScope: async (paths, purpose, task) => {
       if (!driver.capabilities.hostFolders) return task();

@@ -25,6 +25,8 @@ export interface RuntimeContext {
   readonly onProgress: ((event: ProgressEvent) => void) | undefined;
   /** Scope key → entry. */
   readonly entries: Map<string, SandboxEntry>;
+  /** How long a sandbox's new shell may take to answer (shell-session.ts). */
+  readonly shellReadyTimeoutMs: number;
   /** Bounds the creates and starts that run at once. */
   readonly limitCreate: Limiter;
   /** Each scope's disk (`container_disk`). */

@@ -32,6 +32,9 @@ export interface SessionRunResult {
   readonly stateDeleted?: boolean;
 }
 
+/** How long a new shell may take to answer its set-up before it is deemed unable to hold a session. */
+export const SHELL_READY_TIMEOUT_MS = 10_000;
+
 /** Bytes outside every frame a session tolerates (a background job writing to it) before it is retired. */
 export const STRAY_OUTPUT_LIMIT = 64 * 1024;
 
@@ -152,7 +155,8 @@ export class ShellSession {
     await new Promise<void>((resolve, reject) => {
       failReady = reject;
       if (closedEarly) return reject(new SessionClosedError(false, "the sandbox's /bin/sh ended before it was ready; check that the image has /bin/sh"));
-      const timer = setTimeout(() => reject(new SandboxError('SANDBOX_SHELL_UNUSABLE', `the sandbox's /bin/sh did not answer within ${options.readyTimeoutMs ?? 10_000} ms`)), options.readyTimeoutMs ?? 10_000);
+      const readyTimeoutMs = options.readyTimeoutMs ?? SHELL_READY_TIMEOUT_MS;
+      const timer = setTimeout(() => reject(new SandboxError('SANDBOX_SHELL_UNUSABLE', `the sandbox's /bin/sh did not answer within ${readyTimeoutMs} ms`)), readyTimeoutMs);
       let pending = 2;
       const done = (): void => {
         if (--pending === 0) {

@@ -1,4 +1,4 @@
-import type { ExecRequest, OpenExecChannel, SandboxRequest } from '@berth/core';
+import { SandboxError, type ExecRequest, type OpenExecChannel, type SandboxRequest } from '@berth/core';
 import { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
 import { KillerShell } from './killer-shell.js';
 import { FALLBACK_STATE_DIR, runExecOnce } from './run-exec-once.js';
@@ -43,6 +43,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
       const channel = await openFifoChannel(channelsFolderOf(entry.paths.folder));
       if (channel) return channel;
       entry.shellsByExec = true;
+      logger?.info(`berth: the launcher of ${entry.name} did not answer; its shells go through the engine's exec until it is started again`);
     }
     return channelOpener(entry)(command, options);
   };
@@ -94,9 +95,11 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     // exist before anything needs killing, and an exec still starting when someone pauses the
     // sandbox would hold the engine's lock on it (inspect, unpause and rm all wait) until thawed.
     const killerReady = openKiller(entry);
+    // A session held in this sandbox before: the image's shell can hold one.
+    const heldBefore = entry.mode === 'session';
     const channel = await shellOpener(entry)(['/bin/sh'], { workingDir: WORKSPACE_TARGET });
     try {
-      const session = await ShellSession.open({ channel, variables: request.environment.variables, ...(entry.retired ? { successorOf: entry.retired } : {}) });
+      const session = await ShellSession.open({ channel, variables: request.environment.variables, readyTimeoutMs: context.shellReadyTimeoutMs, ...(entry.retired ? { successorOf: entry.retired } : {}) });
       entry.retired = undefined;
       entry.session = session;
       entry.mode = 'session';
@@ -107,13 +110,18 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
       (await killerReady)?.watch(session.stateDir);
     } catch (error) {
       void killerReady.then((killer) => killer?.close());
-      if (error instanceof SessionClosedError && !error.started) {
-        // The shell could not even start: the sandbox is full (a fork bomb's leftovers holding
-        // every pid, say). Stopping it ends every process in it; the retry starts it again with
-        // the files intact.
-        logger?.warn(`berth: no shell could start in ${entry.name}; restarting the sandbox`);
+      // A shell that answered in this sandbox before and now does not (it started, but cannot
+      // fork to run its set-up) is a sandbox in trouble, not an image whose shell cannot hold a
+      // session: a fork bomb a command left running holds every pid. Only a sandbox's first
+      // session decides the fallback to one exec per command.
+      const unanswered = heldBefore && error instanceof SandboxError && error.code === 'SANDBOX_SHELL_UNUSABLE';
+      if ((error instanceof SessionClosedError && !error.started) || unanswered) {
+        // The shell could not even start, or not answer: the sandbox is full (a fork bomb's
+        // leftovers holding every pid, say). Stopping it ends every process in it; the retry
+        // starts it again with the files intact.
+        logger?.warn(`berth: no shell could ${unanswered ? 'answer' : 'start'} in ${entry.name}; restarting the sandbox`);
         await lifecycle.stop(entry, () => drop(entry)).catch(() => undefined);
-        throw error;
+        throw unanswered ? new SessionClosedError(false, `the shell of ${entry.name} did not answer; the sandbox was restarted`) : error;
       }
       if (error instanceof SessionClosedError || settings.docker_exec_mode === 'session') throw error;
       entry.mode = 'exec';

@@ -21,6 +21,12 @@ export interface FakeDriver extends SandboxDriverV1 {
   readonly busy: Set<string>;
   /** Whether the engine answers. */
   reachable: boolean;
+  /**
+   * Ids of sandboxes whose new session shells (a bare `/bin/sh`) start but never answer, until
+   * the sandbox stops: what a sandbox whose every pid a fork bomb holds does to a shell that
+   * must fork to set itself up. (`/bin/sh -c …` execs still run.)
+   */
+  readonly stalled: Set<string>;
   /** Makes the next call of `method` throw `error`. */
   failNext(method: keyof SandboxDriverV1, error: Error): void;
   /** Removes a sandbox behind the runtime's back (what `docker rm -f` does). */
@@ -41,6 +47,7 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
   const kill = (sandbox: FakeSandbox): void => {
     for (const child of sandbox.processes) child.kill('SIGKILL');
     sandbox.processes.clear();
+    driver.stalled.delete(sandbox.id);
   };
   const byNameOrId = (key: string): FakeSandbox | undefined => sandboxes.get(key) ?? [...sandboxes.values()].find((sandbox) => sandbox.name === key);
   const gone = (what: string): SandboxError => new SandboxError('SANDBOX_GONE', `${what} does not exist on the fake engine`);
@@ -55,6 +62,7 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
     calls,
     busy: new Set(),
     reachable: true,
+    stalled: new Set(),
     failNext: (method, error) => void failures.set(method, error),
     removeFromOutside(id) {
       const sandbox = sandboxes.get(id);
@@ -151,7 +159,7 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
       if (!sandbox) throw gone(id);
       if (sandbox.state !== 'running') throw new SandboxError('SANDBOX_GONE', `sandbox ${sandbox.name} is not running`);
       // detached: the shell leads its own process group, as an engine's exec does.
-      const [file = '/bin/sh', ...args] = command;
+      const [file = '/bin/sh', ...args] = driver.stalled.has(id) && command.length === 1 ? ['sleep', '3600'] : command;
       const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp', detached: true });
       sandbox.processes.add(child);
       const closeListeners: Array<() => void> = [];
