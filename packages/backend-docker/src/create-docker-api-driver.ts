@@ -78,6 +78,9 @@ function ownNetworkOf(info: Dockerode.ContainerInspectInfo): string | undefined 
   return info.HostConfig?.NetworkMode === name ? name : undefined;
 }
 
+/** How long an engine's description is reused before it is asked again. */
+const DESCRIBE_REUSE_MS = 60_000;
+
 /**
  * A driver over an engine's Docker-compatible API (Docker Engine, Podman's service): the one
  * translation of the driver port to dockerode, with the engine's differences as the typed
@@ -120,6 +123,21 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
   // Networks taken by prepare() for the create() that follows, by sandbox name.
   const taken = new Map<string, Promise<{ mode: string; pool: boolean }>>();
 
+  // The engine's version, runtimes and size, asked once for a while: the runtime's egress policy,
+  // its capacity policy and a status each want them as a gateway starts, and Podman answers each
+  // /info and /version in about a second, running its package manager dozens of times.
+  let described: { at: number; answer: ReturnType<SandboxDriverV1['describe']> } | undefined;
+  const describeNow = (): ReturnType<SandboxDriverV1['describe']> =>
+    call('read the engine version', async ({ docker, endpoint, discovery, warnings, networkPool }) => {
+      const [version, info] = await Promise.all([docker.version(), docker.info() as Promise<{ Runtimes?: Record<string, { path?: string }>; MemTotal?: number; NCPU?: number }>]);
+      // An engine lists the runtimes it is configured with; one whose binary is missing cannot run.
+      const runtimes = Object.entries(info.Runtimes ?? {})
+        .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
+        .map(([name]) => name);
+      const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
+      return { engine, endpoint, discovery, version: version.Version, apiVersion: version.ApiVersion, warnings: [...(warnings ?? [])], runtimes, ...host, ...(networkPool ? { networkPool } : {}) };
+    });
+
   return {
     specificationVersion: 'v1',
     engine,
@@ -134,16 +152,18 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     ping: () => call('reach the engine', async ({ docker }) => void (await docker.ping())),
 
-    describe: () =>
-      call('read the engine version', async ({ docker, endpoint, discovery, warnings, networkPool }) => {
-        const [version, info] = await Promise.all([docker.version(), docker.info() as Promise<{ Runtimes?: Record<string, { path?: string }>; MemTotal?: number; NCPU?: number }>]);
-        // An engine lists the runtimes it is configured with; one whose binary is missing cannot run.
-        const runtimes = Object.entries(info.Runtimes ?? {})
-          .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
-          .map(([name]) => name);
-        const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
-        return { engine, endpoint, discovery, version: version.Version, apiVersion: version.ApiVersion, warnings: [...(warnings ?? [])], runtimes, ...host, ...(networkPool ? { networkPool } : {}) };
-      }),
+    describe: () => {
+      if (!described || performance.now() - described.at >= DESCRIBE_REUSE_MS) {
+        const answer = describeNow();
+        described = { at: performance.now(), answer };
+        // A failure is not kept: the next call asks again.
+        answer.catch(() => {
+          if (described?.answer === answer) described = undefined;
+        });
+      }
+      // Each caller gets lists of its own.
+      return described.answer.then((description) => ({ ...description, warnings: [...description.warnings], ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}) }));
+    },
 
     hasImage: (image) =>
       call(`inspect image ${image}`, async ({ docker }) => {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { adjustPodmanCreate, PODMAN_SANDBOX_NETWORK } from './adjust-podman-spec.js';
 import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js';
 import { mapPodmanError } from './map-podman-error.js';
-import { readPodmanHost, type PodmanHost } from './read-podman-host.js';
+import { readPodmanHostOf, type PodmanHost } from './read-podman-host.js';
 import { createThroughLibpod } from './to-libpod-spec.js';
 
 /** Options of {@link createPodmanDriver}. */
@@ -57,7 +57,8 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
     discovery = found.source === 'CONTAINER_HOST' ? '$CONTAINER_HOST' : `the ${found.source} socket`;
   }
   try {
-    return { docker, endpoint, discovery, host: await readPodmanHost(docker) };
+    const socketPath = (docker.modem as { socketPath?: unknown }).socketPath;
+    return { docker, endpoint, discovery, host: await readPodmanHostOf(docker, typeof socketPath === 'string' ? socketPath : undefined) };
   } catch (error) {
     const mapped = mapPodmanError(error, { engine: 'podman', endpoint, action: 'read the Podman host information' });
     if (mapped.code === 'ENGINE_UNAVAILABLE') {

@@ -71,3 +71,24 @@ export async function readPodmanHost(docker: Dockerode): Promise<PodmanHost> {
   const [info, enforce] = await Promise.all([fetchLibpodInfo(docker), readSelinuxEnforce()]);
   return decidePodmanHost(info, enforce);
 }
+
+/** How long one process reuses what a Podman socket said about its host. */
+const HOST_REUSE_MS = 60_000;
+const hosts = new Map<string, { at: number; host: Promise<PodmanHost> }>();
+
+/**
+ * {@link readPodmanHost}, reused for a minute per local socket: each `/libpod/info` costs
+ * Podman about a second (it runs its package manager dozens of times), and every backend a
+ * process makes on the same socket would otherwise ask again. A failure is not kept.
+ */
+export function readPodmanHostOf(docker: Dockerode, socketPath: string | undefined): Promise<PodmanHost> {
+  if (socketPath === undefined) return readPodmanHost(docker);
+  const known = hosts.get(socketPath);
+  if (known && performance.now() - known.at < HOST_REUSE_MS) return known.host;
+  const host = readPodmanHost(docker);
+  hosts.set(socketPath, { at: performance.now(), host });
+  host.catch(() => {
+    if (hosts.get(socketPath)?.host === host) hosts.delete(socketPath);
+  });
+  return host;
+}
