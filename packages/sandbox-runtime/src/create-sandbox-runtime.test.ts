@@ -35,7 +35,8 @@ function setUp(settings: Record<string, unknown> = {}, environment: Record<strin
 }
 
 function runtimeOver(driver: FakeDriver, config: ReturnType<typeof parseTerminalConfig>, extra: { reapIntervalMs?: number; shellReadyTimeoutMs?: number; logger?: { info: (line: string) => void; warn: (line: string) => void; error: (line: string) => void } } = {}): SandboxRuntime {
-  const runtime = createSandboxRuntime({ driver, settings: sandboxSettings(config), reapIntervalMs: 0, ...extra });
+  // The fake engine's sandboxes have a launch FIFO but no launcher: no waiting for one.
+  const runtime = createSandboxRuntime({ driver, settings: sandboxSettings(config), reapIntervalMs: 0, firstLaunchWaitMs: 0, ...extra });
   runtimes.push(runtime);
   return runtime;
 }
@@ -385,7 +386,7 @@ describe('the sandbox runtime', () => {
     await expect(runtime.remove('user:telegram:62', { purge: true })).rejects.toMatchObject({ code: 'PURGE_NEEDS_PATHS' });
   });
 
-  it('a purge by another process is never re-populated: the gateway refuses the user meanwhile, then starts them afresh', async () => {
+  it('a purge by another process is never re-populated: the gateway refuses the user meanwhile, then starts them afresh', { timeout: 60_000 }, async () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
     // The gateway, and `berth rm --purge` in a process of its own (another runtime: its own lock descriptors).

@@ -58,6 +58,12 @@ export interface SandboxRuntimeOptions {
   readonly createConcurrency?: number;
   /** How long a sandbox's new shell may take to answer before it is deemed unable to hold a session. @default 10 000 */
   readonly shellReadyTimeoutMs?: number;
+  /**
+   * How long the first shells of a sandbox just (re)started wait for its launcher to read its
+   * FIFO before they go through the engine's exec: on a busy machine a new sandbox takes a
+   * while to reach it. @default 5 000
+   */
+  readonly firstLaunchWaitMs?: number;
 }
 
 /** A backend made of the runtime's policies over a driver, with what tests and tools also use. */
@@ -96,6 +102,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     entries: new Map(),
     limitCreate: createLimiter(options.createConcurrency ?? 4),
     shellReadyTimeoutMs: options.shellReadyTimeoutMs ?? SHELL_READY_TIMEOUT_MS,
+    firstLaunchWaitMs: options.firstLaunchWaitMs ?? 5_000,
     disks: createScopeDisks({ limitMb: settings.container_disk, engine: driver.engine, hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
     holdScope: async (paths, purpose, task) => {
       if (!driver.capabilities.hostFolders) return task();

@@ -20,6 +20,12 @@ import { closeQuietly, descriptorPath, makeFifosIn, openFolder } from './folder-
 export const LAUNCH_FIFO = 'launch';
 /** How long a request may take to get its shell before the engine's exec is used instead. @default */
 const HELLO_TIMEOUT_MS = 3_000;
+/**
+ * How long a request waits for the launcher to read its FIFO before the engine's exec is used
+ * instead, once the launcher has answered in this sandbox (it reopens the FIFO after each
+ * request). @default
+ */
+const READER_WAIT_MS = 500;
 /** A channel's FIFOs: the making process's instance (8 hex digits), a random part, the stream. */
 const FIFO_NAME = /^([0-9a-f]{8})[0-9a-f]{8}\.(in|out|err)$/;
 /** How old another process's FIFOs must be before their lack of a reader makes them stale (the maker opens them right after making them). */
@@ -81,16 +87,17 @@ function removeStale(folder: number): void {
  * sandbox made before channels, or where the host has no mkfifo) or nobody reads it (the
  * launcher was killed, or the engine runs elsewhere and the FIFO is not shared).
  */
-async function requestShell(folder: number, name: string): Promise<boolean> {
+async function requestShell(folder: number, name: string, readerWaitMs: number): Promise<boolean> {
   // The launcher reopens the FIFO after each writer leaves, and a sandbox that just started may
-  // not have reached it yet: nobody reads it for a moment. Half a second, then the engine's exec.
-  for (let attempt = 0; attempt < 9; attempt++) {
+  // not have reached it yet: nobody reads it for a moment. Then the engine's exec.
+  const deadline = performance.now() + readerWaitMs;
+  for (let attempt = 0; ; attempt++) {
     let fd: number;
     try {
       fd = openSync(descriptorPath(folder, LAUNCH_FIFO), constants.O_WRONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENXIO') return false;
-      await new Promise((resolve) => setTimeout(resolve, 2 ** attempt));
+      if ((error as NodeJS.ErrnoException).code !== 'ENXIO' || performance.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2 ** attempt, 250)));
       continue;
     }
     try {
@@ -103,7 +110,6 @@ async function requestShell(folder: number, name: string): Promise<boolean> {
       closeSync(fd);
     }
   }
-  return false;
 }
 
 /**
@@ -111,7 +117,7 @@ async function requestShell(folder: number, name: string): Promise<boolean> {
  * Resolves with the channel once the shell runs, or `undefined` when the sandbox has no
  * launcher or it did not answer in time (the caller then uses the engine's exec).
  */
-export async function openFifoChannel(location: string, options: { helloTimeoutMs?: number } = {}): Promise<ExecChannel | undefined> {
+export async function openFifoChannel(location: string, options: { helloTimeoutMs?: number; readerWaitMs?: number } = {}): Promise<ExecChannel | undefined> {
   let folder: number;
   try {
     folder = openFolder(location, 'the channel folder');
@@ -161,7 +167,7 @@ export async function openFifoChannel(location: string, options: { helloTimeoutM
     opened.push(outBoth);
     opened.push(openSync(files.err, constants.O_RDWR | fifoFlags));
     opened.push(openSync(files.in, constants.O_RDWR | fifoFlags));
-    if (!(await requestShell(folder, name))) {
+    if (!(await requestShell(folder, name, options.readerWaitMs ?? READER_WAIT_MS))) {
       closeOpened();
       unlinkAll();
       return undefined;

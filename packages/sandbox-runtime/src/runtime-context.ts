@@ -25,6 +25,8 @@ export interface RuntimeContext {
   readonly onProgress: ((event: ProgressEvent) => void) | undefined;
   /** Scope key → entry. */
   readonly entries: Map<string, SandboxEntry>;
+  /** How long the first shells of a sandbox (re)started wait for its launcher to read its FIFO. */
+  readonly firstLaunchWaitMs: number;
   /** How long a sandbox's new shell may take to answer (shell-session.ts). */
   readonly shellReadyTimeoutMs: number;
   /** Bounds the creates and starts that run at once. */

@@ -40,8 +40,13 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
   // engine's exec, and this sandbox's shells keep to the exec until it is started again.
   const shellOpener = (entry: SandboxEntry): OpenExecChannel => async (command, options) => {
     if (driver.capabilities.hostFolders && entry.paths && !entry.shellsByExec) {
-      const channel = await openFifoChannel(channelsFolderOf(entry.paths.folder));
-      if (channel) return channel;
+      // A sandbox just started may take a while to reach its launcher on a busy machine: its
+      // first shells wait longer for it than later ones, which find it reading.
+      const channel = await openFifoChannel(channelsFolderOf(entry.paths.folder), entry.launcherAnswered ? {} : { readerWaitMs: context.firstLaunchWaitMs });
+      if (channel) {
+        entry.launcherAnswered = true;
+        return channel;
+      }
       entry.shellsByExec = true;
       logger?.info(`berth: the launcher of ${entry.name} did not answer; its shells go through the engine's exec until it is started again`);
     }
@@ -50,6 +55,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
 
   const drop: ShellSessions['drop'] = (entry) => {
     entry.shellsByExec = false;
+    entry.launcherAnswered = false;
     entry.session?.close();
     entry.session = undefined;
     entry.killer?.close();
