@@ -1,21 +1,21 @@
-import { chmodSync, closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, statSync, unlinkSync, type Stats } from 'node:fs';
+import { chmodSync, lstatSync, statSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { BerthError, isBerthError, type HostLogger, type SandboxRequest, type SessionContext } from '@berth/core';
+import { isBerthError, type HostLogger, type SandboxRequest, type SessionContext } from '@berth/core';
 import type { Berth } from '../create-berth.js';
 import { parseSandboxSocketRequest, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
-import { encodeFramedResult, MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION, type SandboxSocketErrorResponse, type SandboxSocketRequest, type SandboxSocketResponse } from './protocol.js';
+import {
+  encodeFramedResult,
+  MAX_SANDBOX_SOCKET_REQUEST_BYTES,
+  SANDBOX_SOCKET_PROTOCOL_VERSION,
+  type SandboxSocketErrorResponse,
+  type SandboxSocketRequest,
+  type SandboxSocketResponse,
+} from './protocol.js';
+import { createServeAdmission } from './serve-admission.js';
+import { listen, oneLine, prepareSocketPath } from './socket-path.js';
 
-/** The socket path cannot be served: in use, not a socket, too long, or in an unsafe folder. */
-export class SocketPathError extends BerthError {
-  /** The socket path at fault. */
-  readonly socket: string;
-
-  constructor(socket: string, message: string, options?: { cause?: unknown }) {
-    super('SOCKET_PATH', message, options);
-    this.socket = socket;
-  }
-}
+export { SocketPathError } from './socket-path.js';
 
 /** Options of {@link serveSandboxes}. */
 export interface ServeSandboxesOptions {
@@ -63,124 +63,6 @@ export interface SandboxSocketServer {
   close(options?: { graceMs?: number }): Promise<void>;
 }
 
-// Linux's sun_path holds 108 bytes including the terminating NUL.
-const MAX_SOCKET_PATH_BYTES = 107;
-
-function errorCode(error: unknown): string | undefined {
-  return (error as NodeJS.ErrnoException | null)?.code;
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s*[\r\n]+\s*/g, ' ').trim();
-}
-
-/** True when something answers on the socket; false when it is a stale file nobody listens on. */
-function isListening(socket: string): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const probe = net.connect(socket);
-    probe.once('connect', () => {
-      probe.destroy();
-      resolve(true);
-    });
-    probe.once('error', (error) => (errorCode(error) === 'ECONNREFUSED' ? resolve(false) : reject(error)));
-  });
-}
-
-/** Where the server binds: the socket's path, or its name under a descriptor of its folder. */
-interface SocketAddress {
-  /** What bind, connect, lstat and unlink are given. */
-  readonly address: string;
-  /** Closes the folder's descriptor, if one was opened. */
-  readonly close: () => void;
-}
-
-/**
- * Checks the socket's folder and clears a stale socket. The folder is opened once and every later
- * step names the socket through that descriptor (`/proc/self/fd/N/name`), so the folder checked
- * is the folder the socket is made in, and a path longer than a Unix socket allows is served
- * too (only the socket's own name must be short).
- */
-async function prepareSocketPath(socket: string): Promise<SocketAddress> {
-  const folder = path.dirname(socket);
-  const name = path.basename(socket);
-  let folderStats: Stats;
-  let folderFd: number | undefined;
-  try {
-    mkdirSync(folder, { recursive: true, mode: 0o700 });
-    if (existsSync('/proc/self/fd')) {
-      folderFd = openSync(folder, constants.O_RDONLY | constants.O_DIRECTORY);
-      folderStats = fstatSync(folderFd);
-    } else {
-      folderStats = statSync(folder);
-    }
-  } catch (error) {
-    if (folderFd !== undefined) closeSync(folderFd);
-    throw new SocketPathError(socket, `cannot create the socket folder ${folder} (${errorCode(error) ?? 'error'}); choose a folder you can write to`, { cause: error });
-  }
-  const address = folderFd === undefined ? socket : `/proc/self/fd/${folderFd}/${name}`;
-  const close = (): void => {
-    if (folderFd !== undefined) closeSync(folderFd);
-    folderFd = undefined;
-  };
-  try {
-    if (Buffer.byteLength(address) > MAX_SOCKET_PATH_BYTES) {
-      throw new SocketPathError(socket, `socket path ${socket} is ${Buffer.byteLength(socket)} bytes, but Unix sockets allow ${MAX_SOCKET_PATH_BYTES}; choose a shorter path`);
-    }
-    const uid = process.getuid?.();
-    // Whoever can write to the folder (without the sticky bit) or owns it can swap the socket for
-    // their own and receive every command and its input.
-    const othersWrite = (folderStats.mode & 0o022) !== 0 && (folderStats.mode & 0o1000) === 0;
-    const foreignOwner = uid !== undefined && folderStats.uid !== uid && folderStats.uid !== 0;
-    if (othersWrite || foreignOwner) {
-      throw new SocketPathError(
-        socket,
-        `the socket folder ${folder} is ${othersWrite ? 'writable by other users' : `owned by uid ${folderStats.uid}`}, so the socket could be replaced; use a folder only you can write to (berth serve creates a missing one with mode 0700)`,
-      );
-    }
-    let existing: Stats;
-    try {
-      existing = lstatSync(address);
-    } catch (error) {
-      if (errorCode(error) === 'ENOENT') return { address, close };
-      throw new SocketPathError(socket, `cannot inspect ${socket} (${errorCode(error) ?? 'error'}); choose another --socket path`, { cause: error });
-    }
-    if (!existing.isSocket()) {
-      throw new SocketPathError(socket, `${socket} exists and is not a socket; berth serve will not replace it; remove it or choose another --socket path`);
-    }
-    let listening: boolean;
-    try {
-      listening = await isListening(address);
-    } catch (error) {
-      throw new SocketPathError(socket, `cannot probe the existing socket ${socket} (${errorCode(error) ?? 'error'}); remove it or choose another --socket path`, { cause: error });
-    }
-    if (listening) throw new SocketPathError(socket, `another server already listens on ${socket}; stop it or choose another --socket path`);
-    // A socket nobody listens on is what a killed server leaves behind.
-    unlinkSync(address);
-    return { address, close };
-  } catch (error) {
-    close();
-    throw error;
-  }
-}
-
-function listen(server: net.Server, address: string, socket: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onError = (error: Error) => reject(new SocketPathError(socket, `cannot listen on ${socket} (${errorCode(error) ?? oneLine(error.message)}); choose another --socket path`, { cause: error }));
-    server.once('error', onError);
-    // The socket is created by bind(), synchronously inside listen(): a umask of 0177 makes it
-    // 0600 from its first moment, not after a chmod that another user could race.
-    const previous = process.umask(0o177);
-    try {
-      server.listen(address, () => {
-        server.off('error', onError);
-        resolve();
-      });
-    } finally {
-      process.umask(previous);
-    }
-  });
-}
-
 function sessionOf(request: SandboxSocketRequest): SessionContext | undefined {
   const session: SessionContext = {
     ...(request.platform !== undefined ? { platform: request.platform } : {}),
@@ -226,31 +108,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
     connection.end(bytes, () => connection.destroy());
   };
 
-  // Requests in flight per sandbox (its running command and those waiting behind it), and how
-  // many wait in all: every sandbox's queue is bounded, and only running commands count against
-  // maxConnections, so one user's pile of requests never locks anyone else out.
-  const perScope = new Map<string, number>();
-  let queued = 0;
-  const admit = (scopeKey: string): SandboxSocketRequestError | undefined => {
-    const count = perScope.get(scopeKey) ?? 0;
-    if (count === 0) {
-      if (perScope.size >= maxInFlight) return new SandboxSocketRequestError('SERVER_BUSY', `${maxInFlight} sandboxes are running commands already; retry in a moment`);
-    } else {
-      if (count - 1 >= maxQueuedPerScope) {
-        return new SandboxSocketRequestError('SERVER_BUSY', `this sandbox already has ${maxQueuedPerScope} commands waiting behind the one it runs; retry once some have finished`);
-      }
-      if (queued >= maxQueued) return new SandboxSocketRequestError('SERVER_BUSY', `${maxQueued} commands are waiting already; retry in a moment`);
-      queued++;
-    }
-    perScope.set(scopeKey, count + 1);
-    return undefined;
-  };
-  const release = (scopeKey: string): void => {
-    const count = perScope.get(scopeKey) ?? 1;
-    if (count > 1) queued--;
-    if (count <= 1) perScope.delete(scopeKey);
-    else perScope.set(scopeKey, count - 1);
-  };
+  const { admit, release } = createServeAdmission({ maxInFlight, maxQueuedPerScope, maxQueued });
 
   const run = async (connection: net.Socket, request: SandboxSocketRequest, sandboxRequest: SandboxRequest): Promise<void> => {
     let response: SandboxSocketResponse;
@@ -314,7 +172,11 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       try {
         request = parseSandboxSocketRequest(line);
         const session = sessionOf(request);
-        sandboxRequest = berth.request({ ...(session ? { session } : {}), ...(request.taskId !== undefined ? { taskId: request.taskId } : {}), ...(request.sessionRequired ? { sessionRequired: true } : {}) });
+        sandboxRequest = berth.request({
+          ...(session ? { session } : {}),
+          ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
+          ...(request.sessionRequired ? { sessionRequired: true } : {}),
+        });
       } catch (error) {
         answer(connection, refusal(error));
         return;
@@ -337,7 +199,8 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       const [oldest] = pending.entries();
       if (oldest && Date.now() - oldest[1].since >= pendingGrace) {
         unpend(oldest[0]);
-        answer(oldest[0], errorResponse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line while ${maxPending} other connections waited; send the request at once after connecting`)));
+        const pushedOut = new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line while ${maxPending} other connections waited; send the request at once after connecting`);
+        answer(oldest[0], errorResponse(pushedOut));
       } else {
         received = true;
         answer(connection, errorResponse(new SandboxSocketRequestError('SERVER_BUSY', `${maxPending} connections are sending requests at this moment; retry in a moment`)));
@@ -348,7 +211,10 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
     // seconds does not keep a connection open.
     pending.set(connection, {
       since: Date.now(),
-      timer: setTimeout(() => refuse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line within ${readTimeout / 1000} s of connecting; send one JSON object ending in a newline`)), readTimeout),
+      timer: setTimeout(
+        () => refuse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line within ${readTimeout / 1000} s of connecting; send one JSON object ending in a newline`)),
+        readTimeout,
+      ),
     });
     connection.on('data', (chunk: Buffer) => {
       if (received) return;

@@ -1,0 +1,36 @@
+import { createHash, createHmac } from 'node:crypto';
+import { loadInstallationKey } from '@berth/core';
+
+// The names the egress policy knows things by on the host: the nftables table of a pool, the
+// table of an installation, and the bridges of an installation's sandbox networks.
+
+/** The first letters of every Berth sandbox bridge's interface name. */
+export const BRIDGE_NAME_PREFIX = 'bth';
+
+/** The nftables table of a pool, the same for every installation on it (earlier releases' one table per pool, by name). */
+export const egressTableName = (pool: string): string => `berth_${createHash('sha256').update(pool).digest('hex').slice(0, 10)}`;
+
+/** The first letters of every installation table's name; the rest is its {@link installationTag}. */
+export const INSTALLATION_TABLE_PREFIX = 'berth_inst_';
+
+/** The nftables table of one installation: its exceptions, for its own sandboxes' bridges. */
+export const installationTableName = (tag: string): string => `${INSTALLATION_TABLE_PREFIX}${tag}`;
+
+/**
+ * Six hex digits that tell one installation's sandbox bridges and egress table from another's
+ * on the host: keyed with the sandbox root's installation key, so they are stable across
+ * restarts and releases. Without a sandbox root (a runtime used on its own), a digest of the pool.
+ */
+export function installationTag(options: { sandboxRoot?: string | undefined; pool: string }): string {
+  if (options.sandboxRoot === undefined) return createHash('sha256').update(`pool:${options.pool}`).digest('hex').slice(0, 6);
+  return createHmac('sha256', loadInstallationKey(options.sandboxRoot)).update('berth egress installation').digest('hex').slice(0, 6);
+}
+
+/**
+ * The interface name of a sandbox network's bridge: `bth`, the installation's tag and six hex
+ * digits of the network's name (15 characters, Linux's limit). The installation's egress table
+ * knows its sandboxes by this prefix, so nothing has to be kept in step as networks come and go.
+ */
+export function sandboxBridgeName(tag: string, networkName: string): string {
+  return `${BRIDGE_NAME_PREFIX}${tag}${createHash('sha256').update(networkName).digest('hex').slice(0, 6)}`;
+}

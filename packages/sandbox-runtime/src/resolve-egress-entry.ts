@@ -1,0 +1,90 @@
+import { lookup, Resolver } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
+import { isHostNameEntry, SandboxError, splitEgressEntry } from '@berth/core';
+
+// What the addresses of the egress policy's exceptions are: `docker_egress_allow` entries
+// resolved (host names with their TTL), and the host's own name servers.
+
+/** The wait for a name whose TTL is unknown (it came from the hosts file, say), seconds. */
+export const UNKNOWN_TTL_SECONDS = 30;
+/** How long one name may take to resolve before it counts as unresolved, ms. */
+const RESOLVE_TIMEOUT_MS = 5_000;
+
+/** One `docker_egress_allow` entry, parsed: an IPv4 address or range, with a port or not. */
+export interface EgressException {
+  readonly cidr: string;
+  readonly port?: number;
+}
+
+/** What resolving one entry gave: its exceptions, and for a host name how long they hold. */
+interface ResolvedEntry {
+  readonly exceptions: EgressException[];
+  /** Seconds until the name should be resolved again; `undefined` for an address or range. */
+  readonly ttl?: number;
+}
+
+const withTimeout = <T>(work: Promise<T>, ms: number, what: string): Promise<T> =>
+  new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(Object.assign(new Error(`${what} took longer than ${ms} ms`), { code: 'ETIMEOUT' })), ms);
+    timer.unref();
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+
+/**
+ * Resolves a `docker_egress_allow` entry: `10.1.2.3`, `10.1.0.0/16`, `10.1.2.3:5432`,
+ * `db.internal:5432`. A host name gives its IPv4 addresses (as the host's resolver answers,
+ * hosts file included) and the shortest TTL DNS gives for it, when DNS answers. Throws
+ * `EGRESS_ALLOW_UNRESOLVED` (one line naming the entry) when a name does not resolve.
+ */
+export async function resolveEgressEntry(entry: string): Promise<ResolvedEntry> {
+  const { host, port } = splitEgressEntry(entry);
+  const withPort = (cidr: string): EgressException => (port === undefined ? { cidr } : { cidr, port });
+  if (!isHostNameEntry(entry)) return { exceptions: [withPort(host.includes('/') ? host : `${host}/32`)] };
+  let addresses: string[];
+  try {
+    addresses = (await withTimeout(lookup(host, { all: true, family: 4 }), RESOLVE_TIMEOUT_MS, `resolving ${host}`)).map((found) => found.address);
+  } catch (error) {
+    throw new SandboxError('EGRESS_ALLOW_UNRESOLVED', `terminal.docker_egress_allow: ${entry} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'no answer'})`);
+  }
+  let ttl: number | undefined;
+  try {
+    const resolver = new Resolver({ timeout: RESOLVE_TIMEOUT_MS, tries: 1 });
+    const records = await withTimeout(resolver.resolve4(host, { ttl: true }), RESOLVE_TIMEOUT_MS, `the TTL of ${host}`);
+    if (records.length > 0) ttl = Math.min(...records.map((record) => record.ttl));
+  } catch {
+    // Not in DNS (the hosts file, say): resolved again after UNKNOWN_TTL_SECONDS.
+  }
+  return { exceptions: [...new Set(addresses)].map((address) => withPort(`${address}/32`)), ttl: ttl ?? UNKNOWN_TTL_SECONDS };
+}
+
+/** Parses a `docker_egress_allow` entry into its exceptions (see {@link resolveEgressEntry}). */
+export async function resolveEgressException(entry: string): Promise<EgressException[]> {
+  return (await resolveEgressEntry(entry)).exceptions;
+}
+
+/** The IPv4 name servers the host uses (its own and systemd-resolved's upstream ones). */
+export function hostResolvers(files: readonly string[] = ['/etc/resolv.conf', '/run/systemd/resolve/resolv.conf']): string[] {
+  const found = new Set<string>();
+  for (const file of files) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const match of text.matchAll(/^\s*nameserver\s+(\S+)/gm)) {
+      if (isIPv4(match[1]!) && !match[1]!.startsWith('127.')) found.add(match[1]!);
+    }
+  }
+  return [...found];
+}
