@@ -29,6 +29,8 @@ export interface SandboxEntry {
   stale: boolean;
   /** The sandbox's launcher did not answer: its shells are engine execs until it is started again. */
   shellsByExec?: boolean;
+  /** How many times this process created or started the sandbox. */
+  starts?: number;
   /** A shell came from the sandbox's launcher since it was last started. */
   launcherAnswered?: boolean;
   /** Digest of the environment the fallback mode last sent. */

@@ -61,6 +61,7 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
   const start = async (entry: SandboxEntry, id: string, justCreated = false): Promise<void> => {
     context.onProgress?.({ phase: 'start', message: `starting ${entry.name}` });
     await driver.start(id, justCreated ? { justCreated } : undefined);
+    entry.starts = (entry.starts ?? 0) + 1;
   };
 
   /** Creates and starts the sandbox; `''` when another process holds the name. */

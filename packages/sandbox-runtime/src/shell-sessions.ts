@@ -85,24 +85,28 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     entry.session?.close();
     entry.session = undefined;
     if (!entry.running) drop(entry);
+    const startsBefore = entry.starts ?? 0;
     await lifecycle.acquire(entry, request);
     // The capacity policy (stopping the least recently used) runs while the shells open.
     const capacity = acquired(entry);
     try {
-      await openShells(entry, request);
+      await openShells(entry, request, (entry.starts ?? 0) > startsBefore);
     } finally {
       await capacity;
     }
   };
 
-  const openShells = async (entry: SandboxEntry, request: SandboxRequest): Promise<void> => {
+  /** Opens the session and the kill shell; `startedNow`: this acquire created or started the sandbox. */
+  const openShells = async (entry: SandboxEntry, request: SandboxRequest, startedNow: boolean): Promise<void> => {
     if (entry.mode === 'exec') return;
     // The kill shell starts beside the session and is up before the first command runs: it must
     // exist before anything needs killing, and an exec still starting when someone pauses the
     // sandbox would hold the engine's lock on it (inspect, unpause and rm all wait) until thawed.
     const killerReady = openKiller(entry);
-    // A session held in this sandbox before: the image's shell can hold one.
-    const heldBefore = entry.mode === 'session';
+    // Only a sandbox this process has just started, where no session held before, tells whether
+    // the image's shell can hold a session. One running before (adopted from an earlier gateway,
+    // or one that held a session) whose new shell does not answer is in trouble instead.
+    const decidesMode = startedNow && entry.mode !== 'session';
     const channel = await shellOpener(entry)(['/bin/sh'], { workingDir: WORKSPACE_TARGET });
     try {
       const session = await ShellSession.open({ channel, variables: request.environment.variables, readyTimeoutMs: context.shellReadyTimeoutMs, ...(entry.retired ? { successorOf: entry.retired } : {}) });
@@ -116,11 +120,11 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
       (await killerReady)?.watch(session.stateDir);
     } catch (error) {
       void killerReady.then((killer) => killer?.close());
-      // A shell that answered in this sandbox before and now does not (it started, but cannot
-      // fork to run its set-up) is a sandbox in trouble, not an image whose shell cannot hold a
-      // session: a fork bomb a command left running holds every pid. Only a sandbox's first
-      // session decides the fallback to one exec per command.
-      const unanswered = heldBefore && error instanceof SandboxError && error.code === 'SANDBOX_SHELL_UNUSABLE';
+      // A shell that does not answer (it started, but cannot fork to run its set-up) in a sandbox
+      // that was already running is a sandbox in trouble, not an image whose shell cannot hold a
+      // session: a fork bomb a command left running holds every pid. It is restarted, and the
+      // retry's fresh sandbox decides the fallback to one exec per command.
+      const unanswered = !decidesMode && error instanceof SandboxError && error.code === 'SANDBOX_SHELL_UNUSABLE';
       if ((error instanceof SessionClosedError && !error.started) || unanswered) {
         // The shell could not even start, or not answer: the sandbox is full (a fork bomb's
         // leftovers holding every pid, say). Stopping it ends every process in it; the retry
