@@ -43,6 +43,11 @@ function berth(args: string[], extra: Record<string, string | undefined> = {}): 
   });
 }
 
+/** A run that must succeed; what berth said on stderr is the failure's message. */
+function expectSuccess(run: Run): void {
+  expect(run.status, `berth exited ${run.status}: ${run.stderr}`).toBe(0);
+}
+
 /** Containers whose mounts lie under `folder`: what a test made, whoever else uses the engine. */
 async function containersUnder(folder: string): Promise<Array<{ Id: string; Names: string[] }>> {
   const response = await requestEngine(engine, 'GET', '/containers/json?all=1');
@@ -118,7 +123,7 @@ describe('berth exec', () => {
     expect(group.stdout).toMatch(/No such file[\s\S]*\[\]\n$/);
     expect(existsSync(path.join(folder, 'docker', 'task~agent%3Amain%3Atelegram%3Agroup%3A-100123', 'workspace'))).toBe(true);
     for (const args of [['--platform', 'telegram', '--user', alice], ['--platform', 'telegram', '--user', bob], ['--session-key', 'agent:main:telegram:group:-100123']]) {
-      expect(await berth(['rm', ...args, '--purge'], extra)).toMatchObject({ status: 0 });
+      expectSuccess(await berth(['rm', ...args, '--purge'], extra));
     }
     expect(await containersUnder(folder)).toEqual([]);
   });
@@ -149,7 +154,7 @@ describe('berth exec', () => {
     expect(refused.status).toBe(125);
     expect(refused.stderr).toMatch(/docker_user_sandbox is false, so telegram:\d+ has no sandbox of its own .*nothing was removed/);
     expect(existsSync(path.join(folder, 'docker', 'default', 'workspace'))).toBe(true);
-    expect(await berth(['rm', '--config', config, '--task', 'default', '--purge'], extra)).toMatchObject({ status: 0 });
+    expectSuccess(await berth(['rm', '--config', config, '--task', 'default', '--purge'], extra));
     expect(await containersUnder(folder)).toEqual([]);
   });
 
@@ -256,14 +261,14 @@ describe('berth ls, env, doctor', () => {
 
   it("ls and rm see only this installation's sandboxes, though another gateway serves the same user on the engine", async () => {
     const other = { TERMINAL_SANDBOX_DIR: path.join(root, 'other-sandboxes') };
-    expect(await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'echo other > /workspace/who'], other)).toMatchObject({ status: 0 });
-    expect(await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'true'])).toMatchObject({ status: 0 });
+    expectSuccess(await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'echo other > /workspace/who'], other));
+    expectSuccess(await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'true']));
     const listed = async (environment: Record<string, string> = {}) =>
       (JSON.parse((await berth(['ls', '--json'], environment)).stdout) as Array<{ scope: string; workspace: string }>).filter((record) => record.scope === `user:telegram:${alice}`).map((record) => record.workspace);
     expect(await listed()).toEqual([path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace')]);
     expect(await listed(other)).toEqual([path.join(other.TERMINAL_SANDBOX_DIR, 'docker', `telegram@${alice}`, 'workspace')]);
     // Removing the other installation's sandbox of alice leaves this one's running.
-    expect(await berth(['rm', '--platform', 'telegram', '--user', alice, '--purge'], other)).toMatchObject({ status: 0 });
+    expectSuccess(await berth(['rm', '--platform', 'telegram', '--user', alice, '--purge'], other));
     expect(await listed(other)).toEqual([]);
     expect(await listed()).toEqual([path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace')]);
     expect((await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'test ! -e /workspace/who && echo kept'])).stdout).toBe('kept\n');
@@ -343,7 +348,7 @@ describe('berth rm', () => {
     const list = JSON.parse((await berth(['ls', '--json'])).stdout) as Array<{ scope: string }>;
     expect(list.map((record) => record.scope)).not.toContain(`user:telegram:${attacker}`);
     expect(list.map((record) => record.scope)).toContain(`user:telegram:${victim}`);
-    expect(await berth(['rm', '--platform', 'telegram', '--user', victim, '--purge'])).toMatchObject({ status: 0 });
+    expectSuccess(await berth(['rm', '--platform', 'telegram', '--user', victim, '--purge']));
   });
 
   it('without --purge keeps the files', async () => {
@@ -361,7 +366,7 @@ describe('berth rm', () => {
       ['--platform', 'telegram', '--user', bob],
       ['--task', task],
     ]) {
-      expect(await berth(['rm', ...args, '--purge'])).toMatchObject({ status: 0 });
+      expectSuccess(await berth(['rm', ...args, '--purge']));
     }
     expect(await containersUnder(sandboxes)).toEqual([]);
   });

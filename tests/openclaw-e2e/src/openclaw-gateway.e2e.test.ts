@@ -18,6 +18,8 @@ import { releaseDisksUnder } from '@berth/gateway-plugin';
 const OPENCLAW_VERSION = '2026.9.6';
 const IMAGE = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const REPLY_TIMEOUT_MS = 100_000;
+/** How long OpenClaw may take to start serving, polling Telegram included. */
+const GATEWAY_START_MS = 300_000;
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'berth-oc-e2e-'));
 const sandboxDir = path.join(root, 'sandboxes');
@@ -138,10 +140,12 @@ beforeAll(async () => {
 
   started = performance.now();
   gateway = startGateway(install, home);
-  await gateway.waitForOutput(/berth: serving sandboxes on/, 120_000);
-  await gateway.waitForOutput(/\[telegram\][^\n]*starting provider/, 120_000);
+  // OpenClaw takes about 40 s to start on an idle two-core machine, and more than two minutes
+  // while a new machine compiles the test cluster and runs the engine suites beside it.
+  await gateway.waitForOutput(/berth: serving sandboxes on/, GATEWAY_START_MS);
+  await gateway.waitForOutput(/\[telegram\][^\n]*starting provider/, GATEWAY_START_MS);
   while ((telegram.calls().getUpdates ?? 0) === 0) {
-    if (performance.now() - started > 150_000) throw new Error(`the gateway never polled the fake Telegram; its last lines:\n${gateway.output().split('\n').slice(-12).join('\n')}`);
+    if (performance.now() - started > GATEWAY_START_MS) throw new Error(`the gateway never polled the fake Telegram; its last lines:\n${gateway.output().split('\n').slice(-12).join('\n')}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   timings.gatewayReadyMs = performance.now() - started;
@@ -183,7 +187,7 @@ beforeAll(async () => {
   const until = Math.ceil(Date.now() / 1000) + 1;
   execs.roundOne = await execsCreated(ids, roundOneSince, roundTwoSince);
   execs.roundTwo = await execsCreated(ids, roundTwoSince, until);
-}, 300_000);
+}, 600_000);
 
 afterAll(async () => {
   await gateway?.stop();
