@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fillTemplate, programLine, programText } from './program-file.js';
 
@@ -13,6 +15,16 @@ describe('programText', () => {
     expect(() => programText(file('#!/bin/sh', '', 'a'))).toThrow(/shellcheck shell=sh/);
     expect(() => programText(file('# shellcheck shell=sh', 'a=1'))).toThrow(/blank line/);
     expect(() => programText('# shellcheck shell=sh\n\na')).toThrow(/newline/);
+  });
+
+  it('holds for every program file of this folder: none sends a directive or its header', () => {
+    const folder = import.meta.dirname;
+    const files = readdirSync(folder).filter((name) => name.endsWith('.sh'));
+    expect(files.length).toBeGreaterThanOrEqual(6);
+    for (const name of files) {
+      const text = programText(readFileSync(path.join(folder, name), 'utf8'));
+      expect(text, name).not.toMatch(/shellcheck/);
+    }
   });
 });
 
