@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for Berth's set-up scripts. Sourced, never run directly.
 # Every step says what it does and is safe to repeat.
 set -euo pipefail
