@@ -35,4 +35,7 @@ export default defineConfig({
   // Core's request protocol (limits and patterns, no imports) is bundled into the packages that
   // use it, so a spawned client shares the rule without loading @berth/core (zod, yaml).
   noExternal: [/^@berth\/core\/request-protocol$/],
+  // The shell programs a package sends into sandboxes (`src/**/*.sh`) are bundled as their text,
+  // so dist needs no .sh file; tests load the same imports through vitest.shared.ts.
+  loader: { '.sh': 'text' },
 });

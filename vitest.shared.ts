@@ -1,5 +1,19 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * A shell program file (`*.sh`) imported by a module loads as its text: what tsup's `.sh` loader
+ * bundles into dist (tsup.config.ts), so tests run the same programs from src.
+ */
+const shellProgramText = {
+  name: 'berth-shell-program-text',
+  enforce: 'pre' as const,
+  load(id: string) {
+    const file = id.replace(/[?#].*$/, '');
+    return file.endsWith('.sh') ? `export default ${JSON.stringify(readFileSync(file, 'utf8'))};` : undefined;
+  },
+};
 
 /**
  * Shared vitest settings. Every run also writes a JSON report under `.test-results/`, which
@@ -10,6 +24,7 @@ export function berthVitestConfig(options: { name: string; kind: 'unit' | 'integ
     options.kind === 'unit' ? ['src/**/*.test.ts', 'test/**/*.test.ts'] : [`src/**/*.${options.kind}.test.ts`, `test/**/*.${options.kind}.test.ts`];
   const exclude = options.kind === 'unit' ? ['**/*.integration.test.ts', '**/*.attack.test.ts', '**/*.e2e.test.ts', '**/node_modules/**', '**/dist/**'] : ['**/node_modules/**', '**/dist/**'];
   return defineConfig({
+    plugins: [shellProgramText],
     test: {
       name: options.kind === 'unit' ? options.name : `${options.name}-${options.kind}`,
       include,

@@ -127,6 +127,7 @@ write_source_list() {
   elif [ -f /etc/apt/sources.list ]; then
     read -r uri suite < <(awk '$1 == "deb" && $0 !~ /security/ {for (i = 2; i <= NF; i++) if ($i !~ /^\[/) {print $i, $(i + 1); exit}}' /etc/apt/sources.list)
   fi
+  # shellcheck disable=SC2015 # meant: unless both were found, die
   [ -n "${uri:-}" ] && [ -n "${suite:-}" ] || die "found no Debian mirror in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list; add one and run again"
   echo "deb-src $uri $suite main" >"$list"
 }
@@ -154,7 +155,7 @@ binaries_built() {
 }
 
 go_environment() {
-  export GOPATH="$1/gopath" GOCACHE="$1/gocache" GO111MODULE=off GOPROXY=off GOFLAGS= CGO_ENABLED=0
+  export GOPATH="$1/gopath" GOCACHE="$1/gocache" GO111MODULE=off GOPROXY=off GOFLAGS='' CGO_ENABLED=0
   export PATH="/usr/lib/go-1.19/bin:$PATH"
 }
 
@@ -396,6 +397,7 @@ restore_oom_scores() {
   [ -f "$SNAPSHOT/oom-score-adj" ] || return 0
   local pid value
   while read -r pid value; do
+    # shellcheck disable=SC2015 # meant: unless both hold, next line
     [ -n "$value" ] && [ -e "/proc/$pid" ] || continue
     if [ "$(cat "/proc/$pid/oom_score_adj")" != "$value" ]; then
       k8s_say "putting back oom_score_adj $value of $(cat "/proc/$pid/comm") (pid $pid)"
@@ -425,6 +427,7 @@ remove_cgroup_root() {
   for folder in /sys/fs/cgroup/*/"$CGROUP_ROOT" "/sys/fs/cgroup/$CGROUP_ROOT"; do
     [ -d "$folder" ] || continue
     find "$folder" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+    # shellcheck disable=SC2002 # cat: a folder gone meanwhile counts 0 processes, with no error message
     [ -d "$folder" ] && k8s_say "could not remove $folder (processes left in it: $(cat "$folder/cgroup.procs" 2>/dev/null | wc -l))"
   done
   return 0
@@ -508,14 +511,15 @@ start_component() { # name program arguments...
   # Its own session, and none of this script's lock descriptors: it outlives `up`, and must not
   # hold the lock that `down` takes.
   # The program writes its own pid (setsid forks when it would lead a process group).
+  # shellcheck disable=SC2016 # expanded by the new bash: its own pid, its arguments
   setsid bash -c 'echo $$ >"$0"; exec "$@"' "$RUN/$name.pid" "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
   local tries=0
   until [ -s "$RUN/$name.pid" ] || [ "$tries" -ge 50 ]; do sleep 0.1; tries=$((tries + 1)); done
   k8s_say "started $name (pid $(cat "$RUN/$name.pid" 2>/dev/null), log $LOGS/$name.log)"
 }
 
-wait_until() { # seconds description command...
-  local seconds="$1" description="$2"; shift 2
+wait_until() { # seconds description command... (the description is for the call's reader)
+  local seconds="$1"; shift 2
   local deadline=$(( $(date +%s) + seconds ))
   until "$@" >/dev/null 2>&1; do
     [ "$(date +%s)" -lt "$deadline" ] || return 1
@@ -529,6 +533,7 @@ stop_component() {
     kill -TERM "$pid" 2>/dev/null || true
     local tries=0
     while kill -0 "$pid" 2>/dev/null && [ "$tries" -lt 40 ]; do sleep 0.25; tries=$((tries + 1)); done
+    # shellcheck disable=SC2015 # meant: kill it if it is still there; either way, go on
     kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
     k8s_say "stopped $name (pid $pid)"
   fi

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for Berth's set-up scripts. Sourced, never run directly.
 # Every step says what it does and is safe to repeat.
 set -euo pipefail
@@ -25,6 +26,14 @@ apt_get() {
   local lock=/run/lock/berth-apt.lock
   [ -d /run/lock ] || lock=/tmp/berth-apt.lock
   DEBIAN_FRONTEND=noninteractive as_root flock "$lock" apt-get -o DPkg::Lock::Timeout=600 "$@"
+}
+
+# For scripts/shellcheck.sh: installs shellcheck from Debian's packages when missing.
+ensure_shellcheck() {
+  command -v shellcheck >/dev/null 2>&1 && return
+  say "installing shellcheck from Debian's packages"
+  apt_get update -qq >&2
+  apt_get install -y -qq shellcheck >&2
 }
 
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The README's test command: brings Node, pnpm, the dependencies, the engines, the base image
-# and a one-node Kubernetes where they are missing, then builds, type-checks and runs every test
-# suite. docs/testing.md says what runs when, and why in that order.
+# and a one-node Kubernetes where they are missing, then builds, type-checks, runs shellcheck
+# and runs every test suite. docs/testing.md says what runs when, and why in that order.
 #
 # Three phases:
-#   1. set-up, build, type-check and unit tests, while the test cluster's binaries build (nice 19,
-#      a new machine only) and the cluster then starts, and OpenClaw downloads into its cache;
+#   1. set-up, build, type-check, shellcheck and unit tests, while the test cluster's binaries
+#      build (nice 19, a new machine only) and the cluster then starts, and OpenClaw downloads
+#      into its cache;
 #   2. two lanes side by side: the Docker and Podman integration suites, rootless Podman, the
 #      Hermes bridge and the install test; and the Kubernetes suite, OpenClaw end to end and the
 #      attack cases that may share the machine. Fork bombs take one machine-wide lock (testkit's
@@ -49,6 +50,7 @@ lane() {
 kubernetes_ours=1
 bash scripts/kubernetes.sh status >/dev/null 2>&1 && kubernetes_ours=0
 # Called from the Kubernetes lane (a subshell) and from this shell's exit: a file says it is done.
+# shellcheck disable=SC2317 # called from a trap and from a lane's eval, which shellcheck does not see
 stop_kubernetes() {
   [ "$kubernetes_ours" = 1 ] && [ ! -e .test-results/kubernetes-stopped ] || return 0
   touch .test-results/kubernetes-stopped
@@ -71,6 +73,7 @@ background() {
 }
 
 # Waits until one of the files exists.
+# shellcheck disable=SC2317 # called from prepare_kubernetes and kubernetes_ready, which run indirectly
 wait_for_file() {
   local file
   while :; do
@@ -81,6 +84,7 @@ wait_for_file() {
 
 # The test cluster, in the background from the start: its binaries (built once per machine: the
 # long step of a new one), then — once the engines run — the cluster itself.
+# shellcheck disable=SC2317 # called through `background`, which shellcheck does not see
 prepare_kubernetes() {
   bash scripts/kubernetes.sh build || return 1
   touch .test-results/kubernetes-built
@@ -104,6 +108,7 @@ step engines bash scripts/engines.sh
 echo "$status" >.test-results/engines.status
 step build pnpm -s build
 step typecheck pnpm -s typecheck
+step shellcheck bash scripts/shellcheck.sh
 step unit pnpm -s test
 
 wait "$openclaw_install" || say "installing OpenClaw in the background failed (.test-results/openclaw-install.log); the end-to-end test tries again"
@@ -112,7 +117,9 @@ wait "$openclaw_install" || say "installing OpenClaw in the background failed (.
 # still running (a new machine) shares the cores evenly with them from here: it goes back to nice 0.
 phase2_started="$(date +%s)"
 build_pid="$(cat "${BERTH_CACHE_DIR:-/var/cache/berth}/kubernetes-build.pid" 2>/dev/null || true)"
+# shellcheck disable=SC2015 # meant: renice it if there is one; either way, go on
 [ -n "$build_pid" ] && renice -n 0 -p "$build_pid" >/dev/null 2>&1 || true
+# shellcheck disable=SC2317 # called from a lane's eval, which shellcheck does not see
 kubernetes_ready() {
   wait_for_file .test-results/kubernetes.status
   [ "$(cat .test-results/kubernetes.status)" = 0 ] && return 0

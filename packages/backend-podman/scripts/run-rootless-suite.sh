@@ -44,6 +44,7 @@ done
 [ -f "$REPO/node_modules/vitest/vitest.mjs" ] || die "vitest is not installed in $REPO/node_modules; run pnpm install"
 
 STAGE="$(as_user mktemp -d /tmp/berth-rootless-suite.XXXXXX)"
+# shellcheck disable=SC2317 # called by the EXIT trap (shellcheck 0.9 does not see it)
 cleanup() { rm -rf "$STAGE"; }
 trap cleanup EXIT
 

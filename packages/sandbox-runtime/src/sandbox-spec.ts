@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { SandboxInfo, SandboxPaths, SandboxScope, SandboxSpec } from '@berth/core';
 import type { SandboxSettings } from './sandbox-settings.js';
+import keepAlive from './shell/keep-alive.sh';
+import { fillTemplate, programLine } from './shell/program-file.js';
 
 /** Label keys Berth puts on what it creates; values never hold a variable's value. */
 export const LABELS = {
@@ -46,14 +48,11 @@ export const CHANNELS_TARGET = '/run/berth';
  * never waits), reaps it when it ends. A launcher that cannot open the FIFO (a user namespace
  * that maps the gateway's user to nobody, say) ends rather than spin. Elsewhere (or when the
  * launcher is gone) shells come through engine execs.
- * The script starts with `trap "exit 0" TERM INT HUP;`, by which `isIdleProcess` (is-sandbox-busy.ts)
- * knows the launcher and its forks; its `sleep` is idle too.
+ * The script is shell/keep-alive.sh, one line (a process list shows it). It starts with
+ * `trap "exit 0" TERM INT HUP;`, by which `isIdleProcess` (is-sandbox-busy.ts) knows the launcher
+ * and its forks; its `sleep` is idle too.
  */
-export const KEEP_ALIVE_COMMAND = [
-  '/bin/sh',
-  '-c',
-  `trap "exit 0" TERM INT HUP; if [ -p ${CHANNELS_TARGET}/launch ]; then ( command -v setsid >/dev/null 2>&1 && __berth_s=setsid || __berth_s=; while :; do while IFS= read -r __berth_n; do case "$__berth_n" in "" | *[!0-9a-f]*) continue ;; esac; [ -p "${CHANNELS_TARGET}/$__berth_n.in" ] || continue; ( ( echo "$__berth_n"; cd /workspace 2>/dev/null; exec $__berth_s /bin/sh ) < "${CHANNELS_TARGET}/$__berth_n.in" > "${CHANNELS_TARGET}/$__berth_n.out" 2> "${CHANNELS_TARGET}/$__berth_n.err" & ); done < ${CHANNELS_TARGET}/launch || exit 0; done ) & fi; while :; do sleep 3600 & wait $!; done`,
-] as const;
+export const KEEP_ALIVE_COMMAND = ['/bin/sh', '-c', fillTemplate(programLine(keepAlive), { CHANNELS: CHANNELS_TARGET })] as const;
 
 /** The ownership labels of a scope's sandbox: who it belongs to (for `berth ls`) and where its files are. */
 export function scopeLabels(options: { scope: SandboxScope; paths: SandboxPaths; engine: string; extra?: Readonly<Record<string, string>> }): Record<string, string> {

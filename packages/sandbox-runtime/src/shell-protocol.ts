@@ -9,6 +9,8 @@
  * (`shell-words.ts`) are files of their own, exported from here too.
  */
 
+import { programLine } from './shell/program-file.js';
+import runningProbe from './shell/running-probe.sh';
 import { buildCommandFile, buildEnvironmentScript, encodePrintfFormat, quoteShell } from './shell-words.js';
 
 export { buildCommandFile, buildEnvironmentScript, encodePrintfFormat, quoteShell } from './shell-words.js';
@@ -28,9 +30,9 @@ export const SPARE_PROCESS = SESSION_PROCESS;
 
 /**
  * A script that exits 0 when a command runs in some Berth session of the sandbox (its state
- * folder's `pid` file names a live process), 1 otherwise. Builtins only.
+ * folder's `pid` file names a live process), 1 otherwise. Builtins only. One line: shell/running-probe.sh.
  */
-export const RUNNING_PROBE = `for __berth_f in /tmp/.berth-*/pid; do read -r __berth_p __berth_s < "$__berth_f" 2>/dev/null || continue; [ -n "$__berth_p" ] && kill -0 "$__berth_p" 2>/dev/null && exit 0; done; exit 1`;
+export const RUNNING_PROBE = programLine(runningProbe);
 
 /**
  * Whether a command reads the shell's own process id or its parent's (`$$`, `\${$}`, `$PPID`):
