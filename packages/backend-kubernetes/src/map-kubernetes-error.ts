@@ -111,3 +111,13 @@ export function mapKubernetesError(error: unknown, context: KubernetesErrorConte
       return new SandboxError('ENGINE_ERROR', `could not ${context.action}: the Kubernetes API answered ${status ?? 'with an error'} (${said})`, { cause: error });
   }
 }
+
+/** What `read` resolves to, or `undefined` when the object is not there (404). */
+export async function unlessNotFound<T>(read: Promise<T>): Promise<T | undefined> {
+  try {
+    return await read;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}

@@ -1,7 +1,7 @@
 import { SandboxError } from '@berth/core';
 import type { CoreV1Api, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import { LABELS_ANNOTATION, POD_ANNOTATION, runtimeLabelsOf } from './kubernetes-labels.js';
-import { isConflict, isNotFound } from './map-kubernetes-error.js';
+import { isConflict, isNotFound, unlessNotFound } from './map-kubernetes-error.js';
 import { sleep } from './sandbox-pods.js';
 
 // A sandbox's claim, which is its record: its labels and the Pod it starts as, in annotations. A
@@ -21,13 +21,8 @@ export function recordOf(claim: V1PersistentVolumeClaim): { labels: Record<strin
   }
 }
 
-export async function readClaim(core: CoreV1Api, namespace: string, name: string): Promise<V1PersistentVolumeClaim | undefined> {
-  try {
-    return await core.readNamespacedPersistentVolumeClaim({ name, namespace });
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
+export function readClaim(core: CoreV1Api, namespace: string, name: string): Promise<V1PersistentVolumeClaim | undefined> {
+  return unlessNotFound(core.readNamespacedPersistentVolumeClaim({ name, namespace }));
 }
 
 /**

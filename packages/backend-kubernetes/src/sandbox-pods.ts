@@ -1,6 +1,6 @@
 import { ImageNotFoundError, SandboxError, type DriverSandbox } from '@berth/core';
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
-import { isConflict, isNotFound } from './map-kubernetes-error.js';
+import { isConflict, isNotFound, unlessNotFound } from './map-kubernetes-error.js';
 
 // A sandbox's Pod: the handle and state the runtime sees, and how a Pod is read, run and deleted.
 
@@ -30,13 +30,8 @@ const idOf = (name: string, pod: V1Pod | undefined): string => (pod && !pod.meta
 /** The sandbox the runtime sees: a claim's name and labels, and its Pod if it has one. */
 export const toSandbox = (name: string, labels: Record<string, string>, pod: V1Pod | undefined): DriverSandbox => ({ id: idOf(name, pod), name, state: stateOf(pod), labels });
 
-export async function readPod(core: CoreV1Api, namespace: string, name: string): Promise<V1Pod | undefined> {
-  try {
-    return await core.readNamespacedPod({ name, namespace });
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
+export function readPod(core: CoreV1Api, namespace: string, name: string): Promise<V1Pod | undefined> {
+  return unlessNotFound(core.readNamespacedPod({ name, namespace }));
 }
 
 /**

@@ -41,6 +41,12 @@ function runtimeOver(driver: FakeDriver, config: ReturnType<typeof parseTerminal
   return runtime;
 }
 
+/** A host logger that keeps what it was warned of. */
+function warnings() {
+  const logs: string[] = [];
+  return { logs, logger: { info: () => undefined, warn: (line: string) => void logs.push(line), error: () => undefined } };
+}
+
 const creates = (driver: FakeDriver) => driver.calls.filter((call) => call.startsWith('create '));
 
 describe('the sandbox runtime', () => {
@@ -272,8 +278,7 @@ describe('the sandbox runtime', () => {
   it('restarts a sandbox whose shell answered before and now does not (a fork bomb left holding every pid), then runs the command there', async () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
-    const logs: string[] = [];
-    const logger = { info: () => undefined, warn: (line: string) => void logs.push(line), error: () => undefined };
+    const { logs, logger } = warnings();
     const runtime = runtimeOver(driver, config, { shellReadyTimeoutMs: 500, logger });
     expect((await runtime.doExec(request('59'), { command: 'echo first' })).stdout).toBe('first\n');
     const [sandbox] = driver.sandboxes.values();
@@ -294,8 +299,7 @@ describe('the sandbox runtime', () => {
   it('restarts a running sandbox it adopted whose new shell does not answer (a gateway restarted beside a fork bomb), then runs the command there', async () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
-    const logs: string[] = [];
-    const logger = { info: () => undefined, warn: (line: string) => void logs.push(line), error: () => undefined };
+    const { logs, logger } = warnings();
     await runtimeOver(driver, config).doExec(request('61'), { command: 'true' });
     const [sandbox] = driver.sandboxes.values();
     driver.stalled.add(sandbox!.id);
@@ -309,8 +313,7 @@ describe('the sandbox runtime', () => {
   it('runs one exec per command, and restarts nothing, when a new sandbox\'s shell never answers (an image whose shell cannot hold a session)', async () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
-    const logs: string[] = [];
-    const logger = { info: () => undefined, warn: (line: string) => void logs.push(line), error: () => undefined };
+    const { logs, logger } = warnings();
     const runtime = runtimeOver(driver, config, { shellReadyTimeoutMs: 500, logger });
     // The fake engine's first sandbox.
     driver.stalled.add('fake-1');
