@@ -6,7 +6,7 @@ pip package (entry point ``berth`` in group ``hermes_agent.plugins``), then enab
 ``berth serve``. See docs/hermes.md.
 """
 
+from ._version import __version__ as __version__
 from .plugin import PROVIDER_NAME, register
 
 __all__ = ["PROVIDER_NAME", "register"]
-__version__ = "0.1.0"

@@ -2,13 +2,15 @@
 
 berth-hermes has no dependencies, and its build must not have any either: `pip install` of this
 folder then works where no package index can be reached. It builds a pure-Python wheel (and an
-sdist) from pyproject.toml's name, version, requires-python and entry points.
+sdist) from pyproject.toml's name, requires-python and entry points, and the version that
+berth_hermes/plugin.yaml states (pyproject.toml's is dynamic), read by berth_hermes/_version.py.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import io
 import os
 import tarfile
@@ -21,8 +23,18 @@ PACKAGE = "berth_hermes"
 PACKAGE_FILES = ("*.py", "plugin.yaml", "*.mjs", "*.json")
 
 
+def _version() -> str:
+    """``berth_hermes.__version__``, from its own module alone: importing the package is not needed."""
+    spec = importlib.util.spec_from_file_location("_berth_hermes_version", ROOT / PACKAGE / "_version.py")
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {ROOT / PACKAGE / '_version.py'}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.__version__)
+
+
 def _project() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return {**tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"], "version": _version()}
 
 
 def _dist_name() -> str:

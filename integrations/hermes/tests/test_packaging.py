@@ -5,40 +5,64 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import subprocess
 import sys
 import tempfile
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
-from conftest import PACKAGE_ROOT, session_of, unique_user
+from conftest import PACKAGE_ROOT, install_with_pip, session_of, unique_user
 
 sys.path.insert(0, str(PACKAGE_ROOT))
 sys.path.insert(0, str(PACKAGE_ROOT / "build_backend"))
 import berth_hermes_build  # noqa: E402
+import berth_hermes  # noqa: E402
 from berth_hermes import environment, errors, protocol, server  # noqa: E402
+
+VERSION = berth_hermes.__version__
 
 
 def test_the_wheel_carries_the_plugin_its_entry_point_and_a_valid_record():
     with tempfile.TemporaryDirectory() as folder:
         name = berth_hermes_build.build_wheel(folder)
-        assert name == "berth_hermes-0.1.0-py3-none-any.whl"
+        assert name == f"berth_hermes-{VERSION}-py3-none-any.whl"
         with zipfile.ZipFile(Path(folder) / name) as wheel:
             files = set(wheel.namelist())
             assert {"berth_hermes/__init__.py", "berth_hermes/plugin.py", "berth_hermes/server.py", "berth_hermes/environment.py",
                     "berth_hermes/settings.py", "berth_hermes/errors.py", "berth_hermes/plugin.yaml",
                     "berth_hermes/exit_with_gateway.mjs", "berth_hermes/protocol.py", "berth_hermes/request_protocol.json"} <= files
-            dist_info = "berth_hermes-0.1.0.dist-info"
+            dist_info = f"berth_hermes-{VERSION}.dist-info"
             assert wheel.read(f"{dist_info}/entry_points.txt").decode() == "[hermes_agent.plugins]\nberth = berth_hermes\n\n"
             metadata = wheel.read(f"{dist_info}/METADATA").decode()
             assert "Name: berth-hermes\n" in metadata and "Requires-Python: >=3.11\n" in metadata
+            assert f"Version: {VERSION}\n" in metadata
             for line in wheel.read(f"{dist_info}/RECORD").decode().splitlines():
                 path, digest, size = line.split(",")
                 if digest:
                     data = wheel.read(path)
                     assert digest == "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
                     assert int(size) == len(data)
+
+
+def test_the_version_is_stated_once_in_the_manifest_and_read_everywhere_else():
+    manifest = yaml.safe_load((PACKAGE_ROOT / "berth_hermes" / "plugin.yaml").read_text(encoding="utf-8"))
+    assert isinstance(manifest["version"], str) and VERSION == manifest["version"]
+    project = tomllib.loads((PACKAGE_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+
+
+def test_installed_with_pip_the_package_and_its_metadata_carry_the_manifests_version(tmp_path):
+    install_with_pip(tmp_path / "site")
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import importlib.metadata, berth_hermes; "
+              "print(berth_hermes.__file__, berth_hermes.__version__, importlib.metadata.version('berth-hermes'))")
+    run = subprocess.run([sys.executable, "-I", "-c", script, os.fspath(tmp_path / "site")],
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert run.stdout.split() == [os.fspath(tmp_path / "site" / "berth_hermes" / "__init__.py"), VERSION, VERSION]
 
 
 def test_the_directory_plugins_manifest_is_named_berth_as_plugins_enabled_says():
