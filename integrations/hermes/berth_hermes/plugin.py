@@ -54,7 +54,7 @@ def register(ctx: Any) -> None:
 
 def replace_create_environment(server: BerthServer) -> None:
     """Hermes 0.19.0's seam: ``_create_environment`` for ``docker`` is Berth's, for anything else Hermes' own."""
-    import tools.terminal_tool as terminal_tool  # type: ignore[import-not-found]
+    import tools.terminal_tool as terminal_tool
 
     original: Callable[..., Any] = terminal_tool._create_environment
     if getattr(original, "__berth_original__", None) is not None:
@@ -67,9 +67,9 @@ def replace_create_environment(server: BerthServer) -> None:
         image: str,
         cwd: str,
         timeout: int,
-        ssh_config: dict | None = None,
-        container_config: dict | None = None,
-        local_config: dict | None = None,
+        ssh_config: dict[str, Any] | None = None,
+        container_config: dict[str, Any] | None = None,
+        local_config: dict[str, Any] | None = None,
         task_id: str = "default",
         host_cwd: str | None = None,
     ) -> Any:
@@ -88,18 +88,18 @@ def replace_create_environment(server: BerthServer) -> None:
         # image and container_config come from the same terminal: section that berth serve reads.
         return create_environment(server, cwd=cwd, timeout=timeout, task_id=task_id)
 
-    _create_environment.__berth_original__ = original  # type: ignore[attr-defined]
+    _create_environment.__berth_original__ = original  # type: ignore[attr-defined]  # a mark: replaced once
     terminal_tool._create_environment = _create_environment
 
 
 def create_provider(server: BerthServer) -> Any:
     """A ``TerminalEnvironmentProvider`` named ``berth_docker`` (a duck type when Hermes has no such class)."""
     try:
-        from agent.terminal_env_provider import TerminalEnvironmentProvider  # type: ignore[import-not-found]
+        from agent.terminal_env_provider import TerminalEnvironmentProvider
     except ImportError:
         TerminalEnvironmentProvider = object  # noqa: N806 - Hermes' name for the base class
 
-    class BerthDockerProvider(TerminalEnvironmentProvider):  # type: ignore[misc, valid-type]
+    class BerthDockerProvider(TerminalEnvironmentProvider):  # type: ignore[misc]  # Hermes' class: Any to mypy
         """One Docker sandbox per messaging user, served by Berth."""
 
         is_remote = True
@@ -129,7 +129,7 @@ def create_provider(server: BerthServer) -> Any:
             timeout: int,
             task_id: str = "default",
             image: str | None = None,
-            container_config: dict | None = None,
+            container_config: dict[str, Any] | None = None,
             **kwargs: Any,
         ) -> Any:
             return create_environment(server, cwd=cwd, timeout=timeout, task_id=task_id)
@@ -145,13 +145,14 @@ def bind_background_jobs() -> None:
     in the task's sandbox instead of the user's.
     """
     try:
-        import tools.process_registry as process_registry  # type: ignore[import-not-found]
+        import tools.process_registry as process_registry
     except ImportError:
         return
     registry = getattr(process_registry, "ProcessRegistry", None)
-    original = getattr(registry, "spawn_via_env", None)
-    if registry is None or original is None or getattr(original, "__berth_original__", None) is not None:
+    found = getattr(registry, "spawn_via_env", None)
+    if registry is None or found is None or getattr(found, "__berth_original__", None) is not None:
         return
+    original: Callable[..., Any] = found
 
     @functools.wraps(original)
     def spawn_via_env(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -161,5 +162,5 @@ def bind_background_jobs() -> None:
             kwargs["env"] = kwargs["env"].bound_to(read_session())
         return original(self, *args, **kwargs)
 
-    spawn_via_env.__berth_original__ = original  # type: ignore[attr-defined]
+    spawn_via_env.__berth_original__ = original  # type: ignore[attr-defined]  # a mark: replaced once
     registry.spawn_via_env = spawn_via_env

@@ -82,7 +82,8 @@ def _by_descriptor(fd: int, socket: Path) -> str:
 def peer_uid(connection: sockets.socket) -> int:
     """The user id of the process at the other end of a connected Unix socket (``SO_PEERCRED``)."""
     credentials = connection.getsockopt(sockets.SOL_SOCKET, sockets.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", credentials)[1]
+    uid: int = struct.unpack("3i", credentials)[1]
+    return uid
 
 
 class CommandInterrupted(Exception):

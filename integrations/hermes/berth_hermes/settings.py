@@ -11,7 +11,7 @@ from typing import Any, Mapping
 def hermes_home(environment: Mapping[str, str] = os.environ) -> Path:
     """Hermes' own answer (its active profile) when Hermes is importable, else ``${HERMES_HOME:-~/.hermes}``."""
     try:
-        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
+        from hermes_constants import get_hermes_home
 
         return Path(get_hermes_home())
     except ImportError:
@@ -40,7 +40,7 @@ def read_terminal_section(config_file: Path) -> dict[str, Any]:
         return {}
     document: Any
     try:
-        import yaml  # type: ignore[import-untyped]
+        import yaml
 
         document = yaml.safe_load(text)
     except ImportError:

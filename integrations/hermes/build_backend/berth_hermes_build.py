@@ -17,6 +17,7 @@ import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "berth_hermes"
@@ -33,7 +34,7 @@ def _version() -> str:
     return str(module.__version__)
 
 
-def _project() -> dict:
+def _project() -> dict[str, Any]:
     return {**tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"], "version": _version()}
 
 
@@ -72,19 +73,19 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def get_requires_for_build_wheel(config_settings: dict | None = None) -> list[str]:
+def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
     return []
 
 
-def get_requires_for_build_sdist(config_settings: dict | None = None) -> list[str]:
+def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
     return []
 
 
-def get_requires_for_build_editable(config_settings: dict | None = None) -> list[str]:
+def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
     return []
 
 
-def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: dict | None = None) -> str:
+def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: dict[str, Any] | None = None) -> str:
     dist_info = f"{_dist_name()}.dist-info"
     target = Path(metadata_directory) / dist_info
     target.mkdir(parents=True, exist_ok=True)
@@ -109,15 +110,15 @@ def _write_wheel(wheel_directory: str, files: dict[str, bytes]) -> str:
     return filename
 
 
-def build_wheel(wheel_directory: str, config_settings: dict | None = None, metadata_directory: str | None = None) -> str:
+def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None) -> str:
     return _write_wheel(wheel_directory, {f"{PACKAGE}/{path.name}": path.read_bytes() for path in _package_files()})
 
 
-def build_editable(wheel_directory: str, config_settings: dict | None = None, metadata_directory: str | None = None) -> str:
+def build_editable(wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None) -> str:
     return _write_wheel(wheel_directory, {f"{PACKAGE}.pth": (os.fspath(ROOT) + "\n").encode()})
 
 
-def build_sdist(sdist_directory: str, config_settings: dict | None = None) -> str:
+def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
     base = _dist_name()
     filename = f"{base}.tar.gz"
     members = [ROOT / "pyproject.toml", ROOT / "README.md", ROOT / "build_backend" / "berth_hermes_build.py", *_package_files()]

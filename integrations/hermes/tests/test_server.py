@@ -89,7 +89,8 @@ def test_one_berth_serve_per_gateway_started_on_the_first_command_and_stopped_wi
     [pid] = berth_serve_processes(gateway.socket)
     assert gateway.state()["server"]["pid"] == pid
     # Its environment is the gateway's (HERMES_HOME, credentials), without any session variable.
-    environment = dict(item.split(b"=", 1) for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if b"=" in item)
+    entries = (item.partition(b"=") for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"))
+    environment = {name: value for name, equals, value in entries if equals}
     assert environment[b"HERMES_HOME"] == os.fsencode(gateway.home)
     assert not [name for name in environment if name.startswith(b"HERMES_SESSION_")]
     assert gateway.stop() == 0
