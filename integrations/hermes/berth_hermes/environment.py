@@ -154,7 +154,9 @@ def environment_class() -> type:
             """
             session = dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
             effective_timeout = timeout or self.timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS
-            request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": self._berth_task_id, "command": command}
+            request: dict[str, Any] = {
+                "v": PROTOCOL_VERSION, **session, "taskId": self._berth_task_id, "command": command
+            }
             if serves_many_people():
                 request["sessionRequired"] = True
             if cwd:
@@ -176,10 +178,12 @@ def environment_class() -> type:
             return {"output": output, "returncode": returncode}
 
         def init_session(self) -> None:
-            """Nothing to prepare: Berth keeps one persistent shell per sandbox (Hermes' snapshot is for its own backends)."""
+            """Nothing to prepare: Berth keeps one persistent shell per sandbox (Hermes' snapshot is for its
+            own backends)."""
 
         def bound_to(self, session: Mapping[str, str]) -> "BerthDockerEnvironment":
-            """The same handle, pinned to ``session``: for work that outlives the message (a background job's poller)."""
+            """The same handle, pinned to ``session``: for work that outlives the message (a background
+            job's poller)."""
             bound = copy.copy(self)
             bound._berth_bound_session = dict(session)
             return bound
@@ -193,11 +197,11 @@ def environment_class() -> type:
 
 
 def create_environment(server: BerthServer, *, cwd: str, timeout: int, task_id: str = "default") -> Any:
-    """A new handle; checks that Node and Berth are installed (one line saying how to install them) but starts nothing yet."""
+    """A new handle; checks that Node and Berth are installed (one line saying how to install them) but
+    starts nothing yet."""
     locate_berth(os.environ)
     return environment_class()(server=server, cwd=cwd, timeout=timeout, task_id=task_id)
 
 
 def is_berth_environment(value: Any) -> bool:
     return _environment_class is not None and isinstance(value, _environment_class)
-

@@ -37,18 +37,35 @@ def register(ctx: Any) -> None:
     register_provider = getattr(ctx, "register_terminal_environment_provider", None)
     if callable(register_provider):
         register_provider(create_provider(server))
-        logger.info("berth: registered the terminal backend %s (set terminal.backend: %s); berth serve on %s", PROVIDER_NAME, PROVIDER_NAME, settings.socket)
+        logger.info(
+            "berth: registered the terminal backend %s (set terminal.backend: %s); berth serve on %s",
+            PROVIDER_NAME, PROVIDER_NAME, settings.socket,
+        )
         if settings.backend == "docker":
-            logger.warning("berth: terminal.backend is docker, which this Hermes serves itself; set terminal.backend: %s for one sandbox per messaging user", PROVIDER_NAME)
+            logger.warning(
+                "berth: terminal.backend is docker, which this Hermes serves itself; "
+                "set terminal.backend: %s for one sandbox per messaging user",
+                PROVIDER_NAME,
+            )
     elif settings.backend == PROVIDER_NAME:
-        logger.warning("berth: this Hermes cannot register terminal backends, so it does not know terminal.backend: %s; set terminal.backend: docker", PROVIDER_NAME)
+        logger.warning(
+            "berth: this Hermes cannot register terminal backends, so it does not know terminal.backend: %s; "
+            "set terminal.backend: docker",
+            PROVIDER_NAME,
+        )
         replace_create_environment(server)
     elif not settings.user_sandbox:
-        logger.info("berth: terminal.docker_user_sandbox is false, so Hermes' own docker backend keeps serving every environment")
+        logger.info(
+            "berth: terminal.docker_user_sandbox is false, "
+            "so Hermes' own docker backend keeps serving every environment"
+        )
         return
     else:
         replace_create_environment(server)
-        logger.info("berth: docker environments now run in one Berth sandbox per messaging user; berth serve on %s", settings.socket)
+        logger.info(
+            "berth: docker environments now run in one Berth sandbox per messaging user; berth serve on %s",
+            settings.socket,
+        )
     bind_background_jobs()
 
 

@@ -62,7 +62,8 @@ def _metadata_files() -> dict[str, bytes]:
     )
     groups = project.get("entry-points", {})
     entry_points = "".join(
-        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in entries.items()) + "\n" for group, entries in groups.items()
+        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in entries.items()) + "\n"
+        for group, entries in groups.items()
     )
     wheel = "Wheel-Version: 1.0\nGenerator: berth_hermes_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     return {"METADATA": metadata.encode(), "WHEEL": wheel.encode(), "entry_points.txt": entry_points.encode()}
@@ -110,18 +111,24 @@ def _write_wheel(wheel_directory: str, files: dict[str, bytes]) -> str:
     return filename
 
 
-def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None) -> str:
+def build_wheel(
+    wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
+) -> str:
     return _write_wheel(wheel_directory, {f"{PACKAGE}/{path.name}": path.read_bytes() for path in _package_files()})
 
 
-def build_editable(wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None) -> str:
+def build_editable(
+    wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
+) -> str:
     return _write_wheel(wheel_directory, {f"{PACKAGE}.pth": (os.fspath(ROOT) + "\n").encode()})
 
 
 def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
     base = _dist_name()
     filename = f"{base}.tar.gz"
-    members = [ROOT / "pyproject.toml", ROOT / "README.md", ROOT / "build_backend" / "berth_hermes_build.py", *_package_files()]
+    members = [
+        ROOT / "pyproject.toml", ROOT / "README.md", ROOT / "build_backend" / "berth_hermes_build.py", *_package_files()
+    ]
     with tarfile.open(Path(sdist_directory) / filename, "w:gz") as sdist:
         for path in members:
             if path.is_file():
