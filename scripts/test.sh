@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The README's test command: brings Node, pnpm, the dependencies, the engines, the base image
 # and a one-node Kubernetes where they are missing, then builds, type-checks, runs shellcheck
-# and runs every test suite. docs/testing.md says what runs when, and why in that order.
+# and the Hermes bridge's Python checks, and runs every test suite. docs/testing.md says what
+# runs when, and why in that order.
 #
 # Three phases:
-#   1. set-up, build, type-check, shellcheck and unit tests, while the test cluster's binaries
-#      build (nice 19, a new machine only) and the cluster then starts, and OpenClaw downloads
-#      into its cache;
+#   1. set-up, build, type-check, shellcheck, the Python checks (mypy, flake8) and unit tests,
+#      while the test cluster's binaries build (nice 19, a new machine only) and the cluster then
+#      starts, and OpenClaw downloads into its cache;
 #   2. two lanes side by side: the Docker and Podman integration suites, rootless Podman, the
 #      Hermes bridge and the install test; and the Kubernetes suite, OpenClaw end to end and the
 #      attack cases that may share the machine. Fork bombs take one machine-wide lock (testkit's
@@ -109,6 +110,7 @@ echo "$status" >.test-results/engines.status
 step build pnpm -s build
 step typecheck pnpm -s typecheck
 step shellcheck bash scripts/shellcheck.sh
+step python-checks bash integrations/hermes/scripts/check.sh
 step unit pnpm -s test
 
 wait "$openclaw_install" || say "installing OpenClaw in the background failed (.test-results/openclaw-install.log); the end-to-end test tries again"

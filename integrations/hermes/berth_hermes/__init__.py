@@ -6,7 +6,8 @@ pip package (entry point ``berth`` in group ``hermes_agent.plugins``), then enab
 ``berth serve``. See docs/hermes.md.
 """
 
+from . import _version
 from .plugin import PROVIDER_NAME, register
 
 __all__ = ["PROVIDER_NAME", "register"]
-__version__ = "0.1.0"
+__version__ = _version.__version__

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import posixpath
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, PROTOCOL_VERSION, TIMEOUT_EXIT_CODE, checked_timeout
 from .server import BerthServer, CommandInterrupted, locate_berth
@@ -32,7 +32,7 @@ def read_session() -> dict[str, str]:
     which combinations are refused, is Berth's decision (core's ``resolveScope``), not the bridge's.
     """
     try:
-        from gateway.session_context import get_session_env  # type: ignore[import-not-found]
+        from gateway.session_context import get_session_env
     except ImportError:  # Hermes without a gateway package: its CLI keeps the session in os.environ
 
         def get_session_env(name: str, default: str = "") -> str:
@@ -58,7 +58,7 @@ def serves_many_people(environment: Mapping[str, str] = os.environ) -> bool:
 
 def _interrupted() -> bool:
     try:
-        from tools.interrupt import is_interrupted  # type: ignore[import-not-found]
+        from tools.interrupt import is_interrupted
     except ImportError:
         return False
     return bool(is_interrupted())
@@ -97,13 +97,13 @@ def _combine(stdout: str, stderr: str) -> str:
 
 def _base_environment() -> type:
     try:
-        from tools.environments.base import BaseEnvironment  # type: ignore[import-not-found]
+        from tools.environments.base import BaseEnvironment
 
-        return BaseEnvironment
+        return cast(type, BaseEnvironment)
     except ImportError:  # a Hermes that moved it: a duck type still serves
 
         class _Standalone:
-            def __init__(self, cwd: str, timeout: int, env: dict | None = None) -> None:
+            def __init__(self, cwd: str, timeout: int, env: dict[str, str] | None = None) -> None:
                 self.cwd = cwd
                 self.timeout = timeout
                 self.env = env or {}
@@ -125,7 +125,7 @@ def environment_class() -> type:
         return _environment_class
     base = _base_environment()
 
-    class BerthDockerEnvironment(base):  # type: ignore[misc, valid-type]
+    class BerthDockerEnvironment(base):  # type: ignore[misc, valid-type]  # Hermes' BaseEnvironment, known at run time
         """Runs every command in the sandbox of the user whose message is being handled."""
 
         def __init__(self, *, server: BerthServer, cwd: str, timeout: int, task_id: str = "default") -> None:
@@ -143,7 +143,7 @@ def environment_class() -> type:
             timeout: int | None = None,
             stdin_data: str | None = None,
             **kwargs: Any,
-        ) -> dict:
+        ) -> dict[str, Any]:
             """Runs ``command`` in the active user's sandbox; returns ``{"output", "returncode"}`` as Hermes expects.
 
             The session is read at this moment, so one handle serves every chat: a user's message
@@ -154,7 +154,9 @@ def environment_class() -> type:
             """
             session = dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
             effective_timeout = timeout or self.timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS
-            request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": self._berth_task_id, "command": command}
+            request: dict[str, Any] = {
+                "v": PROTOCOL_VERSION, **session, "taskId": self._berth_task_id, "command": command
+            }
             if serves_many_people():
                 request["sessionRequired"] = True
             if cwd:
@@ -176,10 +178,12 @@ def environment_class() -> type:
             return {"output": output, "returncode": returncode}
 
         def init_session(self) -> None:
-            """Nothing to prepare: Berth keeps one persistent shell per sandbox (Hermes' snapshot is for its own backends)."""
+            """Nothing to prepare: Berth keeps one persistent shell per sandbox (Hermes' snapshot is for its
+            own backends)."""
 
         def bound_to(self, session: Mapping[str, str]) -> "BerthDockerEnvironment":
-            """The same handle, pinned to ``session``: for work that outlives the message (a background job's poller)."""
+            """The same handle, pinned to ``session``: for work that outlives the message (a background
+            job's poller)."""
             bound = copy.copy(self)
             bound._berth_bound_session = dict(session)
             return bound
@@ -193,11 +197,11 @@ def environment_class() -> type:
 
 
 def create_environment(server: BerthServer, *, cwd: str, timeout: int, task_id: str = "default") -> Any:
-    """A new handle; checks that Node and Berth are installed (one line saying how to install them) but starts nothing yet."""
+    """A new handle; checks that Node and Berth are installed (one line saying how to install them) but
+    starts nothing yet."""
     locate_berth(os.environ)
     return environment_class()(server=server, cwd=cwd, timeout=timeout, task_id=task_id)
 
 
 def is_berth_environment(value: Any) -> bool:
     return _environment_class is not None and isinstance(value, _environment_class)
-

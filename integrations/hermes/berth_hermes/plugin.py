@@ -37,24 +37,41 @@ def register(ctx: Any) -> None:
     register_provider = getattr(ctx, "register_terminal_environment_provider", None)
     if callable(register_provider):
         register_provider(create_provider(server))
-        logger.info("berth: registered the terminal backend %s (set terminal.backend: %s); berth serve on %s", PROVIDER_NAME, PROVIDER_NAME, settings.socket)
+        logger.info(
+            "berth: registered the terminal backend %s (set terminal.backend: %s); berth serve on %s",
+            PROVIDER_NAME, PROVIDER_NAME, settings.socket,
+        )
         if settings.backend == "docker":
-            logger.warning("berth: terminal.backend is docker, which this Hermes serves itself; set terminal.backend: %s for one sandbox per messaging user", PROVIDER_NAME)
+            logger.warning(
+                "berth: terminal.backend is docker, which this Hermes serves itself; "
+                "set terminal.backend: %s for one sandbox per messaging user",
+                PROVIDER_NAME,
+            )
     elif settings.backend == PROVIDER_NAME:
-        logger.warning("berth: this Hermes cannot register terminal backends, so it does not know terminal.backend: %s; set terminal.backend: docker", PROVIDER_NAME)
+        logger.warning(
+            "berth: this Hermes cannot register terminal backends, so it does not know terminal.backend: %s; "
+            "set terminal.backend: docker",
+            PROVIDER_NAME,
+        )
         replace_create_environment(server)
     elif not settings.user_sandbox:
-        logger.info("berth: terminal.docker_user_sandbox is false, so Hermes' own docker backend keeps serving every environment")
+        logger.info(
+            "berth: terminal.docker_user_sandbox is false, "
+            "so Hermes' own docker backend keeps serving every environment"
+        )
         return
     else:
         replace_create_environment(server)
-        logger.info("berth: docker environments now run in one Berth sandbox per messaging user; berth serve on %s", settings.socket)
+        logger.info(
+            "berth: docker environments now run in one Berth sandbox per messaging user; berth serve on %s",
+            settings.socket,
+        )
     bind_background_jobs()
 
 
 def replace_create_environment(server: BerthServer) -> None:
     """Hermes 0.19.0's seam: ``_create_environment`` for ``docker`` is Berth's, for anything else Hermes' own."""
-    import tools.terminal_tool as terminal_tool  # type: ignore[import-not-found]
+    import tools.terminal_tool as terminal_tool
 
     original: Callable[..., Any] = terminal_tool._create_environment
     if getattr(original, "__berth_original__", None) is not None:
@@ -67,9 +84,9 @@ def replace_create_environment(server: BerthServer) -> None:
         image: str,
         cwd: str,
         timeout: int,
-        ssh_config: dict | None = None,
-        container_config: dict | None = None,
-        local_config: dict | None = None,
+        ssh_config: dict[str, Any] | None = None,
+        container_config: dict[str, Any] | None = None,
+        local_config: dict[str, Any] | None = None,
         task_id: str = "default",
         host_cwd: str | None = None,
     ) -> Any:
@@ -88,18 +105,18 @@ def replace_create_environment(server: BerthServer) -> None:
         # image and container_config come from the same terminal: section that berth serve reads.
         return create_environment(server, cwd=cwd, timeout=timeout, task_id=task_id)
 
-    _create_environment.__berth_original__ = original  # type: ignore[attr-defined]
+    _create_environment.__berth_original__ = original  # type: ignore[attr-defined]  # a mark: replaced once
     terminal_tool._create_environment = _create_environment
 
 
 def create_provider(server: BerthServer) -> Any:
     """A ``TerminalEnvironmentProvider`` named ``berth_docker`` (a duck type when Hermes has no such class)."""
     try:
-        from agent.terminal_env_provider import TerminalEnvironmentProvider  # type: ignore[import-not-found]
+        from agent.terminal_env_provider import TerminalEnvironmentProvider
     except ImportError:
         TerminalEnvironmentProvider = object  # noqa: N806 - Hermes' name for the base class
 
-    class BerthDockerProvider(TerminalEnvironmentProvider):  # type: ignore[misc, valid-type]
+    class BerthDockerProvider(TerminalEnvironmentProvider):  # type: ignore[misc]  # Hermes' class: Any to mypy
         """One Docker sandbox per messaging user, served by Berth."""
 
         is_remote = True
@@ -129,7 +146,7 @@ def create_provider(server: BerthServer) -> Any:
             timeout: int,
             task_id: str = "default",
             image: str | None = None,
-            container_config: dict | None = None,
+            container_config: dict[str, Any] | None = None,
             **kwargs: Any,
         ) -> Any:
             return create_environment(server, cwd=cwd, timeout=timeout, task_id=task_id)
@@ -145,13 +162,14 @@ def bind_background_jobs() -> None:
     in the task's sandbox instead of the user's.
     """
     try:
-        import tools.process_registry as process_registry  # type: ignore[import-not-found]
+        import tools.process_registry as process_registry
     except ImportError:
         return
     registry = getattr(process_registry, "ProcessRegistry", None)
-    original = getattr(registry, "spawn_via_env", None)
-    if registry is None or original is None or getattr(original, "__berth_original__", None) is not None:
+    found = getattr(registry, "spawn_via_env", None)
+    if registry is None or found is None or getattr(found, "__berth_original__", None) is not None:
         return
+    original: Callable[..., Any] = found
 
     @functools.wraps(original)
     def spawn_via_env(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -161,5 +179,5 @@ def bind_background_jobs() -> None:
             kwargs["env"] = kwargs["env"].bound_to(read_session())
         return original(self, *args, **kwargs)
 
-    spawn_via_env.__berth_original__ = original  # type: ignore[attr-defined]
+    spawn_via_env.__berth_original__ = original  # type: ignore[attr-defined]  # a mark: replaced once
     registry.spawn_via_env = spawn_via_env

@@ -69,8 +69,10 @@ def _check_folder(fd: int, socket: Path) -> None:
     others_write = info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX
     if info.st_uid not in (os.geteuid(), 0) or others_write:
         raise BerthBridgeError(
-            f"berth: the socket folder {socket.parent} is {'writable by other users' if others_write else f'owned by uid {info.st_uid}'}, "
-            "so the socket could be replaced; remove it (the bridge makes it again, mode 0700) or set BERTH_SOCKET to a path of your own",
+            f"berth: the socket folder {socket.parent} is "
+            f"{'writable by other users' if others_write else f'owned by uid {info.st_uid}'}, "
+            "so the socket could be replaced; remove it (the bridge makes it again, mode 0700) "
+            "or set BERTH_SOCKET to a path of your own",
             code="SOCKET_PATH",
         )
 
@@ -82,7 +84,8 @@ def _by_descriptor(fd: int, socket: Path) -> str:
 def peer_uid(connection: sockets.socket) -> int:
     """The user id of the process at the other end of a connected Unix socket (``SO_PEERCRED``)."""
     credentials = connection.getsockopt(sockets.SOL_SOCKET, sockets.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", credentials)[1]
+    uid: int = struct.unpack("3i", credentials)[1]
+    return uid
 
 
 class CommandInterrupted(Exception):
@@ -95,29 +98,40 @@ def locate_berth(environment: Mapping[str, str]) -> tuple[str, str]:
     node = environment.get("BERTH_NODE") or shutil.which("node", path=search)
     if not node:
         raise BerthNotInstalledError(
-            f"berth: Node.js is not installed (no node on PATH); install Node.js {MIN_NODE_MAJOR} or newer, then Berth: {INSTALL_HINT}"
+            "berth: Node.js is not installed (no node on PATH); "
+            f"install Node.js {MIN_NODE_MAJOR} or newer, then Berth: {INSTALL_HINT}"
         )
     cli = environment.get("BERTH_CLI") or shutil.which("berth", path=search)
     if not cli:
         raise BerthNotInstalledError(
-            f"berth: Berth is not installed (no berth on PATH); install it with: {INSTALL_HINT} (or set BERTH_CLI to its cli.js)"
+            "berth: Berth is not installed (no berth on PATH); "
+            f"install it with: {INSTALL_HINT} (or set BERTH_CLI to its cli.js)"
         )
     script = os.path.realpath(cli)
     if not os.path.isfile(script):
-        raise BerthNotInstalledError(f"berth: BERTH_CLI names {cli}, which does not exist; install Berth with: {INSTALL_HINT}, or correct BERTH_CLI")
+        raise BerthNotInstalledError(
+            f"berth: BERTH_CLI names {cli}, which does not exist; "
+            f"install Berth with: {INSTALL_HINT}, or correct BERTH_CLI"
+        )
     return node, script
 
 
 def check_node(node: str) -> None:
     """Refuses a node binary that does not run or is older than Berth needs."""
     try:
-        version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20, check=False).stdout.strip()
+        version = subprocess.run(
+            [node, "--version"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        raise BerthNotInstalledError(f"berth: {node} does not run; install Node.js {MIN_NODE_MAJOR} or newer, then Berth: {INSTALL_HINT}") from None
+        raise BerthNotInstalledError(
+            f"berth: {node} does not run; install Node.js {MIN_NODE_MAJOR} or newer, then Berth: {INSTALL_HINT}"
+        ) from None
     match = re.match(r"v(\d+)\.", version)
     if not match or int(match.group(1)) < MIN_NODE_MAJOR:
         raise BerthNotInstalledError(
-            f"berth: Berth needs Node.js {MIN_NODE_MAJOR} or newer, and {node} is {version or 'of an unknown version'}; install a newer Node.js (or set BERTH_NODE to one)"
+            f"berth: Berth needs Node.js {MIN_NODE_MAJOR} or newer, "
+            f"and {node} is {version or 'of an unknown version'}; "
+            "install a newer Node.js (or set BERTH_NODE to one)"
         )
 
 
@@ -184,7 +198,8 @@ class BerthServer:
             fd = _socket_folder_fd(self.socket, create=True)
         except OSError as error:
             raise BerthBridgeError(
-                f"berth: cannot make the socket folder {self.socket.parent} ({error.strerror}); it must be a folder of this gateway's user, or set BERTH_SOCKET",
+                f"berth: cannot make the socket folder {self.socket.parent} ({error.strerror}); "
+                "it must be a folder of this gateway's user, or set BERTH_SOCKET",
                 code="SOCKET_PATH",
             ) from None
         try:
@@ -209,11 +224,18 @@ class BerthServer:
                 start_new_session=True,
             )
         except OSError as error:
-            raise BerthNotInstalledError(f"berth: cannot run {node} ({error.strerror}); install Node.js {MIN_NODE_MAJOR} or newer, then Berth: {INSTALL_HINT}") from None
+            raise BerthNotInstalledError(
+                f"berth: cannot run {node} ({error.strerror}); "
+                f"install Node.js {MIN_NODE_MAJOR} or newer, then Berth: {INSTALL_HINT}"
+            ) from None
         self._process = process
         self._readers = [
-            threading.Thread(target=self._forward, args=(process.stdout, False), name="berth-serve-stdout", daemon=True),
-            threading.Thread(target=self._forward, args=(process.stderr, True), name="berth-serve-stderr", daemon=True),
+            threading.Thread(
+                target=self._forward, args=(process.stdout, False), name="berth-serve-stdout", daemon=True
+            ),
+            threading.Thread(
+                target=self._forward, args=(process.stderr, True), name="berth-serve-stderr", daemon=True
+            ),
         ]
         for reader in self._readers:
             reader.start()
@@ -242,11 +264,18 @@ class BerthServer:
                     reader.join(timeout=1.0)
                 reason = self._stderr_tail[-1] if self._stderr_tail else "it printed nothing"
                 reason = reason[len("berth: "):] if reason.startswith("berth: ") else reason
-                raise BerthBridgeError(f"berth: {reason} (berth serve exited with status {process.returncode} at start)", code="SERVER_START")
+                raise BerthBridgeError(
+                    f"berth: {reason} (berth serve exited with status {process.returncode} at start)",
+                    code="SERVER_START",
+                )
             if self._answers():
                 return
             time.sleep(0.05)
-        raise BerthBridgeError(f"berth: berth serve did not answer on {self.socket} within {int(READY_TIMEOUT_SECONDS)} s; see the gateway log", code="SERVER_START")
+        raise BerthBridgeError(
+            f"berth: berth serve did not answer on {self.socket} within {int(READY_TIMEOUT_SECONDS)} s; "
+            "see the gateway log",
+            code="SERVER_START",
+        )
 
     def stop(self) -> None:
         """Stops the `berth serve` this bridge started (sandboxes keep running); leaves any other alone."""
@@ -271,11 +300,15 @@ class BerthServer:
         try:
             info = os.stat(self.socket.name, dir_fd=fd, follow_symlinks=False)
             if not stat.S_ISSOCK(info.st_mode):
-                raise BerthBridgeError(f"berth: {self.socket} is not a socket; remove it or set BERTH_SOCKET to another path", code="SOCKET_PATH")
+                raise BerthBridgeError(
+                    f"berth: {self.socket} is not a socket; remove it or set BERTH_SOCKET to another path",
+                    code="SOCKET_PATH",
+                )
             if info.st_uid != os.geteuid():
                 # Whoever owns it could collect every command and its input.
                 raise BerthBridgeError(
-                    f"berth: the socket {self.socket} belongs to uid {info.st_uid}, not to this gateway's user; remove it or set BERTH_SOCKET to a path of your own",
+                    f"berth: the socket {self.socket} belongs to uid {info.st_uid}, not to this gateway's user; "
+                    "remove it or set BERTH_SOCKET to a path of your own",
                     code="SOCKET_PATH",
                 )
             _check_folder(fd, self.socket)
@@ -287,7 +320,8 @@ class BerthServer:
                 uid = peer_uid(connection)
                 if uid != os.geteuid():
                     raise BerthBridgeError(
-                        f"berth: the server on {self.socket} runs as uid {uid}, not as this gateway's user; nothing was sent — remove the socket or set BERTH_SOCKET to a path of your own",
+                        f"berth: the server on {self.socket} runs as uid {uid}, not as this gateway's user; "
+                        "nothing was sent — remove the socket or set BERTH_SOCKET to a path of your own",
                         code="SOCKET_PEER",
                     )
             except BaseException:
@@ -306,14 +340,20 @@ class BerthServer:
         try:
             return self._open()
         except OSError as error:
-            raise BerthBridgeError(f"berth: cannot connect to berth serve on {self.socket} ({error.strerror}); see the gateway log", code="SOCKET_CONNECT") from None
+            raise BerthBridgeError(
+                f"berth: cannot connect to berth serve on {self.socket} ({error.strerror}); see the gateway log",
+                code="SOCKET_CONNECT",
+            ) from None
 
-    def request(self, payload: Mapping[str, Any], *, read_timeout: float, interrupted: Callable[[], bool]) -> dict[str, Any]:
+    def request(
+        self, payload: Mapping[str, Any], *, read_timeout: float, interrupted: Callable[[], bool]
+    ) -> dict[str, Any]:
         """Sends one request and returns Berth's answer; raises :class:`BerthBridgeError` with Berth's own one line."""
         line = (json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
         if len(line) > MAX_REQUEST_BYTES + 1:
             raise BerthBridgeError(
-                "berth: the command and its input are larger than 1 MiB, more than berth serve takes at once; send the data in smaller parts",
+                "berth: the command and its input are larger than 1 MiB, more than berth serve takes at once; "
+                "send the data in smaller parts",
                 code="REQUEST_TOO_LARGE",
             )
         connection = self._connect()
@@ -333,7 +373,8 @@ class BerthServer:
                 except sockets.timeout:
                     if time.monotonic() > deadline:
                         raise BerthBridgeError(
-                            f"berth: berth serve gave no answer within {int(read_timeout)} s; the command may still run in the sandbox until its timeout",
+                            f"berth: berth serve gave no answer within {int(read_timeout)} s; "
+                            "the command may still run in the sandbox until its timeout",
                             code="ANSWER_TIMEOUT",
                         ) from None
                     continue
@@ -345,17 +386,29 @@ class BerthServer:
         finally:
             connection.close()
         if not answer.strip():
-            raise BerthBridgeError("berth: berth serve closed the connection without an answer (did it stop?); the next command starts it again", code="NO_ANSWER")
+            raise BerthBridgeError(
+                "berth: berth serve closed the connection without an answer (did it stop?); "
+                "the next command starts it again",
+                code="NO_ANSWER",
+            )
         try:
             response = json.loads(bytes(answer).split(b"\n", 1)[0])
         except ValueError:
-            raise BerthBridgeError("berth: berth serve answered with something that is not JSON; check that BERTH_CLI is Berth's CLI", code="BAD_ANSWER") from None
+            raise BerthBridgeError(
+                "berth: berth serve answered with something that is not JSON; check that BERTH_CLI is Berth's CLI",
+                code="BAD_ANSWER",
+            ) from None
         error = response.get("error") if isinstance(response, dict) else None
         if isinstance(error, dict):
             message = str(error.get("message") or "unknown error")
-            raise BerthBridgeError(message if message.startswith("berth:") else f"berth: {message}", code=str(error.get("code") or "ERROR"))
+            raise BerthBridgeError(
+                message if message.startswith("berth:") else f"berth: {message}", code=str(error.get("code") or "ERROR")
+            )
         if not isinstance(response, dict) or "exitCode" not in response:
-            raise BerthBridgeError("berth: berth serve answered without an exit code; check that BERTH_CLI is Berth's CLI", code="BAD_ANSWER")
+            raise BerthBridgeError(
+                "berth: berth serve answered without an exit code; check that BERTH_CLI is Berth's CLI",
+                code="BAD_ANSWER",
+            )
         return response
 
 

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+
 def hermes_home(environment: Mapping[str, str] = os.environ) -> Path:
     """Hermes' own answer (its active profile) when Hermes is importable, else ``${HERMES_HOME:-~/.hermes}``."""
     try:
-        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
+        from hermes_constants import get_hermes_home
 
         return Path(get_hermes_home())
     except ImportError:
@@ -40,7 +41,7 @@ def read_terminal_section(config_file: Path) -> dict[str, Any]:
         return {}
     document: Any
     try:
-        import yaml  # type: ignore[import-untyped]
+        import yaml
 
         document = yaml.safe_load(text)
     except ImportError:
@@ -74,7 +75,9 @@ class BridgeSettings:
         home = hermes_home(environment)
         config_file = home / "config.yaml"
         terminal = read_terminal_section(config_file) if config_file.is_file() else {}
-        socket = Path(environment["BERTH_SOCKET"]).expanduser() if environment.get("BERTH_SOCKET") else default_socket(home)
+        socket = (
+            Path(environment["BERTH_SOCKET"]).expanduser() if environment.get("BERTH_SOCKET") else default_socket(home)
+        )
         return cls(
             home=home,
             config_file=config_file if config_file.is_file() else None,

@@ -2,27 +2,40 @@
 
 berth-hermes has no dependencies, and its build must not have any either: `pip install` of this
 folder then works where no package index can be reached. It builds a pure-Python wheel (and an
-sdist) from pyproject.toml's name, version, requires-python and entry points.
+sdist) from pyproject.toml's name, requires-python and entry points, and the version that
+berth_hermes/plugin.yaml states (pyproject.toml's is dynamic), read by berth_hermes/_version.py.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import io
 import os
 import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "berth_hermes"
 PACKAGE_FILES = ("*.py", "plugin.yaml", "*.mjs", "*.json")
 
 
-def _project() -> dict:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+def _version() -> str:
+    """``berth_hermes.__version__``, from its own module alone: importing the package is not needed."""
+    spec = importlib.util.spec_from_file_location("_berth_hermes_version", ROOT / PACKAGE / "_version.py")
+    if spec is None or spec.loader is None:
+        raise RuntimeError(f"cannot load {ROOT / PACKAGE / '_version.py'}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.__version__)
+
+
+def _project() -> dict[str, Any]:
+    return {**tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"], "version": _version()}
 
 
 def _dist_name() -> str:
@@ -49,7 +62,8 @@ def _metadata_files() -> dict[str, bytes]:
     )
     groups = project.get("entry-points", {})
     entry_points = "".join(
-        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in entries.items()) + "\n" for group, entries in groups.items()
+        f"[{group}]\n" + "".join(f"{name} = {target}\n" for name, target in entries.items()) + "\n"
+        for group, entries in groups.items()
     )
     wheel = "Wheel-Version: 1.0\nGenerator: berth_hermes_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     return {"METADATA": metadata.encode(), "WHEEL": wheel.encode(), "entry_points.txt": entry_points.encode()}
@@ -60,19 +74,19 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def get_requires_for_build_wheel(config_settings: dict | None = None) -> list[str]:
+def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
     return []
 
 
-def get_requires_for_build_sdist(config_settings: dict | None = None) -> list[str]:
+def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
     return []
 
 
-def get_requires_for_build_editable(config_settings: dict | None = None) -> list[str]:
+def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
     return []
 
 
-def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: dict | None = None) -> str:
+def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: dict[str, Any] | None = None) -> str:
     dist_info = f"{_dist_name()}.dist-info"
     target = Path(metadata_directory) / dist_info
     target.mkdir(parents=True, exist_ok=True)
@@ -97,18 +111,24 @@ def _write_wheel(wheel_directory: str, files: dict[str, bytes]) -> str:
     return filename
 
 
-def build_wheel(wheel_directory: str, config_settings: dict | None = None, metadata_directory: str | None = None) -> str:
+def build_wheel(
+    wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
+) -> str:
     return _write_wheel(wheel_directory, {f"{PACKAGE}/{path.name}": path.read_bytes() for path in _package_files()})
 
 
-def build_editable(wheel_directory: str, config_settings: dict | None = None, metadata_directory: str | None = None) -> str:
+def build_editable(
+    wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
+) -> str:
     return _write_wheel(wheel_directory, {f"{PACKAGE}.pth": (os.fspath(ROOT) + "\n").encode()})
 
 
-def build_sdist(sdist_directory: str, config_settings: dict | None = None) -> str:
+def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
     base = _dist_name()
     filename = f"{base}.tar.gz"
-    members = [ROOT / "pyproject.toml", ROOT / "README.md", ROOT / "build_backend" / "berth_hermes_build.py", *_package_files()]
+    members = [
+        ROOT / "pyproject.toml", ROOT / "README.md", ROOT / "build_backend" / "berth_hermes_build.py", *_package_files()
+    ]
     with tarfile.open(Path(sdist_directory) / filename, "w:gz") as sdist:
         for path in members:
             if path.is_file():

@@ -8,7 +8,8 @@ from typing import Any
 
 def describe(terminal_tool: Any) -> dict:
     environments = {
-        task_id: {"class": type(env).__name__, "module": type(env).__module__, "id": id(env), "cwd": getattr(env, "cwd", None),
+        task_id: {"class": type(env).__name__, "module": type(env).__module__, "id": id(env),
+                  "cwd": getattr(env, "cwd", None),
                   "bases": [base.__module__ + "." + base.__name__ for base in type(env).__mro__[1:]]}
         for task_id, env in terminal_tool._active_environments.items()
     }
@@ -23,7 +24,10 @@ def describe(terminal_tool: Any) -> dict:
     try:
         from agent.terminal_env_registry import _providers
 
-        providers = [f"{name}:{type(provider).__name__}:{[c.__name__ for c in type(provider).__mro__]}" for name, provider in _providers.items()]
+        providers = [
+            f"{name}:{type(provider).__name__}:{[c.__name__ for c in type(provider).__mro__]}"
+            for name, provider in _providers.items()
+        ]
     except ImportError:
         pass
     return {

@@ -44,7 +44,7 @@ class Engine:
 
     def request(self, method: str, url: str) -> tuple[int, Any]:
         class Connection(http.client.HTTPConnection):
-            def connect(inner) -> None:  # noqa: N805
+            def connect(inner) -> None:  # noqa: N805 - `self` here is the Engine
                 inner.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 inner.sock.settimeout(30)
                 inner.sock.connect(self.path)
@@ -80,9 +80,14 @@ def engine() -> Engine:
     try:
         status, _ = Engine(path).request("GET", "/_ping")
     except OSError as error:
-        pytest.fail(f"no Docker Engine answers on {path} ({error}); start one with: bash scripts/engines.sh", pytrace=False)
+        pytest.fail(
+            f"no Docker Engine answers on {path} ({error}); start one with: bash scripts/engines.sh", pytrace=False
+        )
     if status != 200:
-        pytest.fail(f"the Docker Engine on {path} answered {status} to a ping; start it with: bash scripts/engines.sh", pytrace=False)
+        pytest.fail(
+            f"the Docker Engine on {path} answered {status} to a ping; start it with: bash scripts/engines.sh",
+            pytrace=False,
+        )
     status, _ = Engine(path).request("GET", f"/images/{quote(IMAGE, safe='')}/json")
     if status != 200:
         pytest.fail(f"the test image {IMAGE} is missing; build it with: bash scripts/engines.sh", pytrace=False)
@@ -100,7 +105,9 @@ def berth_cli() -> Path:
 def node() -> str:
     found = os.environ.get("BERTH_NODE") or shutil.which("node")
     if not found:
-        pytest.fail("node is not on PATH; put Node 22+ on PATH (source scripts/lib.sh && ensure_dependencies)", pytrace=False)
+        pytest.fail(
+            "node is not on PATH; put Node 22+ on PATH (source scripts/lib.sh && ensure_dependencies)", pytrace=False
+        )
     return found
 
 
@@ -223,15 +230,22 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         root = Path(tempfile.mkdtemp(prefix="bh-", dir="/tmp"))
         home = root / ("h" * 120 if long_home else "") / "home"
         home.mkdir(parents=True)
-        section = {"backend": "docker", "docker_image": IMAGE, "sandbox_dir": os.fspath(home / "sandboxes"), "lifetime_seconds": 120,
-                   "docker_network_pool": NETWORK_POOL}
+        section = {"backend": "docker", "docker_image": IMAGE, "sandbox_dir": os.fspath(home / "sandboxes"),
+                   "lifetime_seconds": 120, "docker_network_pool": NETWORK_POOL}
         section.update(terminal or {})
         config = {"plugins": {"enabled": ["berth"] if enabled is None else enabled}, "terminal": section}
-        (home / "config.yaml").write_text(raw_config if raw_config is not None else json.dumps(config, indent=2), encoding="utf-8")
-        env = {key: value for key, value in os.environ.items() if not key.startswith(("HERMES_", "TERMINAL_", "BERTH_"))}
-        env.update({"HERMES_HOME": os.fspath(home), "BERTH_CLI": os.fspath(berth_cli), "BERTH_NODE": node, "PYTHONUNBUFFERED": "1"})
+        (home / "config.yaml").write_text(
+            raw_config if raw_config is not None else json.dumps(config, indent=2), encoding="utf-8"
+        )
+        env = {
+            key: value for key, value in os.environ.items() if not key.startswith(("HERMES_", "TERMINAL_", "BERTH_"))
+        }
+        env.update({"HERMES_HOME": os.fspath(home), "BERTH_CLI": os.fspath(berth_cli), "BERTH_NODE": node,
+                    "PYTHONUNBUFFERED": "1"})
         if install == "directory":
-            shutil.copytree(PACKAGE_ROOT / "berth_hermes", home / "plugins" / "berth", ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                PACKAGE_ROOT / "berth_hermes", home / "plugins" / "berth", ignore=shutil.ignore_patterns("__pycache__")
+            )
         elif install == "entrypoint":
             site = root / "site"
             site.mkdir()
@@ -240,10 +254,14 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         env.update(environment or {})
         for key in drop:
             env.pop(key, None)
-        argv = [sys.executable, os.fspath(HERE / "gateway_driver.py"), "--hermes", hermes] + (["--cli"] if cli_mode else [])
+        argv = [sys.executable, os.fspath(HERE / "gateway_driver.py"), "--hermes", hermes] + (
+            ["--cli"] if cli_mode else []
+        )
         log = root / "gateway.log"
         with log.open("w") as log_file:
-            process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file, text=True, env=env, cwd=root)
+            process = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file, text=True, env=env, cwd=root
+            )
         gateway = Gateway(home, process, log)
         made.append((gateway, root))
         return gateway
@@ -261,7 +279,8 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
 
 
 def remove_egress_tables(node: str, sandbox_root: Path, last: bool) -> None:
-    """Removes the nftables tables a test's gateway made: its installation's and, with the test's last gateway, the pool's.
+    """Removes the nftables tables a test's gateway made: its installation's and, with the test's last
+    gateway, the pool's.
 
     Their names come from Berth's own functions (``@berth/sandbox-runtime``), not a copy of them.
     """
@@ -269,9 +288,12 @@ def remove_egress_tables(node: str, sandbox_root: Path, last: bool) -> None:
         return  # no sandbox was ever named here: no table either
     script = (
         f"import({json.dumps(RUNTIME.as_uri())}).then((m) => console.log(m.installationTableName(m.installationTag("
-        f"{{ sandboxRoot: {json.dumps(os.fspath(sandbox_root))}, pool: {json.dumps(NETWORK_POOL)} }})), m.egressTableName({json.dumps(NETWORK_POOL)})))"
+        f"{{ sandboxRoot: {json.dumps(os.fspath(sandbox_root))}, pool: {json.dumps(NETWORK_POOL)} }})), "
+        f"m.egressTableName({json.dumps(NETWORK_POOL)})))"
     )
-    names = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, check=False).stdout.split()
+    names = subprocess.run(
+        [node, "--input-type=module", "-e", script], capture_output=True, text=True, check=False
+    ).stdout.split()
     for table in names[: 2 if last else 1]:
         subprocess.run(["nft", "delete", "table", "inet", table], capture_output=True, check=False)
 
@@ -297,7 +319,10 @@ def install_with_pip(site: Path) -> None:
         capture_output=True, text=True, check=False,
     )
     if "No module named pip" in run.stderr:
-        pytest.fail("pip is missing; install it with: apt-get install python3-pip (integrations/hermes/scripts/test.sh does)", pytrace=False)
+        pytest.fail(
+            "pip is missing; install it with: apt-get install python3-pip (integrations/hermes/scripts/test.sh does)",
+            pytrace=False,
+        )
     assert run.returncode == 0, run.stderr
 
 
@@ -310,7 +335,9 @@ def pytest_runtest_logreport(report: Any) -> None:
     if report.when == "call" or report.outcome != "passed":
         previous = _outcomes.get(report.nodeid)
         if previous != "failed":
-            _outcomes[report.nodeid] = "failed" if report.outcome == "failed" else ("pending" if report.outcome == "skipped" else "passed")
+            _outcomes[report.nodeid] = (
+                "failed" if report.outcome == "failed" else ("pending" if report.outcome == "skipped" else "passed")
+            )
 
 
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
@@ -322,8 +349,10 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         "numPassedTests": statuses.count("passed"),
         "numFailedTests": statuses.count("failed"),
         "numPendingTests": statuses.count("pending"),
-        "testResults": [{"name": "integrations/hermes", "status": "failed" if "failed" in statuses else "passed",
-                         "assertionResults": [{"fullName": node, "status": status} for node, status in _outcomes.items()]}],
+        "testResults": [{
+            "name": "integrations/hermes", "status": "failed" if "failed" in statuses else "passed",
+            "assertionResults": [{"fullName": node, "status": status} for node, status in _outcomes.items()],
+        }],
     }
     Path(folder).mkdir(parents=True, exist_ok=True)
     (Path(folder) / "hermes-bridge.json").write_text(json.dumps(report, indent=2), encoding="utf-8")

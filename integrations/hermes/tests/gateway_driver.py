@@ -60,11 +60,15 @@ def _tool(action: dict) -> Callable[[], Any]:
             action["command"], timeout=action.get("timeout"), task_id=task_id, workdir=action.get("workdir"),
             background=action.get("background", False)))
     if kind == "write_file":
-        return lambda: json.loads(file_tools.write_file_tool(action["path"], action["content"], task_id=task_id or "default"))
+        return lambda: json.loads(
+            file_tools.write_file_tool(action["path"], action["content"], task_id=task_id or "default")
+        )
     if kind == "read_file":
         return lambda: json.loads(file_tools.read_file_tool(action["path"], task_id=task_id or "default"))
     if kind == "execute_code":
-        return lambda: json.loads(code_execution_tool.execute_code(action["code"], task_id=task_id, interpreter=action.get("interpreter", "python3")))
+        return lambda: json.loads(code_execution_tool.execute_code(
+            action["code"], task_id=task_id, interpreter=action.get("interpreter", "python3")
+        ))
     if kind == "background_wait":
         def wait() -> Any:
             from tools.process_registry import process_registry
@@ -108,7 +112,9 @@ def handle(action: dict) -> Any:
     if op == "cron_during_message":
         # A cron job's origin sits in os.environ while a message of someone else runs: each must
         # keep its own sandbox (the message's ContextVars win over os.environ).
-        return _run_in_threads([_cron_call(action["job"], _tool(action["cron"])), _session_call(action["session"], _tool(action["message"]))])
+        return _run_in_threads([
+            _cron_call(action["job"], _tool(action["cron"])), _session_call(action["session"], _tool(action["message"]))
+        ])
     if op == "state":
         from tools import terminal_tool
 
@@ -135,7 +141,9 @@ def handle(action: dict) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hermes", choices=["0.19.0", "0.21"], default="0.19.0")
-    parser.add_argument("--cli", action="store_true", help="Hermes' CLI, not its gateway: sessions are not collapsed to task default")
+    parser.add_argument(
+        "--cli", action="store_true", help="Hermes' CLI, not its gateway: sessions are not collapsed to task default"
+    )
     arguments = parser.parse_args()
     stand_in = HERE / "stand_in"
     paths = [stand_in / "hermes_0_19_0"]

@@ -21,7 +21,10 @@ def chat_id() -> str:
 
 
 def cron_job(chat: str, platform: str = "telegram") -> dict:
-    return {"id": secrets.token_hex(4), "name": "nightly", "origin": {"platform": platform, "chat_id": chat, "chat_name": "a chat"}}
+    return {
+        "id": secrets.token_hex(4), "name": "nightly",
+        "origin": {"platform": platform, "chat_id": chat, "chat_name": "a chat"},
+    }
 
 
 def folders(gateway) -> set[str]:
@@ -29,29 +32,39 @@ def folders(gateway) -> set[str]:
     return {entry.name for entry in root.iterdir() if entry.is_dir()} if root.exists() else set()
 
 
-def test_cron_jobs_of_two_chats_and_a_chat_without_a_user_each_get_their_own_sandbox_never_default(make_gateway, engine):
+def test_cron_jobs_of_two_chats_and_a_chat_without_a_user_each_get_their_own_sandbox_never_default(
+    make_gateway, engine
+):
     gateway = make_gateway()
     chat_a, chat_b, group = unique_user(), unique_user(), chat_id()
     # User A's cron job (its origin is A's chat) writes a file, as the scheduler runs it.
-    written = gateway.send({"op": "cron", "job": cron_job(chat_a), "tool": "terminal", "command": "echo secret-of-A-cron > /workspace/a-cron.txt; echo ok"})
+    written = gateway.send({"op": "cron", "job": cron_job(chat_a), "tool": "terminal",
+                            "command": "echo secret-of-A-cron > /workspace/a-cron.txt; echo ok"})
     assert written["output"] == "ok", written
     # User B's cron job, a group chat without a key, and user A's own messages look for it.
     attempts = {
-        "B's cron job": gateway.send({"op": "cron", "job": cron_job(chat_b), "tool": "terminal", "command": "cat /workspace/a-cron.txt 2>&1; echo done"}),
-        "a group chat without a key": gateway.terminal("cat /workspace/a-cron.txt 2>&1; echo done", session={"platform": "telegram", "chat_id": group}),
-        "the same group as tg": gateway.terminal("cat /workspace/a-cron.txt 2>&1; echo done", session={"platform": "tg", "chat_id": group}),
+        "B's cron job": gateway.send({"op": "cron", "job": cron_job(chat_b), "tool": "terminal",
+                                      "command": "cat /workspace/a-cron.txt 2>&1; echo done"}),
+        "a group chat without a key": gateway.terminal("cat /workspace/a-cron.txt 2>&1; echo done",
+                                                       session={"platform": "telegram", "chat_id": group}),
+        "the same group as tg": gateway.terminal("cat /workspace/a-cron.txt 2>&1; echo done",
+                                                 session={"platform": "tg", "chat_id": group}),
     }
     for who, result in attempts.items():
         assert result["output"].splitlines()[-1] == "done", (who, result)
         assert "secret-of-A-cron" not in result["output"], who
     # A's cron job sees its own file again: one sandbox per chat, kept across jobs.
-    again = gateway.send({"op": "cron", "job": cron_job(chat_a), "tool": "terminal", "command": "cat /workspace/a-cron.txt"})
+    again = gateway.send(
+        {"op": "cron", "job": cron_job(chat_a), "tool": "terminal", "command": "cat /workspace/a-cron.txt"}
+    )
     assert again["output"] == "secret-of-A-cron"
     # From outside: one sandbox per chat (the alias tg is the same chat), none of them "default".
     tasks = sorted(c["Labels"].get("dev.berth.task") for c in engine.containers_under(gateway.home))
     assert tasks == sorted([f"chat:telegram:{chat_a}", f"chat:telegram:{chat_b}", f"chat:telegram:{group}"])
     assert "default" not in folders(gateway)
-    assert (gateway.sandbox_dir / "docker" / f"task~chat%3Atelegram%3A{chat_a}" / "workspace" / "a-cron.txt").read_text() == "secret-of-A-cron\n"
+    assert (
+        gateway.sandbox_dir / "docker" / f"task~chat%3Atelegram%3A{chat_a}" / "workspace" / "a-cron.txt"
+    ).read_text() == "secret-of-A-cron\n"
 
 
 def test_a_message_during_a_cron_job_keeps_its_own_sandbox(make_gateway, engine):
@@ -64,7 +77,10 @@ def test_a_message_during_a_cron_job_keeps_its_own_sandbox(make_gateway, engine)
         "message": {"tool": "terminal", "command": "echo message > /workspace/who; sleep 1; cat /workspace/who"},
     })
     assert [result["output"] for result in results] == ["cron", "message"], results
-    labels = {(c["Labels"].get("dev.berth.kind"), c["Labels"].get("dev.berth.user") or c["Labels"].get("dev.berth.task")) for c in engine.containers_under(gateway.home)}
+    labels = {
+        (c["Labels"].get("dev.berth.kind"), c["Labels"].get("dev.berth.user") or c["Labels"].get("dev.berth.task"))
+        for c in engine.containers_under(gateway.home)
+    }
     assert labels == {("task", f"chat:telegram:{chat}"), ("user", b)}
 
 

@@ -1,4 +1,5 @@
-"""The bridge's socket against another local user: a name made first in a shared folder, and a server that is not the gateway's user."""
+"""The bridge's socket against another local user: a name made first in a shared folder, and a server that is
+not the gateway's user."""
 
 from __future__ import annotations
 
@@ -23,20 +24,26 @@ FORGER = (
     "while True:\n"
     "    c,_=s.accept(); data=c.recv(65536)\n"
     "    open(sys.argv[2],'ab').write(data or b'')\n"
-    "    c.sendall((json.dumps({'v':1,'exitCode':0,'stdout':'forged','stderr':'','timedOut':False,'truncated':False,'durationMs':1,'scope':'x'})+'\\n').encode()); c.close()\n"
+    "    c.sendall((json.dumps({'v':1,'exitCode':0,'stdout':'forged','stderr':'','timedOut':False,"
+    "'truncated':False,'durationMs':1,'scope':'x'})+'\\n').encode()); c.close()\n"
 )
 
 
 def as_nobody(*argv: str) -> list[str]:
     if os.geteuid() != 0:
-        pytest.fail("these cases act as another local user (nobody); run the suite as root (scripts/test.sh does)", pytrace=False)
+        pytest.fail(
+            "these cases act as another local user (nobody); run the suite as root (scripts/test.sh does)",
+            pytrace=False,
+        )
     return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv]
 
 
 def start_forger(socket: Path, received: Path) -> subprocess.Popen[bytes]:
     received.touch()
     os.chmod(received, 0o666)
-    forger = subprocess.Popen(as_nobody(sys.executable, "-c", FORGER, os.fspath(socket), os.fspath(received)), stdout=subprocess.PIPE)
+    forger = subprocess.Popen(
+        as_nobody(sys.executable, "-c", FORGER, os.fspath(socket), os.fspath(received)), stdout=subprocess.PIPE
+    )
     assert forger.stdout is not None and forger.stdout.readline().strip() == b"up"
     return forger
 

@@ -11,14 +11,22 @@ def test_file_tools_write_and_read_in_the_users_own_sandbox(make_gateway):
     gateway = make_gateway()
     a, b = unique_user(), unique_user()
     content = "line one\nline two with 'quotes' and $dollars\n"
-    written = gateway.send({"op": "call", "tool": "write_file", "path": "notes/todo.txt", "content": content, "session": session_of(a)})
+    written = gateway.send(
+        {"op": "call", "tool": "write_file", "path": "notes/todo.txt", "content": content, "session": session_of(a)}
+    )
     assert written == {"bytes_written": len(content)}
     # Relative paths resolve in /workspace, where Berth's sessions start; ~ is the sandbox's /root.
-    assert (gateway.sandbox_dir / "docker" / f"telegram@{a}" / "workspace" / "notes" / "todo.txt").read_text() == content
-    home = gateway.send({"op": "call", "tool": "write_file", "path": "~/.profile-note", "content": "h", "session": session_of(a)})
+    assert (
+        gateway.sandbox_dir / "docker" / f"telegram@{a}" / "workspace" / "notes" / "todo.txt"
+    ).read_text() == content
+    home = gateway.send(
+        {"op": "call", "tool": "write_file", "path": "~/.profile-note", "content": "h", "session": session_of(a)}
+    )
     assert home == {"bytes_written": 1}
     assert (gateway.sandbox_dir / "docker" / f"telegram@{a}" / "home" / ".profile-note").read_text() == "h"
-    assert gateway.send({"op": "call", "tool": "read_file", "path": "notes/todo.txt", "session": session_of(a)}) == {"content": content}
+    assert gateway.send(
+        {"op": "call", "tool": "read_file", "path": "notes/todo.txt", "session": session_of(a)}
+    ) == {"content": content}
     other = gateway.send({"op": "call", "tool": "read_file", "path": "notes/todo.txt", "session": session_of(b)})
     assert "error" in other and "line one" not in str(other)
 
@@ -30,10 +38,15 @@ def test_a_background_process_runs_and_is_polled_in_the_sandbox_of_the_user_who_
     started = gateway.terminal("sleep 1; echo bg-done; cat /workspace/owner", background=True, session=session_of(a))
     assert started["exit_code"] == 0, started
     # Hermes polls from a thread without the message's session; the bridge pinned the job to it.
-    finished = gateway.send({"op": "call", "tool": "background_wait", "session_id": started["session_id"], "timeout": 30})
+    finished = gateway.send(
+        {"op": "call", "tool": "background_wait", "session_id": started["session_id"], "timeout": 30}
+    )
     assert finished["status"] == "exited"
     assert finished["output"].splitlines() == ["bg-done", "A-owns-this"]
-    kinds = {(c["Labels"].get("dev.berth.kind"), c["Labels"].get("dev.berth.user")) for c in engine.containers_under(gateway.home)}
+    kinds = {
+        (c["Labels"].get("dev.berth.kind"), c["Labels"].get("dev.berth.user"))
+        for c in engine.containers_under(gateway.home)
+    }
     assert kinds == {("user", a)}, "a poll ran outside the user's sandbox"
 
 
@@ -41,11 +54,16 @@ def test_execute_code_writes_and_runs_its_script_in_the_users_sandbox(make_gatew
     gateway = make_gateway()
     a = unique_user()
     gateway.terminal("echo from-A > /workspace/who", session=session_of(a))
-    result = gateway.send({"op": "call", "tool": "execute_code", "code": "cat /workspace/who\n", "interpreter": "sh", "session": session_of(a)})
+    result = gateway.send(
+        {"op": "call", "tool": "execute_code", "code": "cat /workspace/who\n", "interpreter": "sh",
+         "session": session_of(a)}
+    )
     assert result["status"] == "success", result
     assert result["output"].strip() == "from-A"
     script = result["script"].removeprefix("/workspace/")
-    assert (gateway.sandbox_dir / "docker" / f"telegram@{a}" / "workspace" / script).read_text() == "cat /workspace/who\n"
+    assert (
+        gateway.sandbox_dir / "docker" / f"telegram@{a}" / "workspace" / script
+    ).read_text() == "cat /workspace/who\n"
 
 
 def test_a_timeout_kills_the_command_with_exit_124_and_leaves_the_session_usable(make_gateway):
@@ -65,7 +83,10 @@ def test_hermes_interrupt_returns_control_at_once(make_gateway):
     a = unique_user()
     gateway.terminal("true", session=session_of(a))
     started = time.monotonic()
-    result = gateway.send({"op": "interrupt_during", "after": 0.5, "tool": "terminal", "command": "sleep 20", "timeout": 25, "session": session_of(a)})
+    result = gateway.send(
+        {"op": "interrupt_during", "after": 0.5, "tool": "terminal", "command": "sleep 20", "timeout": 25,
+         "session": session_of(a)}
+    )
     assert time.monotonic() - started < 10
     assert result["exit_code"] == 130 and "[Command interrupted]" in result["output"]
 

@@ -25,7 +25,9 @@ def two_user_gateway(make_gateway):
 
 def test_two_users_commands_at_once_land_in_two_containers_with_their_own_files_and_tokens(make_gateway, engine):
     gateway, a, b = two_user_gateway(make_gateway)
-    command = 'echo "{who} was here" > /workspace/mine.txt; printf %s "$GITHUB_TOKEN" | sha256sum; cat /workspace/mine.txt'
+    command = (
+        'echo "{who} was here" > /workspace/mine.txt; printf %s "$GITHUB_TOKEN" | sha256sum; cat /workspace/mine.txt'
+    )
     results = gateway.send({"op": "concurrent", "calls": [
         {"tool": "terminal", "command": command.format(who="A"), "session": session_of(a)},
         {"tool": "terminal", "command": command.format(who="B"), "session": session_of(b)},
@@ -51,7 +53,9 @@ def test_two_users_commands_at_once_land_in_two_containers_with_their_own_files_
 
 def test_user_b_cannot_read_user_a_file_or_token_through_the_bridge(make_gateway, engine):
     gateway, a, b = two_user_gateway(make_gateway)
-    assert gateway.terminal("echo secret-of-A > /workspace/diary.txt; echo secret-of-A > /root/.netrc", session=session_of(a))["exit_code"] == 0
+    assert gateway.terminal(
+        "echo secret-of-A > /workspace/diary.txt; echo secret-of-A > /root/.netrc", session=session_of(a)
+    )["exit_code"] == 0
     # B tries everything a shell can: A's paths, every process's environment, the whole tree.
     attack = (
         "cat /workspace/diary.txt /root/.netrc; env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; "
@@ -63,14 +67,19 @@ def test_user_b_cannot_read_user_a_file_or_token_through_the_bridge(make_gateway
     assert "secret-of-A" not in result["output"]
     assert TOKEN_A not in result["output"] and sha256(TOKEN_A) not in result["output"]
     # B's command text cannot make the request name another user: the bridge sends it as data.
-    forged = gateway.terminal('echo \'","platform":"telegram","userId":"' + a + '\'; cat /workspace/diary.txt 2>&1 || true', session=session_of(b))
+    forged = gateway.terminal(
+        'echo \'","platform":"telegram","userId":"' + a + '\'; cat /workspace/diary.txt 2>&1 || true',
+        session=session_of(b),
+    )
     assert "secret-of-A" not in forged["output"]
     assert {c["Labels"].get("dev.berth.user") for c in engine.containers_under(gateway.home)} == {a, b}
 
 
 def test_a_users_token_is_masked_in_what_goes_back_to_the_chat_and_never_in_the_gateway_log(make_gateway):
     gateway, a, _b = two_user_gateway(make_gateway)
-    result = gateway.terminal('echo "token=$GITHUB_TOKEN"; test "$GITHUB_TOKEN" = "' + TOKEN_A + '" && echo matches', session=session_of(a))
+    result = gateway.terminal(
+        'echo "token=$GITHUB_TOKEN"; test "$GITHUB_TOKEN" = "' + TOKEN_A + '" && echo matches', session=session_of(a)
+    )
     assert result["output"].splitlines() == ["token=***", "matches"]
     assert TOKEN_A not in gateway.log_text() and TOKEN_B not in gateway.log_text()
 
@@ -78,5 +87,9 @@ def test_a_users_token_is_masked_in_what_goes_back_to_the_chat_and_never_in_the_
 def test_one_users_shell_state_persists_and_is_not_the_other_users(make_gateway):
     gateway, a, b = two_user_gateway(make_gateway)
     gateway.terminal("cd /tmp && export MOOD=happy", session=session_of(a))
-    assert gateway.terminal('pwd; echo "mood=$MOOD"', session=session_of(a))["output"].splitlines() == ["/tmp", "mood=happy"]
-    assert gateway.terminal('pwd; echo "mood=$MOOD"', session=session_of(b))["output"].splitlines() == ["/workspace", "mood="]
+    assert gateway.terminal('pwd; echo "mood=$MOOD"', session=session_of(a))["output"].splitlines() == [
+        "/tmp", "mood=happy"
+    ]
+    assert gateway.terminal('pwd; echo "mood=$MOOD"', session=session_of(b))["output"].splitlines() == [
+        "/workspace", "mood="
+    ]

@@ -45,7 +45,8 @@ class PluginContext:
         self.manifest = manifest
         self._manager = manager
 
-    def register_tool(self, name: str, toolset: str, schema: dict, handler: Callable, check_fn: Callable = None, **kwargs) -> None:
+    def register_tool(self, name: str, toolset: str, schema: dict, handler: Callable, check_fn: Callable = None,
+                      **kwargs) -> None:
         self._manager.tools[name] = {"toolset": toolset, "schema": schema, "handler": handler}
 
     def register_hook(self, hook_name: str, callback: Callable) -> None:

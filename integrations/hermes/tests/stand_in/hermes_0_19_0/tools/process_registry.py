@@ -30,7 +30,8 @@ class ProcessRegistry:
         self._sessions = {}
         self._lock = threading.Lock()
 
-    def spawn_via_env(self, env, command: str, cwd: str = None, task_id: str = "", session_key: str = "", timeout: int = 10) -> ProcessSession:
+    def spawn_via_env(self, env, command: str, cwd: str = None, task_id: str = "", session_key: str = "",
+                      timeout: int = 10) -> ProcessSession:
         session = ProcessSession(id=f"proc_{uuid.uuid4().hex[:12]}", command=command, task_id=task_id,
                                  session_key=session_key, cwd=cwd, env_ref=env)
         temp_dir = env.get_temp_dir() if hasattr(env, "get_temp_dir") else "/tmp"
@@ -53,7 +54,11 @@ class ProcessRegistry:
 
     def _env_poller_loop(self, session: ProcessSession, env, log_path: str, pid_path: str) -> None:
         while not session.exited:
-            result = env.execute(f"cat {log_path} 2>/dev/null; kill -0 $(cat {pid_path}) 2>/dev/null && echo __RUNNING__ || echo __EXITED__", timeout=10)
+            result = env.execute(
+                f"cat {log_path} 2>/dev/null; "
+                f"kill -0 $(cat {pid_path}) 2>/dev/null && echo __RUNNING__ || echo __EXITED__",
+                timeout=10,
+            )
             text = result.get("output", "")
             if "__EXITED__" in text or "__RUNNING__" not in text:
                 session.output = text.replace("__EXITED__", "").strip()

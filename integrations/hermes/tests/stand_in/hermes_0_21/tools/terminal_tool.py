@@ -5,8 +5,8 @@ from pathlib import Path
 _BASE = Path(__file__).resolve().parents[2] / "hermes_0_19_0" / "tools" / "terminal_tool.py"
 exec(compile(_BASE.read_text(encoding="utf-8"), str(_BASE), "exec"))  # noqa: S102 - the 0.19.0 body
 
-_builtin_create_environment = _create_environment  # noqa: F821
-_builtin_check_terminal_requirements = check_terminal_requirements  # noqa: F821
+_builtin_create_environment = _create_environment  # noqa: F821 - the 0.19.0 body's, run above
+_builtin_check_terminal_requirements = check_terminal_requirements  # noqa: F821 - the 0.19.0 body's, run above
 
 
 def _create_environment(env_type: str, image: str, cwd: str, timeout: int,
@@ -32,7 +32,7 @@ def _create_environment(env_type: str, image: str, cwd: str, timeout: int,
 def check_terminal_requirements() -> bool:
     from agent.terminal_env_registry import get_provider
 
-    provider = get_provider(_get_env_config()["env_type"])  # noqa: F821
+    provider = get_provider(_get_env_config()["env_type"])  # noqa: F821 - the 0.19.0 body's, run above
     if provider is not None:
-        return bool(provider.check_requirements(_get_env_config()))  # noqa: F821
+        return bool(provider.check_requirements(_get_env_config()))  # noqa: F821 - the 0.19.0 body's, run above
     return _builtin_check_terminal_requirements()

@@ -41,7 +41,8 @@ class DockerEnvironment(BaseEnvironment):
         self.layout = get_sandbox_dir() / "docker" / task_id
         created.append(self)
 
-    def execute(self, command, cwd="", *, timeout=None, stdin_data=None, rewrite_compound_background=True, bounded_capture=False):
+    def execute(self, command, cwd="", *, timeout=None, stdin_data=None, rewrite_compound_background=True,
+                bounded_capture=False):
         return {"output": f"hermes-docker ran in the shared container of task {self.task_id}", "returncode": 0}
 
     def cleanup(self):
