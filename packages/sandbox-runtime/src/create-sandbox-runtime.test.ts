@@ -148,6 +148,26 @@ describe('the sandbox runtime', () => {
     expect(Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]))).toEqual({ '21': 'running', '22': 'stopped', '23': 'running' });
   });
 
+  it('a command for the sandbox the cap is stopping waits for the stop, then runs in it started again (the capacity race)', async () => {
+    const { config, request } = setUp({ docker_max_running: 2 });
+    const driver = createFakeDriver();
+    const logs: string[] = [];
+    const runtime = runtimeOver(driver, config, { logger: { info: (line) => void logs.push(line), warn: (line) => void logs.push(line), error: (line) => void logs.push(line) } });
+    for (const user of ['41', '42']) await runtime.doExec(request(user), { command: 'true' });
+    const [first] = driver.sandboxes.keys();
+    driver.stopDelayMs = 400;
+    // 43's first command stops 41, the least recently used; 41's user writes while the engine
+    // is still stopping it, and their command must not run in a sandbox about to stop.
+    const third = runtime.doExec(request('43'), { command: 'true' });
+    while (!driver.calls.includes(`stop ${first}`)) await sleep(5);
+    const back = await runtime.doExec(request('41'), { command: 'sleep 0.6; echo back' });
+    expect(back).toMatchObject({ exitCode: 0, stdout: 'back\n' });
+    // Not by luck of a retry: on a real engine the retry can meet the same stopping sandbox.
+    expect(logs.filter((line) => /was gone/.test(line))).toEqual([]);
+    await third;
+    expect(driver.sandboxes.get(first)?.state).toBe('running');
+  });
+
   it('stops the least recently used beyond the cap docker_max_running: auto derives from the host', async () => {
     // 3 GB of memory per sandbox on the host this driver describes (8 GB): 2 fit.
     const { config, request } = setUp({ container_memory: 3072 });

@@ -54,6 +54,7 @@ export function createStoppingPolicies(
           logger?.info(`berth: stopped ${entry.name}, idle for more than ${settings.lifetime_seconds} s`);
         },
         () => options.settled(entry),
+        { use: false },
       ).catch((error: unknown) => logger?.warn(`berth: could not stop idle sandbox ${entry.name}: ${messageOf(error)}`));
     }
     return stopped;
@@ -94,7 +95,19 @@ export function createStoppingPolicies(
       if (excess <= 0) break;
       if (entry.pending > 0) continue;
       logger?.info(`berth: stopping ${entry.name}, least recently used, to stay within terminal.docker_max_running=${limit}`);
-      await options.stop(entry).catch((error: unknown) => logger?.warn(`berth: could not stop ${entry.name}: ${messageOf(error)}`));
+      // In the sandbox's own queue, as the reaper stops one: a command of its user that comes in
+      // while the engine stops it waits, then starts it again, instead of finding a sandbox that
+      // is still running for the engine but stopping under it (two failed tries: an error, seen
+      // with 50 users). Its queue is empty (pending is 0), so the stop starts at once; a stop is
+      // not a use of the sandbox.
+      await enqueue(
+        entry,
+        async () => {
+          if (entry.running) await options.stop(entry);
+        },
+        () => options.settled(entry),
+        { use: false },
+      ).catch((error: unknown) => logger?.warn(`berth: could not stop ${entry.name}: ${messageOf(error)}`));
       excess--;
     }
   };

@@ -63,9 +63,10 @@ export function newEntry(scopeKey: string, owner: SandboxEntry['owner'], known: 
 
 /**
  * Runs `task` after every earlier task of the same sandbox, so commands of one scope never
- * overlap, and calls `settled` when it ended (whatever it did).
+ * overlap, and calls `settled` when it ended (whatever it did). `use: false` for what the
+ * gateway does on its own (stopping it for room): its last use stays its user's.
  */
-export function enqueue<T>(entry: SandboxEntry, task: () => Promise<T>, settled: () => void): Promise<T> {
+export function enqueue<T>(entry: SandboxEntry, task: () => Promise<T>, settled: () => void, options: { use?: boolean } = {}): Promise<T> {
   entry.pending++;
   const run = entry.tail.then(task, task);
   entry.tail = run.then(
@@ -74,7 +75,7 @@ export function enqueue<T>(entry: SandboxEntry, task: () => Promise<T>, settled:
   );
   return run.finally(() => {
     entry.pending--;
-    entry.lastUsed = Date.now();
+    if (options.use ?? true) entry.lastUsed = Date.now();
     settled();
   });
 }

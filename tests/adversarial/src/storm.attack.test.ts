@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAttackGateway, type AttackGateway, type Sender } from './support/attack-gateway.js';
+import { docker, startAttackGateway, type AttackGateway, type Sender } from './support/attack-gateway.js';
 
 // 200 first messages from 50 users within one second, then the idle reaper stopping sandboxes
 // while commands keep arriving: zero errors, exactly 50 containers, each user sees only their
@@ -19,6 +19,19 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.cleanup();
 });
+
+/** What a failure needs to be understood: each failed user's container as the engine saw it, and the gateway's log. */
+async function whyFailed(senders: readonly Sender[]): Promise<string> {
+  const states = await Promise.all(
+    senders.map(async (sender) => {
+      const container = await gateway.containerOf(sender);
+      if (!container) return `${sender.platform}:${sender.userId}: no container`;
+      const { State } = await docker.getContainer(container.Id).inspect();
+      return `${sender.platform}:${sender.userId}: ${container.Id.slice(0, 12)} ${JSON.stringify(State)}`;
+    }),
+  );
+  return [...states, ...gateway.logs.slice(-60)].join('\n');
+}
 
 /** One message: write the user's marker if absent, then show every marker the sandbox holds. */
 function message(sender: Sender): Promise<{ sender: Sender; output: string; returncode: number } | { sender: Sender; error: string }> {
@@ -63,7 +76,7 @@ describe('a storm of first messages, then the reaper under load', () => {
     await Promise.all(inFlight);
     await watcher;
     const errors = results.filter((result) => 'error' in result || result.returncode !== 0);
-    expect(errors.map((result) => ('error' in result ? result.error : `exit ${result.returncode}: ${result.output}`))).toEqual([]);
+    expect(errors.map((result) => ('error' in result ? result.error : `exit ${result.returncode}: ${result.output}`)), errors.length === 0 ? '' : await whyFailed(errors.map((result) => result.sender))).toEqual([]);
     for (const result of results) expect('output' in result ? result.output : '').toBe(`${markerOf(result.sender)}\n`);
     // The reaper did run: some sandboxes were stopped during the window.
     expect(reaped).toBeGreaterThan(0);

@@ -27,6 +27,8 @@ export interface FakeDriver extends SandboxDriverV1 {
    * must fork to set itself up. (`/bin/sh -c …` execs still run.)
    */
   readonly stalled: Set<string>;
+  /** How long a stop takes, ms: the sandbox runs meanwhile, as under an engine's grace period. @default 0 */
+  stopDelayMs: number;
   /** Makes the next call of `method` throw `error`. */
   failNext(method: keyof SandboxDriverV1, error: Error): void;
   /** Removes a sandbox behind the runtime's back (what `docker rm -f` does). */
@@ -63,6 +65,7 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
     busy: new Set(),
     reachable: true,
     stalled: new Set(),
+    stopDelayMs: 0,
     failNext: (method, error) => void failures.set(method, error),
     removeFromOutside(id) {
       const sandbox = sandboxes.get(id);
@@ -130,6 +133,7 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
     },
     async stop(id) {
       calls.push(`stop ${id}`);
+      if (driver.stopDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, driver.stopDelayMs));
       const sandbox = sandboxes.get(id);
       if (!sandbox) return;
       kill(sandbox);
