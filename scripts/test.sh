@@ -5,9 +5,10 @@
 # runs when, and why in that order.
 #
 # Three phases:
-#   1. set-up, build, type-check, shellcheck, the Python checks (mypy, flake8) and unit tests,
-#      while the test cluster's binaries build (nice 19, a new machine only) and the cluster then
-#      starts, and OpenClaw downloads into its cache;
+#   1. set-up and build (restored from the machine's turbo cache where this tree was built), then
+#      the unit tests with the static checks beside them (type-check, shellcheck, the Python
+#      checks: mypy, flake8), while the test cluster's binaries build (nice 19, a new machine
+#      only) and the cluster then starts, and OpenClaw downloads into its cache;
 #   2. two lanes side by side: the Docker and Podman integration suites, rootless Podman, the
 #      Hermes bridge and the install test; and the Kubernetes suite, OpenClaw end to end and the
 #      attack cases that may share the machine. Fork bombs take one machine-wide lock (testkit's
@@ -107,11 +108,26 @@ openclaw_install=$!
 
 step engines bash scripts/engines.sh
 echo "$status" >.test-results/engines.status
+# turbo keeps each package's build under the machine's cache, keyed by its sources, the lockfile
+# and the shared build config: a machine that built this tree before restores dist/ at once.
+export TURBO_CACHE_DIR="${BERTH_CACHE_DIR:-/var/cache/berth}/turbo"
+# Builds of trees not built for two weeks go.
+[ -d "$TURBO_CACHE_DIR" ] && find "$TURBO_CACHE_DIR" -type f -mtime +14 -delete
 step build pnpm -s build
-step typecheck pnpm -s typecheck
-step shellcheck bash scripts/shellcheck.sh
-step python-checks bash integrations/hermes/scripts/check.sh
+# The static checks run beside the unit tests, which leave part of the two cores idle; their
+# output is printed once both are done.
+(
+  status=0
+  step typecheck pnpm -s typecheck
+  step shellcheck bash scripts/shellcheck.sh
+  step python-checks bash integrations/hermes/scripts/check.sh
+  exit "$status"
+) >.test-results/checks.log 2>&1 &
+checks=$!
 step unit pnpm -s test
+wait "$checks" || { status=1; say "a static check failed"; }
+say "the static checks (.test-results/checks.log):"
+cat .test-results/checks.log >&2
 
 wait "$openclaw_install" || say "installing OpenClaw in the background failed (.test-results/openclaw-install.log); the end-to-end test tries again"
 
