@@ -7,6 +7,7 @@ never skip.
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import os
 import re
@@ -31,8 +32,10 @@ CLI = REPOSITORY / "apps" / "gateway-plugin" / "dist" / "cli.js"
 IMAGE = os.environ.get("BERTH_BASE_IMAGE", "localhost/berth-busybox:latest")
 LABEL_WORKSPACE = "dev.berth.workspace"
 # This run's own docker_network_pool, so the pool's egress table is this run's (another test run on
-# the machine, of this or an earlier release, keeps its own); removed after each test.
-NETWORK_POOL = f"10.{224 + secrets.randbelow(24)}.0.0/16"
+# the machine, of this or an earlier release, keeps its own); removed after the last test, unless a
+# sandbox network of the pool is still on the host: the attack suite picks its pools from the same
+# 384 /20s, beside this one.
+NETWORK_POOL = f"10.{224 + secrets.randbelow(24)}.{16 * secrets.randbelow(16)}.0/20"
 RUNTIME = REPOSITORY / "packages" / "sandbox-runtime" / "dist" / "index.js"
 
 
@@ -294,8 +297,16 @@ def remove_egress_tables(node: str, sandbox_root: Path, last: bool) -> None:
     names = subprocess.run(
         [node, "--input-type=module", "-e", script], capture_output=True, text=True, check=False
     ).stdout.split()
-    for table in names[: 2 if last else 1]:
+    for table in names[: 2 if last and not pool_in_use(NETWORK_POOL) else 1]:
         subprocess.run(["nft", "delete", "table", "inet", table], capture_output=True, check=False)
+
+
+def pool_in_use(pool: str) -> bool:
+    """Whether a host interface has an IPv4 address inside ``pool``: a sandbox network of it exists, whoever made it."""
+    network = ipaddress.ip_network(pool)
+    listing = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=False).stdout
+    addresses = (field.split("/")[0] for line in listing.splitlines() for field in line.split()[3:4])
+    return any(ipaddress.ip_address(address) in network for address in addresses)
 
 
 def unmount_under(root: Path) -> None:

@@ -50,8 +50,15 @@ export interface EgressFirewall {
 
 /** Shortest wait before a host name is resolved again, seconds (a TTL of 0 is not a reason to spin). */
 export const MIN_REFRESH_SECONDS = 10;
-/** Longest wait between refreshes, seconds: names are re-resolved and the tables checked at least this often. */
+/** Longest wait between refreshes, seconds: names are re-resolved at least this often. */
 export const MAX_REFRESH_SECONDS = 300;
+
+/**
+ * How often the gateway looks for its two tables, seconds: one removed from outside (a reload of
+ * the host's firewall flushes every table) is put back within this, so sandboxes are open to the
+ * host and private networks for seconds at most, not until the next refresh.
+ */
+export const TABLE_CHECK_SECONDS = 10;
 
 /** Why the egress policy cannot be enforced by this process, or `undefined`. */
 export function egressUnenforcedReason(options: { network: boolean; poolNetworks: boolean; engine: string }): string | undefined {
@@ -83,6 +90,7 @@ export function createEgressFirewall(options: {
   const { logger } = options;
   let installed: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let watcher: NodeJS.Timeout | undefined;
   let closed = false;
   // The last exceptions installed, as text, so a refresh that changes nothing installs nothing.
   let current = '';
@@ -170,9 +178,23 @@ export function createEgressFirewall(options: {
     }
   };
 
+  /** Puts back a table that went missing: the pool's (said: only something outside removes it), or the installation's (another gateway may prune it). */
+  const putBackMissing = async (): Promise<void> => {
+    if (closed) return;
+    const pool = egressTableName(options.pool);
+    if (!(await tableExists(pool))) {
+      logger?.warn(`berth: nftables table inet ${pool} (the egress policy of ${options.pool}) was removed from outside; putting it back`);
+      await installPool();
+    }
+    if (!(await tableExists(tableOf()))) await refresh(true);
+  };
+
   const install = async (): Promise<void> => {
     await installPool();
     await refresh(true);
+    clearInterval(watcher);
+    watcher = setInterval(() => void putBackMissing().catch((error: unknown) => logger?.warn(`berth: ${(error as Error).message}`)), TABLE_CHECK_SECONDS * 1000);
+    watcher.unref();
     logger?.info(`berth: egress rules for ${options.pool} in nftables tables inet ${egressTableName(options.pool)} and inet ${tableOf()} (${JSON.parse(current).length} exception(s))`);
   };
 
@@ -189,6 +211,7 @@ export function createEgressFirewall(options: {
     close() {
       closed = true;
       clearTimeout(timer);
+      clearInterval(watcher);
     },
   };
 }

@@ -5,7 +5,7 @@ import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ATTACK_NETWORK_POOL, randomTelegramUser, startAttackGateway, temporarySandboxDir, type AttackGateway } from './support/attack-gateway.js';
+import { addressInAttackPool, randomTelegramUser, startAttackGateway, temporarySandboxDir, type AttackGateway } from './support/attack-gateway.js';
 import { startStandInNetwork, type StandInNetwork } from './support/stand-in-network.js';
 
 // Egress exceptions an operator might plausibly write, aimed past the policy: a range that covers
@@ -118,7 +118,7 @@ describe.each(['docker', 'podman'] as const)('egress exceptions on %s never reop
   });
 
   it('an exception inside the pool, or a range inside link-local, is refused at start in one line naming it', async () => {
-    for (const entry of [`${ATTACK_NETWORK_POOL.split('.').slice(0, 2).join('.')}.0.9:80`, '169.254.0.0/16']) {
+    for (const entry of [`${addressInAttackPool(9)}:80`, '169.254.0.0/16']) {
       const outcome = await startAttackGateway({ config: { backend, docker_egress_allow: [entry] } }).catch((error: unknown) => error as Error);
       if (!(outcome instanceof Error)) {
         gateways.push(outcome);

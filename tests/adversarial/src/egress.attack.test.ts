@@ -1,9 +1,11 @@
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomTelegramUser, startAttackGateway, type AttackGateway } from './support/attack-gateway.js';
+import { egressTableName } from '@berth/sandbox-runtime';
+import { ATTACK_NETWORK_POOL, randomTelegramUser, startAttackGateway, type AttackGateway } from './support/attack-gateway.js';
 import { startStandInNetwork, type StandInNetwork } from './support/stand-in-network.js';
 
 // The egress policy, tried from inside sandboxes with the default configuration (networking on),
@@ -107,6 +109,22 @@ describe.each(['docker', 'podman'] as const)('egress on %s: the internet, but no
   it('has no IPv6 at all inside the sandbox', async () => {
     const result = await gateway.run(user, 'cat /proc/sys/net/ipv6/conf/all/disable_ipv6; ip -6 addr show | grep -c inet6 || true');
     expect(result.output).toBe('1\n0\n');
+  });
+
+  it('puts the pool\'s table back within seconds when something outside removes it (a reload of the host\'s firewall), and the block holds again', async () => {
+    const table = egressTableName(ATTACK_NETWORK_POOL);
+    const present = (): boolean => spawnSync('nft', ['list', 'table', 'inet', table], { stdio: 'ignore' }).status === 0;
+    await gateway.run(user, 'true');
+    expect(present()).toBe(true);
+    execFileSync('nft', ['delete', 'table', 'inet', table]);
+    // Waited for, not timed: the gateways look every TABLE_CHECK_SECONDS.
+    const deadline = Date.now() + 60_000;
+    while (!present() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(present(), `table inet ${table} is back`).toBe(true);
+    expect([...gateway.logs, ...allowed.logs].filter((line) => line.includes(`table inet ${table}`) && line.includes('removed from outside'))).not.toEqual([]);
+    const result = await gateway.run(user, fetchFrom(privateNet.addresses[1]!, privateNet.port));
+    expect(result.output).not.toContain('reached');
+    expect(result.output).toMatch(/Connection refused|timed out|unreachable/i);
   });
 
   it('berth doctor and the start-up log say nothing of an unenforced policy here (root, nft present)', () => {

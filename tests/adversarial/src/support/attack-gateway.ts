@@ -21,12 +21,19 @@ import Dockerode from 'dockerode';
 export const ATTACK_IMAGE = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 
 /**
- * The `docker_network_pool` of every gateway of this test file: a /16 of its own rather than the
- * default, so the pool's egress table is this run's (another test run on the machine, of this or
- * an earlier release, keeps its own). The gateways of one file share it, as gateways on one host
- * share the default pool.
+ * The `docker_network_pool` of every gateway of this test file: a /20 of its own rather than the
+ * default (one of 384 between 10.224.0.0 and 10.247.255.255), so the pool's egress table is this
+ * file's (another test run on the machine, of this or an earlier release, keeps its own). The
+ * gateways of one file share it, as gateways on one host share the default pool. Files that run
+ * side by side (here, and the Hermes bridge's suite) pick at random and may pick the same one: a
+ * pool's table is removed only once no sandbox network of the pool is left on the host (seen when
+ * it was one of 24: another file's last gateway removed the table while this file's sandboxes
+ * relied on it, and they reached each other).
  */
-export const ATTACK_NETWORK_POOL = `10.${randomInt(224, 248)}.0.0/16`;
+export const ATTACK_NETWORK_POOL = `10.${randomInt(224, 248)}.${randomInt(0, 16) * 16}.0/20`;
+
+/** An address inside {@link ATTACK_NETWORK_POOL}: its base address with `last` as the last number. */
+export const addressInAttackPool = (last: number): string => `${ATTACK_NETWORK_POOL.split('/')[0]!.split('.').slice(0, 3).join('.')}.${last}`;
 
 /** The Docker socket the suite looks through from outside. */
 export const DOCKER_SOCKET = '/var/run/docker.sock';
@@ -255,7 +262,18 @@ function removeTable(table: string): void {
 function removeEgressTables(sandboxDir: string, pool: string): void {
   const root = path.join(sandboxDir, 'docker');
   if (existsSync(path.join(root, INSTALLATION_KEY_FILE))) removeTable(installationTableName(installationTag({ sandboxRoot: root, pool })));
-  if (liveGateways === 0 && pool === ATTACK_NETWORK_POOL) removeTable(egressTableName(pool));
+  if (liveGateways === 0 && pool === ATTACK_NETWORK_POOL && !poolInUse(pool)) removeTable(egressTableName(pool));
+}
+
+/** Whether a host interface has an IPv4 address inside `pool`: a sandbox network of it exists, whoever made it. */
+function poolInUse(pool: string): boolean {
+  const [base, bits] = pool.split('/') as [string, string];
+  const number = (address: string): number => address.split('.').reduce((value, part) => value * 256 + Number(part), 0);
+  const size = 2 ** (32 - Number(bits));
+  const start = number(base) - (number(base) % size);
+  return Object.values(os.networkInterfaces())
+    .flat()
+    .some((entry) => entry !== undefined && entry.family === 'IPv4' && number(entry.address) >= start && number(entry.address) < start + size);
 }
 
 /** Rejects with a message naming `what` when `work` has not settled within `ms`. */
