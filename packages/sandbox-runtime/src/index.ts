@@ -1,5 +1,6 @@
 export { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions } from './create-sandbox-runtime.js';
 export type { ProgressEvent } from './runtime-context.js';
+export { backendOptionsSchema, defineBackend, type BackendDefinition, type BackendOptions } from './define-backend.js';
 export { sandboxSettings, SANDBOX_SETTING_KEYS, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 export { buildSandboxSpec, CHANNELS_TARGET, HOME_TARGET, KEEP_ALIVE_COMMAND, LABELS, MANAGED_BY, SANDBOX_HOSTNAME, WORKSPACE_TARGET, type BuildSandboxSpecOptions } from './sandbox-spec.js';
 export { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
