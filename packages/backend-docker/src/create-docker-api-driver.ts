@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
+import { ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError } from '@berth/core';
+import type { DriverCapabilities, DriverSandbox, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
 import { isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';

@@ -1,4 +1,5 @@
-import { SandboxError, type HostLogger, type SandboxDriverV1 } from '@berth/core';
+import { SandboxError, type HostLogger } from '@berth/core';
+import type { SandboxDriverV1 } from '@berth/core/driver';
 import { z } from 'zod';
 import { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions } from './create-sandbox-runtime.js';
 import type { ProgressEvent } from './runtime-context.js';

@@ -4,7 +4,6 @@ export { backendOptionsSchema, defineBackend, type BackendDefinition, type Backe
 export { sandboxSettings, SANDBOX_SETTING_KEYS, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 export { buildSandboxSpec, CHANNELS_TARGET, HOME_TARGET, KEEP_ALIVE_COMMAND, LABELS, MANAGED_BY, SANDBOX_HOSTNAME, WORKSPACE_TARGET, type BuildSandboxSpecOptions } from './sandbox-spec.js';
 export { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
-export { CHANNELS_FOLDER, LOCKS_FOLDER, PURGE_FOLDER } from '@berth/core';
 export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './exec-channel-events.js';
 export { assertScopeFolder } from './host-folders.js';
 export { isProcessIdentityGone, processIdentity } from './process-identity.js';
