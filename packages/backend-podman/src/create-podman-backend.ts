@@ -60,7 +60,7 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
     return { docker, endpoint, discovery, host: await readPodmanHostOf(docker, typeof socketPath === 'string' ? socketPath : undefined) };
   } catch (error) {
     const mapped = mapPodmanError(error, { engine: 'podman', endpoint, action: 'read the Podman host information' });
-    if (mapped.code === 'ENGINE_UNAVAILABLE') {
+    if (mapped instanceof EngineUnavailableError) {
       const command = endpoint.startsWith('/') ? `podman system service --time=0 unix://${endpoint}` : podmanServiceCommand();
       throw new EngineUnavailableError(endpoint, `the Podman API at ${endpoint} did not answer (${(error as { code?: string }).code ?? 'no answer'}); start it with \`${command}\``, { cause: error });
     }
