@@ -16,8 +16,10 @@ use warnings;
 use Fcntl qw(O_RDONLY O_NOFOLLOW);
 use Socket qw(PF_UNIX SOCK_STREAM pack_sockaddr_un);
 
-# Core's request protocol (packages/core/src/request-protocol.ts): MAX_SANDBOX_SOCKET_REQUEST_BYTES,
-# TIMEOUT_EXIT_CODE and BERTH_FAILURE_EXIT_CODE; request-protocol-file.test.ts checks them.
+# Core's request protocol (packages/core/src/request-protocol.ts): SANDBOX_SOCKET_PROTOCOL_VERSION,
+# MAX_SANDBOX_SOCKET_REQUEST_BYTES, TIMEOUT_EXIT_CODE and BERTH_FAILURE_EXIT_CODE;
+# request-protocol-file.test.ts checks them.
+my $PROTOCOL_VERSION = 1;
 my $MAX_REQUEST_BYTES = 1024 * 1024;
 my $TIMEOUT_EXIT = 124;
 my $BERTH_ERROR_EXIT = 125;
@@ -133,10 +135,10 @@ if ($answer =~ /\ABERTH1 ([0-9]{1,3}) ([01]) ([01]) ([0-9]+) ([0-9]+)\n/) {
   exit($status <= 255 ? $status : 1);
 }
 
-# A refusal is one JSON line, {"v":1,"error":{"code":"…","message":"…"}}, as JSON.stringify writes it.
+# A refusal is one JSON line, {"v":$PROTOCOL_VERSION,"error":{"code":"…","message":"…"}}, as JSON.stringify writes it.
 fail("the berth server on $path closed the connection without answering; see its log") unless $answer =~ /\n/;
 fail("the server on $path answered something that is neither a framed result nor a refusal; is it berth serve of this release?")
-  unless $answer =~ /\A\{"v":1,"error":\{"code":"[A-Za-z0-9_]+","message":"((?:[^"\\]|\\.)*)"\}\}\n/s;
+  unless $answer =~ /\A\{"v":$PROTOCOL_VERSION,"error":\{"code":"[A-Za-z0-9_]+","message":"((?:[^"\\]|\\.)*)"\}\}\n/s;
 my $message = $1;
 utf8::decode($message);
 my %escaped = ('"' => '"', '\\' => '\\', '/' => '/', b => "\b", f => "\f", n => "\n", r => "\r", t => "\t");

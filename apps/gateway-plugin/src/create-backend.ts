@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { assertSandboxBackend, ConfigError, resolveSandboxDir, sandboxRootOf, type HostLogger, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
 import { sandboxSettings, type ProgressEvent } from '@berth/sandbox-runtime';
 

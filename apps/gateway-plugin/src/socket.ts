@@ -3,13 +3,9 @@
 export { serveSandboxes, SocketPathError, type SandboxSocketServer, type ServeSandboxesOptions } from './socket/serve-sandboxes.js';
 export { requestSandboxExec, SandboxSocketClientError } from './socket/request-sandbox-exec.js';
 export { findPerl, PERL_SOCKET_CLIENT, requestFileOf, sandboxCommandArgv, type SandboxCommandArgvOptions } from './socket/sandbox-command-argv.js';
-export { discardRequestFile, REQUEST_FOLDER, RequestFileError } from './socket/request-file.js';
-export { parseSandboxSocketRequest, SandboxSocketRequestError } from './socket/parse-sandbox-socket-request.js';
+export { discardRequestFile, RequestFileError } from './socket/request-file.js';
 export {
   encodeFramedResult,
-  FRAMED_RESULT_TAG,
-  MAX_SANDBOX_SOCKET_REQUEST_BYTES,
-  SANDBOX_SOCKET_PROTOCOL_VERSION,
   type SandboxSocketErrorResponse,
   type SandboxSocketRequest,
   type SandboxSocketResponse,

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError, type DriverCapabilities, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
+import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError } from '@berth/core';
+import type { DriverCapabilities, DriverSandbox, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
 import { isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
@@ -191,7 +192,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         await docker.getImage(image).inspect();
       } catch (error) {
         const mapped = options.mapError(error, { engine, endpoint: connected.endpoint, action: `pull ${image}` });
-        if (mapped.code === 'ENGINE_UNAVAILABLE') throw mapped;
+        if (mapped instanceof EngineUnavailableError) throw mapped;
         throw new ImageNotFoundError(
           image,
           `image ${image} is not on the ${engine} engine and could not be pulled (${engineMessage(error)}); run \`${engine} pull ${image}\` where a registry is reachable, or set terminal.docker_image to an image you have`,

@@ -1,5 +1,4 @@
-import { SandboxError, type HostLogger } from '@berth/core';
-import { createSandboxRuntime, installationTag, sandboxBridgeName, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
+import { backendOptionsSchema, defineBackend, installationTag, sandboxBridgeName, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
 import { z } from 'zod';
 import { createDockerApiDriver } from './create-docker-api-driver.js';
@@ -55,67 +54,25 @@ export function createDockerDriver(options: DockerDriverOptions = {}) {
   });
 }
 
-/** Options of {@link createDockerBackend}. */
-export interface DockerBackendOptions extends DockerDriverOptions {
-  /** The settings the sandboxes follow (`sandboxSettings(config)` of `@berth/sandbox-runtime`; a raw `terminal:` part is validated). */
-  readonly settings: SandboxSettingsInput;
-  /** Overrides `settings.docker_image`. */
-  readonly image?: string;
-  /** Where Berth logs what it does; never a secret value. */
-  readonly logger?: HostLogger;
-  /** Progress of pulls, creates and starts, for a user waiting on a first command. */
-  readonly onProgress?: (event: ProgressEvent) => void;
-  /** Prefix of container names. @default 'berth-' */
-  readonly namePrefix?: string;
-  /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
-  readonly reapIntervalMs?: number;
-}
+/** Options of {@link createDockerBackend}: every backend's (`BackendOptions` of `@berth/sandbox-runtime`) and the Docker driver's. */
+export interface DockerBackendOptions extends DockerDriverOptions, BackendOptions {}
 
 /** The Docker backend: the sandbox runtime over the Docker driver. */
 export type DockerBackend = SandboxRuntime;
 
-const optionsSchema = z.object({
-  settings: z.custom<SandboxSettingsInput>((value) => value !== null && typeof value === 'object', { message: 'expected the sandbox settings (sandboxSettings(config))' }),
+/** The schema of {@link DockerBackendOptions} (Podman's factory takes the same). */
+export const dockerBackendOptionsSchema = backendOptionsSchema.extend({
   docker: z.custom<Dockerode>((value) => value === undefined || (value !== null && typeof value === 'object')).optional(),
   socketPath: z.string().min(1).optional(),
-  // process.env is no plain object, which z.record refuses.
-  environment: z.custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), { message: 'expected the environment as an object of strings' }).optional(),
   networkPool: z.string().optional(),
-  labels: z.record(z.string(), z.string()).optional(),
-  sandboxRoot: z.string().min(1).refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' }).optional(),
-  image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
-  logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
-  onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
-  namePrefix: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' }).optional(),
-  reapIntervalMs: z.number().int().min(0).optional(),
 });
-
-/** Checks a factory's options (one-line `OPTIONS_INVALID` naming the factory and the option). */
-export function validateBackendOptions<T>(factory: string, schema: z.ZodType, options: T): T {
-  const parsed = schema.safeParse(options);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new SandboxError('OPTIONS_INVALID', `${factory}: option ${issue.path.join('.') || '(root)'} is invalid: ${issue.message}`);
-  }
-  return options;
-}
 
 /**
  * Creates the Docker backend: one hardened container per scope on a Docker Engine, each on a
  * network of its own, commands through a persistent shell. See docs/backend-docker.md.
  */
-export function createDockerBackend(options: DockerBackendOptions): DockerBackend {
-  validateBackendOptions('createDockerBackend', optionsSchema, options);
-  const settings = sandboxSettings(options.settings);
-  return createSandboxRuntime({
-    driver: createDockerDriver({ ...options, networkPool: options.networkPool ?? settings.docker_network_pool }),
-    settings,
-    ...(options.image ? { image: options.image } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
-    ...(options.labels ? { labels: options.labels } : {}),
-    ...(options.sandboxRoot ? { sandboxRoot: options.sandboxRoot } : {}),
-    ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
-  });
-}
+export const createDockerBackend: (options: DockerBackendOptions) => DockerBackend = defineBackend({
+  name: 'createDockerBackend',
+  options: dockerBackendOptionsSchema,
+  driver: (options: DockerBackendOptions, settings) => createDockerDriver({ ...options, networkPool: options.networkPool ?? settings.docker_network_pool }),
+});

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import type { ExecChannel } from '@berth/core';
+import type { ExecChannel } from '@berth/core/driver';
 import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime';
 
 /**

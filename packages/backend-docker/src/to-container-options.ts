@@ -1,4 +1,4 @@
-import type { SandboxSpec } from '@berth/core';
+import type { SandboxSpec } from '@berth/core/driver';
 import { CHANNELS_TARGET, HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
 import type Dockerode from 'dockerode';
 

@@ -1,4 +1,5 @@
-import { SandboxError, type DriverSandbox, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
+import { SandboxError } from '@berth/core';
+import type { DriverSandbox, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createKubernetesConnector, type Connection } from './kubernetes-connection.js';
 import { holdsAll, INSTALLATION_KEY, MANAGED_BY_KEY, MANAGED_BY_VALUE, SCOPE_KEY, scopeLabelValue, selectorOf, toKubernetesLabels } from './kubernetes-labels.js';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { SandboxError, type ExecChannel } from '@berth/core';
+import { SandboxError } from '@berth/core';
+import type { ExecChannel } from '@berth/core/driver';
 import type { V1Pod } from '@kubernetes/client-node';
 import { isSandboxBusy, RUNNING_PROBE } from '@berth/sandbox-runtime';
 import type { Connection } from './kubernetes-connection.js';

@@ -1,4 +1,5 @@
-import { ImageNotFoundError, SandboxError, type DriverSandbox } from '@berth/core';
+import { ImageNotFoundError, SandboxError } from '@berth/core';
+import type { DriverSandbox } from '@berth/core/driver';
 import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { isConflict, isNotFound, unlessNotFound } from './map-kubernetes-error.js';
 

@@ -1,8 +1,7 @@
-import { createDockerApiDriver, createSandboxNetworks, engineStatus, fixedSandboxNetwork, validateBackendOptions, type DockerApiConnection } from '@berth/backend-docker';
+import { createDockerApiDriver, createSandboxNetworks, dockerBackendOptionsSchema, engineStatus, fixedSandboxNetwork, type DockerApiConnection } from '@berth/backend-docker';
 import { EngineUnavailableError, SandboxError, type HostLogger } from '@berth/core';
-import { createSandboxRuntime, installationTag, sandboxBridgeName, sandboxSettings, type ProgressEvent, type SandboxRuntime, type SandboxSettingsInput } from '@berth/sandbox-runtime';
+import { defineBackend, installationTag, sandboxBridgeName, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
-import { z } from 'zod';
 import { adjustPodmanCreate, PODMAN_SANDBOX_NETWORK } from './adjust-podman-spec.js';
 import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js';
 import { mapPodmanError } from './map-podman-error.js';
@@ -61,7 +60,7 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
     return { docker, endpoint, discovery, host: await readPodmanHostOf(docker, typeof socketPath === 'string' ? socketPath : undefined) };
   } catch (error) {
     const mapped = mapPodmanError(error, { engine: 'podman', endpoint, action: 'read the Podman host information' });
-    if (mapped.code === 'ENGINE_UNAVAILABLE') {
+    if (mapped instanceof EngineUnavailableError) {
       const command = endpoint.startsWith('/') ? `podman system service --time=0 unix://${endpoint}` : podmanServiceCommand();
       throw new EngineUnavailableError(endpoint, `the Podman API at ${endpoint} did not answer (${(error as { code?: string }).code ?? 'no answer'}); start it with \`${command}\``, { cause: error });
     }
@@ -136,62 +135,22 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
   };
 }
 
-/** Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s. */
-export interface PodmanBackendOptions extends PodmanDriverOptions {
-  /** The settings the sandboxes follow (`sandboxSettings(config)` of `@berth/sandbox-runtime`; a raw `terminal:` part is validated). */
-  readonly settings: SandboxSettingsInput;
-  /** Overrides `settings.docker_image`. */
-  readonly image?: string;
-  /** Progress of pulls, creates and starts, for a user waiting on a first command. */
-  readonly onProgress?: (event: ProgressEvent) => void;
-  /** Prefix of container names. @default 'berth-' */
-  readonly namePrefix?: string;
-  /** Labels added to every sandbox, and required of every sandbox this backend lists, adopts or reaps. */
-  readonly labels?: Readonly<Record<string, string>>;
-  /** Milliseconds between automatic reaps; 0: only explicit `reap()` calls. @default a quarter of `lifetime_seconds` */
-  readonly reapIntervalMs?: number;
-}
+/** Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s: every backend's (`BackendOptions` of `@berth/sandbox-runtime`) and the Podman driver's. */
+export interface PodmanBackendOptions extends PodmanDriverOptions, BackendOptions {}
 
 /** The Podman backend: the sandbox runtime over the Podman driver, and the engine facts it adapted to. */
 export interface PodmanBackend extends SandboxRuntime {
   podmanHost(): Promise<PodmanHost & { readonly endpoint: string }>;
 }
 
-const optionsSchema = z.object({
-  settings: z.custom<SandboxSettingsInput>((value) => value !== null && typeof value === 'object', { message: 'expected the sandbox settings (sandboxSettings(config))' }),
-  docker: z.custom<Dockerode>((value) => value === undefined || (value !== null && typeof value === 'object')).optional(),
-  socketPath: z.string().min(1).optional(),
-  // process.env is no plain object, which z.record refuses.
-  environment: z.custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), { message: 'expected the environment as an object of strings' }).optional(),
-  labels: z.record(z.string(), z.string()).optional(),
-  sandboxRoot: z.string().min(1).refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' }).optional(),
-  networkPool: z.string().optional(),
-  image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
-  logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
-  onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
-  namePrefix: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' }).optional(),
-  reapIntervalMs: z.number().int().min(0).optional(),
-});
-
 /**
  * Creates the Podman backend: one hardened container per scope on Podman (rootful or
  * rootless), commands through a persistent shell; the engine is found and probed on first use.
  * See docs/backend-podman.md.
  */
-export function createPodmanBackend(options: PodmanBackendOptions): PodmanBackend {
-  validateBackendOptions('createPodmanBackend', optionsSchema, options);
-  const settings = sandboxSettings(options.settings);
-  const driver = createPodmanDriver({ ...options, networkPool: options.networkPool ?? settings.docker_network_pool });
-  const runtime = createSandboxRuntime({
-    driver,
-    settings,
-    ...(options.image ? { image: options.image } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    ...(options.namePrefix ? { namePrefix: options.namePrefix } : {}),
-    ...(options.labels ? { labels: options.labels } : {}),
-    ...(options.sandboxRoot ? { sandboxRoot: options.sandboxRoot } : {}),
-    ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
-  });
-  return { ...runtime, podmanHost: () => driver.podmanHost() };
-}
+export const createPodmanBackend: (options: PodmanBackendOptions) => PodmanBackend = defineBackend({
+  name: 'createPodmanBackend',
+  options: dockerBackendOptionsSchema,
+  driver: (options: PodmanBackendOptions, settings) => createPodmanDriver({ ...options, networkPool: options.networkPool ?? settings.docker_network_pool }),
+  extend: (runtime, driver): PodmanBackend => ({ ...runtime, podmanHost: () => driver.podmanHost() }),
+});

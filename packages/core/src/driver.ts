@@ -1,3 +1,7 @@
+// The driver contract (`SandboxDriverV1` and its parts), and `@berth/core/driver`: this module is
+// also the entry of what only drivers and the sandbox runtime use — the host layout's inner names,
+// the installation key and the sandbox names made with it, egress entries, the masking bound.
+// Hosts, plugins and platform adapters import `@berth/core`.
 import { UnsupportedSpecificationError } from './errors.js';
 
 /**
@@ -202,3 +206,9 @@ export function assertSandboxDriver(driver: unknown): asserts driver is SandboxD
   const version = (driver as { specificationVersion?: unknown } | null)?.specificationVersion;
   if (version !== 'v1') throw new UnsupportedSpecificationError(`sandbox driver ${String((driver as { engine?: unknown } | null)?.engine)}`, version);
 }
+
+// What drivers and the runtime use besides the contract: `@berth/core/driver` only.
+export { CHANNELS_FOLDER, disksFolderOf, LAST_USED_FILE } from './host-layout.js';
+export { hasInstallationKey, loadInstallationKey, sandboxName } from './sandbox-name.js';
+export { cidrWithin, isHostNameEntry, LINK_LOCAL_RANGE, splitEgressEntry } from './egress-exception.js';
+export { MIN_SECRET_LENGTH } from './redact.js';

@@ -16,23 +16,6 @@ export function formatIdentity(identity: Identity): string {
   return `${identity.platform}:${identity.id}`;
 }
 
-/**
- * Splits `platform:id` at the first colon. The id is returned as given; a platform adapter
- * turns it into the canonical form.
- */
-export function parseIdentity(value: string): Identity {
-  const colon = value.indexOf(':');
-  if (colon <= 0 || colon === value.length - 1) {
-    throw new IdentityError(
-      '',
-      `identity ${JSON.stringify(truncateForMessage(value))} is not of the form platform:id; write it like telegram:123456789`,
-    );
-  }
-  const platform = value.slice(0, colon).toLowerCase();
-  assertPlatformName(platform);
-  return { platform, id: value.slice(colon + 1) };
-}
-
 /** Throws unless `platform` is a valid platform name. */
 export function assertPlatformName(platform: string): void {
   if (!PLATFORM_NAME_PATTERN.test(platform)) {

@@ -1,30 +1,51 @@
-export * from './errors.js';
-export * from './identity.js';
-export * from './encode-name.js';
-export * from './platform-adapter.js';
-export * from './platform-registry.js';
-export * from './identity-links.js';
-export { parseTypedIdentity, resolveTypedIdentity } from './resolve-typed-identity.js';
-export * from './session-context.js';
-export * from './session-key.js';
-export { assertOneSessionStore, loadedCoreCopies, SHARED_STATE_VERSION, type CoreCopy } from './core-copies.js';
-export * from './scope.js';
-export * from './sandbox-paths.js';
+// `@berth/core`: what hosts, plugins, platform adapters, backends' users and their tests use.
+// What only drivers and the sandbox runtime need (the driver contract's parts, the host layout's
+// inner names, the installation key, sandbox names, egress entries) is `@berth/core/driver`
+// (driver.ts); the request protocol alone, which imports nothing, is `@berth/core/request-protocol`.
 export {
-  CHANNELS_FOLDER,
-  disksFolderOf,
-  DISKS_FOLDER,
-  hermesHome,
-  INSTALLATION_KEY_FILE,
-  LAST_USED_FILE,
-  LOCKS_FOLDER,
-  PURGE_FOLDER,
-  resolveSandboxDir,
-  SANDBOX_ROOT_FOLDER,
-  sandboxRootOf,
-} from './host-layout.js';
-export * from './sandbox-name.js';
-export * from './config.js';
+  AmbiguousVariableError,
+  BerthError,
+  ConfigError,
+  CoreVersionConflictError,
+  EngineUnavailableError,
+  IdentityCollisionError,
+  IdentityError,
+  ImageNotFoundError,
+  isBerthError,
+  isRetryableSandboxError,
+  isSandboxConflict,
+  isSandboxGone,
+  PathEscapeError,
+  SANDBOX_ERROR_CODES,
+  SandboxError,
+  SessionAttributionError,
+  UnknownPlatformError,
+  UnsupportedSpecificationError,
+  type SandboxErrorCode,
+} from './errors.js';
+export { describeForMessage, escapeForDisplay, formatIdentity, truncateForMessage, type Identity } from './identity.js';
+export { decodeEnvComponent, encodeEnvComponent, encodeFolderComponent } from './encode-name.js';
+export { assertBasicIdShape, assertPlatformAdapter, ENV_FORM_PATTERN, FOLDER_FORM_PATTERN, type PlatformAdapterV1 } from './platform-adapter.js';
+export { createPlatformRegistry, type PlatformRegistry, type PlatformRegistryOptions } from './platform-registry.js';
+export { createIdentityLinks, type IdentityLinks } from './identity-links.js';
+export { resolveTypedIdentity } from './resolve-typed-identity.js';
+export { getActiveSession, runWithSession, SESSION_ENVIRONMENT_VARIABLES, sessionFromEnvironment, type SessionContext } from './session-context.js';
+export { classifySessionKey, type SessionKeyMeaning } from './session-key.js';
+export { assertOneSessionStore, loadedCoreCopies, type CoreCopy } from './core-copies.js';
+export { resolveScope, taskFolderName, type ResolveScopeOptions, type SandboxScope, type TaskScope, type UserScope } from './scope.js';
+export type { SandboxPaths } from './sandbox-paths.js';
+export { hermesHome, INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER, resolveSandboxDir, sandboxRootOf } from './host-layout.js';
+export {
+  defaultConfigPath,
+  describeIgnoredKeys,
+  IGNORED_GATEWAY_KEYS,
+  loadConfig,
+  parseTerminalConfig,
+  terminalConfigSchema,
+  type LoadedConfig,
+  type TerminalConfig,
+  type TerminalConfigInput,
+} from './config.js';
 export {
   BERTH_FAILURE_EXIT_CODE,
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
@@ -38,11 +59,32 @@ export {
   TIMEOUT_EXIT_CODE,
   type RequestProtocolConstants,
 } from './request-protocol.js';
-export { cidrWithin, egressExceptionProblem, isHostNameEntry, LINK_LOCAL_RANGE, splitEgressEntry } from './egress-exception.js';
-export * from './environment-index.js';
-export * from './resolve-environment.js';
-export * from './redact.js';
-export * from './backend.js';
-export * from './driver.js';
-export * from './host.js';
-export * from './sandbox-resolver.js';
+export type { ResolvedEnvironment, ResolvedVariable, VariableSource } from './resolve-environment.js';
+export { createRedactor, REDACTED, type Redactor } from './redact.js';
+export {
+  assertSandboxBackend,
+  type BackendCapabilities,
+  type BackendDescription,
+  type ExecRequest,
+  type ExecResult,
+  type SandboxBackend,
+  type SandboxBackendV1,
+  type SandboxInfo,
+  type SandboxRequest,
+  type SandboxState,
+} from './backend.js';
+// The driver contract is `@berth/core/driver`; its interface is here too, as a backend's users name it.
+export type { SandboxDriverV1 } from './driver.js';
+export {
+  assertHost,
+  type BerthHostV1,
+  type BerthPluginV1,
+  type CreateEnvironmentOptions,
+  type ExecuteOptions,
+  type ExecuteResult,
+  type HostLogger,
+  type TerminalEnvironment,
+  type TerminalEnvironmentProviderV1,
+  type TerminalRegistryV1,
+} from './host.js';
+export { createSandboxResolver, type SandboxResolver } from './sandbox-resolver.js';

@@ -5,10 +5,10 @@ import { createBerthSandboxBackend, type BerthSandboxBackend } from './create-be
 import { BERTH_SANDBOX_BACKEND_ID } from './create-sandbox-handle.js';
 import type { OpenClawPluginApi, OpenClawPluginEntry } from './openclaw-sdk-types.js';
 
-export type * from './openclaw-sdk-types.js';
+export type { OpenClawPluginApi, OpenClawPluginEntry } from './openclaw-sdk-types.js';
 
 /** The plugin id in `openclaw.plugin.json` and `plugins.entries`. */
-export const BERTH_PLUGIN_ID = 'berth';
+const BERTH_PLUGIN_ID = 'berth';
 
 // One live backend per gateway process: a reload's new registration replaces it.
 let current: { backend: BerthSandboxBackend; restore: () => void } | undefined;
@@ -23,7 +23,7 @@ function hostLogger(api: OpenClawPluginApi): HostLogger {
  * live gateway (`registrationMode: "full"`) registers it; OpenClaw's read-only passes
  * (discovery, CLI metadata) leave no socket or client behind.
  */
-export function registerBerth(api: OpenClawPluginApi): void {
+function registerBerth(api: OpenClawPluginApi): void {
   if (api.registrationMode !== 'full') return;
   const logger = hostLogger(api);
   const backend = createBerthSandboxBackend({ pluginConfig: api.pluginConfig, environment: process.env, logger });

@@ -1,1 +1,1 @@
-export * from './create-telegram-adapter.js';
+export { createTelegramAdapter, type TelegramAdapterOptions } from './create-telegram-adapter.js';

@@ -1,1 +1,1 @@
-export * from './create-whatsapp-adapter.js';
+export { createWhatsAppAdapter, type LinkedIdResolver, type WhatsAppAdapterOptions } from './create-whatsapp-adapter.js';

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPlatformRegistry, createSandboxResolver, EngineUnavailableError, parseTerminalConfig, SandboxError, type SandboxRequest } from '@berth/core';
+import { createPlatformRegistry, createSandboxResolver, EngineUnavailableError, ImageNotFoundError, parseTerminalConfig, SandboxError, type SandboxRequest } from '@berth/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runtime.js';
 import { sandboxSettings } from './sandbox-settings.js';
@@ -462,5 +462,21 @@ describe('the sandbox runtime', () => {
     const runtime = runtimeOver(createFakeDriver(), config);
     await runtime.close();
     await expect(runtime.doExec(request('81'), { command: 'true' })).rejects.toMatchObject({ code: 'BACKEND_CLOSED' });
+  });
+});
+
+describe('the image check', () => {
+  it('looks for the image again after a create that found it gone, and only then', async () => {
+    const { config, request } = setUp();
+    const driver = createFakeDriver();
+    const hasImage = vi.spyOn(driver, 'hasImage');
+    const runtime = runtimeOver(driver, config);
+    driver.failNext('create', new SandboxError('ENGINE_ERROR', 'the engine failed once'));
+    await expect(runtime.doExec(request('90'), { command: 'true' })).rejects.toMatchObject({ code: 'ENGINE_ERROR' });
+    driver.failNext('create', new ImageNotFoundError('busybox', 'the image went away between the check and the create'));
+    await expect(runtime.doExec(request('90'), { command: 'true' })).rejects.toBeInstanceOf(ImageNotFoundError);
+    expect(hasImage).toHaveBeenCalledTimes(1);
+    expect((await runtime.doExec(request('90'), { command: 'echo made' })).stdout).toBe('made\n');
+    expect(hasImage).toHaveBeenCalledTimes(2);
   });
 });

@@ -1,14 +1,6 @@
 import path from 'node:path';
-import {
-  assertSandboxDriver,
-  SandboxError,
-  type BackendCapabilities,
-  type BackendDescription,
-  type HostLogger,
-  type SandboxBackendV1,
-  type SandboxDriverV1,
-  type SandboxRequest,
-} from '@berth/core';
+import { SandboxError, type BackendCapabilities, type BackendDescription, type HostLogger, type SandboxBackendV1, type SandboxRequest } from '@berth/core';
+import { assertSandboxDriver, type SandboxDriverV1 } from '@berth/core/driver';
 import { createEgressFirewall, type EgressFirewall } from './egress-firewall.js';
 import { createScopeDisks } from './scope-disks.js';
 import { createStoppingPolicies } from './idle-reaper.js';

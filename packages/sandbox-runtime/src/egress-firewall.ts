@@ -1,4 +1,5 @@
-import { cidrWithin, SandboxError, type HostLogger } from '@berth/core';
+import { SandboxError, type HostLogger } from '@berth/core';
+import { cidrWithin } from '@berth/core/driver';
 import { egressTableName, installationTableName, installationTag } from './egress-names.js';
 import { egressRuleset, installationRuleset } from './egress-rulesets.js';
 import { findNft, nft, tableExists } from './nft.js';

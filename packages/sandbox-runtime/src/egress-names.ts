@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import { loadInstallationKey } from '@berth/core';
+import { loadInstallationKey } from '@berth/core/driver';
 
 // The names the egress policy knows things by on the host: the nftables table of a pool, the
 // table of an installation, and the bridges of an installation's sandbox networks.

@@ -1,4 +1,4 @@
-import { cidrWithin, LINK_LOCAL_RANGE } from '@berth/core';
+import { cidrWithin, LINK_LOCAL_RANGE } from '@berth/core/driver';
 import { BRIDGE_NAME_PREFIX, egressTableName, installationTableName } from './egress-names.js';
 import type { EgressException } from './resolve-egress-entry.js';
 

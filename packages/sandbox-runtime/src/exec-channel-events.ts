@@ -1,5 +1,5 @@
 import { Writable } from 'node:stream';
-import type { ExecChannel } from '@berth/core';
+import type { ExecChannel } from '@berth/core/driver';
 
 /** The listener bookkeeping every `ExecChannel` has, whatever carries its bytes. */
 export interface ExecChannelEvents {

@@ -2,7 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, constants, existsSync, mkdtempSync, openSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { ExecChannel } from '@berth/core';
+import type { ExecChannel } from '@berth/core/driver';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LAUNCH_FIFO, openFifoChannel } from './fifo-channel.js';
 import { CHANNELS_TARGET, KEEP_ALIVE_COMMAND } from './sandbox-spec.js';

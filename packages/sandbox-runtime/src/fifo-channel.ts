@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, lstatSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { CHANNELS_FOLDER, type ExecChannel } from '@berth/core';
+import { CHANNELS_FOLDER, type ExecChannel } from '@berth/core/driver';
 import { createExecChannelEvents } from './exec-channel-events.js';
 import { closeQuietly, descriptorPath, makeFifosIn, openFolder } from './folder-descriptor.js';
 

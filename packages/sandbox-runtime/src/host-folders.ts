@@ -1,6 +1,7 @@
 import { lstatSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { CHANNELS_FOLDER, PathEscapeError, type SandboxPaths } from '@berth/core';
+import { PathEscapeError, type SandboxPaths } from '@berth/core';
+import { CHANNELS_FOLDER } from '@berth/core/driver';
 import { channelsFolderOf, LAUNCH_FIFO } from './fifo-channel.js';
 import { closeQuietly, descriptorPath, makeFifosIn, openChildFolder, openFolder } from './folder-descriptor.js';
 

@@ -1,7 +1,6 @@
 import { localHostSize, maxRunningOf, type HostSize } from './capacity.js';
 import { messageOf, type RuntimeContext } from './runtime-context.js';
 import { enqueue, type SandboxEntry } from './sandbox-entry.js';
-import type { SandboxLifecycle } from './sandbox-lifecycle.js';
 
 /** The stopping policies: idle sandboxes after `lifetime_seconds`, the least recently used beyond `docker_max_running`. */
 export interface StoppingPolicies {

@@ -1,4 +1,4 @@
-import type { ExecChannel } from '@berth/core';
+import type { ExecChannel } from '@berth/core/driver';
 import { describe, expect, it } from 'vitest';
 import { createExecChannelEvents } from './exec-channel-events.js';
 import { KILLER_STRAY_LIMIT, KillerShell } from './killer-shell.js';

@@ -1,4 +1,4 @@
-import type { ExecChannel } from '@berth/core';
+import type { ExecChannel } from '@berth/core/driver';
 import { buildKillRequest, buildWatchRequest, KILLER_INIT } from './shell-protocol.js';
 
 /**

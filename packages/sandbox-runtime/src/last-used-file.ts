@@ -1,6 +1,6 @@
 import { closeSync, constants, futimesSync, lstatSync, openSync } from 'node:fs';
 import path from 'node:path';
-import { LAST_USED_FILE } from '@berth/core';
+import { LAST_USED_FILE } from '@berth/core/driver';
 import { closeQuietly, descriptorPath, openChildFolder, openFolder } from './folder-descriptor.js';
 
 // When a sandbox was last used, kept as the modification time of a file in its scope folder

@@ -1,4 +1,5 @@
-import { createRedactor, MIN_SECRET_LENGTH, REDACTED } from '@berth/core';
+import { createRedactor, REDACTED } from '@berth/core';
+import { MIN_SECRET_LENGTH } from '@berth/core/driver';
 import { cutNotice, type HeadTailBuffer } from './head-tail-buffer.js';
 
 /** Fragments shorter than this at a cut are left alone: two characters identify no secret. */

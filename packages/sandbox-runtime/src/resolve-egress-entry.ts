@@ -1,7 +1,8 @@
 import { lookup, Resolver } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
-import { isHostNameEntry, SandboxError, splitEgressEntry } from '@berth/core';
+import { SandboxError } from '@berth/core';
+import { isHostNameEntry, splitEgressEntry } from '@berth/core/driver';
 
 // What the addresses of the egress policy's exceptions are: `docker_egress_allow` entries
 // resolved (host names with their TTL), and the host's own name servers.

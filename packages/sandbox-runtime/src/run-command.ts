@@ -1,4 +1,5 @@
-import { hasInstallationKey, isRetryableSandboxError, sandboxName, SandboxError, TIMEOUT_EXIT_CODE, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
+import { isRetryableSandboxError, SandboxError, TIMEOUT_EXIT_CODE, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
+import { hasInstallationKey, sandboxName } from '@berth/core/driver';
 import { maskOutput } from './mask-output.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { TIMEOUT_EXIT_CODE, type OpenExecChannel } from '@berth/core';
+import { TIMEOUT_EXIT_CODE } from '@berth/core';
+import type { OpenExecChannel } from '@berth/core/driver';
 import { createHeadTailBuffer } from './head-tail-buffer.js';
 import type { SessionRunResult } from './shell-session.js';
 import { buildFallbackInput, FALLBACK_PRELUDE } from './shell-protocol.js';

@@ -1,4 +1,5 @@
-import type { HostLogger, SandboxDriverV1, SandboxPaths } from '@berth/core';
+import type { HostLogger, SandboxPaths } from '@berth/core';
+import type { SandboxDriverV1 } from '@berth/core/driver';
 import type { Limiter, SandboxEntry } from './sandbox-entry.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import type { ScopeDisks } from './scope-disks.js';

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { isSandboxConflict, isSandboxGone, SandboxError, type SandboxRequest } from '@berth/core';
+import { ImageNotFoundError, isSandboxConflict, isSandboxGone, SandboxError, type SandboxRequest } from '@berth/core';
 import { channelsFolderOf } from './fifo-channel.js';
 import { prepareHostFolders } from './host-folders.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -75,7 +75,7 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
       id = await driver.create(spec);
     } catch (error) {
       // The image vanished between the check and the create: look again next time.
-      if (error instanceof Error && (error as { code?: string }).code === 'IMAGE_NOT_FOUND') imageReady = undefined;
+      if (error instanceof ImageNotFoundError) imageReady = undefined;
       throw error;
     }
     if (id === undefined) return '';

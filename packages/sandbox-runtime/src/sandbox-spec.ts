@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { SandboxInfo, SandboxPaths, SandboxScope, SandboxSpec } from '@berth/core';
+import type { SandboxInfo, SandboxPaths, SandboxScope } from '@berth/core';
+import type { SandboxSpec } from '@berth/core/driver';
 import type { SandboxSettings } from './sandbox-settings.js';
 import keepAlive from './shell/keep-alive.sh';
 import { fillTemplate, programLine } from './shell/program-file.js';

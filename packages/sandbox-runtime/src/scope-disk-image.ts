@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, open, readdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { disksFolderOf, SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
+import { SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
+import { disksFolderOf } from '@berth/core/driver';
 import { copyTree } from './copy-tree.js';
 import { makeFileSystem, MB, run, tool } from './disk-tools.js';
 import { closeQuietly, openFolder } from './folder-descriptor.js';

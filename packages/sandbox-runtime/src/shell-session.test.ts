@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFile, readlink, rm } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecChannel } from '@berth/core';
+import type { ExecChannel } from '@berth/core/driver';
 import { KillerShell } from './killer-shell.js';
 import { ShellSession } from './shell-session.js';
 import { hostProcessesWith } from './testing/host-processes.js';

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { SandboxError, TIMEOUT_EXIT_CODE } from '@berth/core';
-import type { ExecChannel } from '@berth/core';
+import type { ExecChannel } from '@berth/core/driver';
 import { FrameReader } from './frame-reader.js';
 import { createHeadTailBuffer, type HeadTailBuffer } from './head-tail-buffer.js';
 import { buildCommandScript, buildEnvironmentUpdate, buildSessionInit } from './shell-protocol.js';

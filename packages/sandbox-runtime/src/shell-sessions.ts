@@ -1,4 +1,5 @@
-import { SandboxError, type ExecRequest, type OpenExecChannel, type SandboxRequest } from '@berth/core';
+import { SandboxError, type ExecRequest, type SandboxRequest } from '@berth/core';
+import type { OpenExecChannel } from '@berth/core/driver';
 import { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
 import { KillerShell } from './killer-shell.js';
 import { FALLBACK_STATE_DIR, runExecOnce } from './run-exec-once.js';

@@ -1,3 +1,10 @@
-export * from './test-backend.js';
-export * from './test-platform-adapter.js';
-export { saturatingLockFile, whileSaturating } from './while-saturating.js';
+export { testBackend, type BackendEngineHooks, type InspectedSandbox, type TestBackendOptions } from './test-backend.js';
+export {
+  PROPERTY_TIMEOUT_MS,
+  testPlatformAdapter,
+  type PlatformAdapterInvalidVector,
+  type PlatformAdapterValidVector,
+  type PlatformAdapterVectors,
+  type TestPlatformAdapterOptions,
+} from './test-platform-adapter.js';
+export { whileSaturating } from './while-saturating.js';

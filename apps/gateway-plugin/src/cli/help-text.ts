@@ -1,4 +1,4 @@
-import { BERTH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE } from '@berth/core/request-protocol';
+import { BERTH_FAILURE_EXIT_CODE, SANDBOX_SOCKET_PROTOCOL_VERSION, TIMEOUT_EXIT_CODE } from '@berth/core/request-protocol';
 import type { CommandName } from './parse-cli-arguments.js';
 
 const COMMON = `      --config FILE   the gateway config (default: \${HERMES_HOME:-~/.hermes}/config.yaml when it exists)
@@ -136,10 +136,10 @@ commands in every user's sandbox); its folder is created with mode 0700 when mis
 folder other users can write to is refused. A socket left by a stopped server is replaced;
 anything else at PATH is refused.
 
-Protocol: one JSON line per connection, {"v":1, "platform"?, "userId"?, "chatId"?,
+Protocol: one JSON line per connection, {"v":${SANDBOX_SOCKET_PROTOCOL_VERSION}, "platform"?, "userId"?, "chatId"?,
 "sessionKey"?, "taskId"?, "command", "cwd"?, "timeout"?, "stdin"?} (at most 1 MiB), answered by one JSON line,
-{"v":1, exitCode, stdout, stderr, timedOut, truncated, durationMs, scope} or
-{"v":1, "error": {code, message}}.
+{"v":${SANDBOX_SOCKET_PROTOCOL_VERSION}, exitCode, stdout, stderr, timedOut, truncated, durationMs, scope} or
+{"v":${SANDBOX_SOCKET_PROTOCOL_VERSION}, "error": {code, message}}.
 
 Options:
       --socket PATH   the Unix socket to listen on

@@ -51,7 +51,7 @@ function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
     case 'unrecognized_keys':
       return `unknown field ${issue.keys.map((key) => JSON.stringify(truncateForMessage(key))).join(', ')}; the fields are ${FIELDS}`;
     case 'invalid_type':
-      if (issue.path.length === 0) return `the request must be a JSON object, e.g. {"v":1,"command":"ls"}`;
+      if (issue.path.length === 0) return `the request must be a JSON object, e.g. {"v":${SANDBOX_SOCKET_PROTOCOL_VERSION},"command":"ls"}`;
       return valueAt(input, issue.path) === undefined ? `field ${field} is required` : `field ${field} must be a ${issue.expected}`;
     case 'invalid_value':
       if (field === 'v') return `field v must be ${SANDBOX_SOCKET_PROTOCOL_VERSION}, the protocol version this server speaks`;

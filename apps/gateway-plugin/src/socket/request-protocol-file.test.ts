@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { BERTH_FAILURE_EXIT_CODE, MAX_SANDBOX_SOCKET_REQUEST_BYTES, requestProtocolConstants, TIMEOUT_EXIT_CODE } from '@berth/core';
+import { BERTH_FAILURE_EXIT_CODE, MAX_SANDBOX_SOCKET_REQUEST_BYTES, requestProtocolConstants, SANDBOX_SOCKET_PROTOCOL_VERSION, TIMEOUT_EXIT_CODE } from '@berth/core';
 import { describe, expect, it } from 'vitest';
 
 // The clients in other languages hold core's request protocol as values of their own: the Python
@@ -26,5 +26,13 @@ describe("the request protocol outside TypeScript", () => {
     expect(valueOf('BERTH_ERROR_EXIT')).toBe(BERTH_FAILURE_EXIT_CODE);
     // Every exit is one of those, or the command's own status.
     expect(perl.match(/\bexit\b[^;]*;/g)).toEqual(['exit $BERTH_ERROR_EXIT;', 'exit $TIMEOUT_EXIT;', 'exit($status <= 255 ? $status : 1);']);
+  });
+
+  it("the Perl client reads answers of core's protocol version, named once", () => {
+    const perl = read('../../client/berth-socket-client.pl');
+    expect(/^my \$PROTOCOL_VERSION = ([0-9]+);$/m.exec(perl)?.[1], 'the Perl client names $PROTOCOL_VERSION').toBe(String(SANDBOX_SOCKET_PROTOCOL_VERSION));
+    const code = perl.split('\n').filter((line) => !/^\s*#/.test(line)).join('\n');
+    expect(code).not.toMatch(/"v":\d/);
+    expect(code).toContain('"v":$PROTOCOL_VERSION,');
   });
 });

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { EngineUnavailableError, SandboxError, type DriverSandbox, type ExecChannel, type SandboxDriverV1, type SandboxSpec } from '@berth/core';
+import { EngineUnavailableError, SandboxError } from '@berth/core';
+import type { DriverSandbox, ExecChannel, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 
 /** One sandbox of the fake engine. */
 export interface FakeSandbox {
