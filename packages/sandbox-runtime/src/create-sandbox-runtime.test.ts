@@ -154,7 +154,7 @@ describe('the sandbox runtime', () => {
     const logs: string[] = [];
     const runtime = runtimeOver(driver, config, { logger: { info: (line) => void logs.push(line), warn: (line) => void logs.push(line), error: (line) => void logs.push(line) } });
     for (const user of ['41', '42']) await runtime.doExec(request(user), { command: 'true' });
-    const [first] = driver.sandboxes.keys();
+    const first = [...driver.sandboxes.keys()][0]!;
     driver.stopDelayMs = 400;
     // 43's first command stops 41, the least recently used; 41's user writes while the engine
     // is still stopping it, and their command must not run in a sandbox about to stop.
