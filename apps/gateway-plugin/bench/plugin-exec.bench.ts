@@ -203,7 +203,7 @@ try {
   let firstProblem: string | undefined;
   const crowdStarted = performance.now();
   await Promise.all(
-    [...markers].flatMap(([userId, marker]) =>
+    [...markers.keys()].flatMap((userId) =>
       Array.from({ length: sizes.commands }, (_, index) =>
         execAs(crowdPlugin.terminal, userId, `printf "%s %s ${index}\\n" "$MARK" "$(cat /workspace/owner)"`).then(
           (result) => {

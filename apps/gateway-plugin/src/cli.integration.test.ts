@@ -256,6 +256,7 @@ describe('berth ls, env, doctor', () => {
     expect(human.stdout.split('\n')[0]).toMatch(/^OWNER\s+CONTAINER\s+STATE\s+LAST USED\s+DISK\s+WORKSPACE\s+HOME$/);
     expect(human.stdout).toMatch(new RegExp(`telegram:${alice}.*\\d+/51200 MB`));
     expect(human.stdout).toContain(`telegram:${alice}`);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: no terminal colour code (ESC [) in output that is not a terminal
     expect(human.stdout).not.toMatch(/\u001b\[/);
   });
 
@@ -381,6 +382,7 @@ describe('berth demo', () => {
     expect(run.stdout).toContain('isolation held');
     expect(run.stdout).not.toMatch(/LEAK/);
     expect(run.stdout).not.toMatch(/ghp_(alice|bob|carol)_/);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: no terminal colour code (ESC [) in output that is not a terminal
     expect(run.stdout).not.toMatch(/\u001b\[/);
     const after = readdirSync(os.tmpdir()).filter((name) => name.startsWith('berth-demo-') && !before.has(name));
     expect(after).toEqual([]);

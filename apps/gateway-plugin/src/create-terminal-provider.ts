@@ -86,8 +86,8 @@ export function createTerminalProvider(berth: Berth, options: CreateTerminalProv
           const session = getActiveSession() ?? sessionOutsideContext();
           const request = berth.request({ ...(session ? { session } : {}), ...(createOptions.taskId !== undefined ? { taskId: createOptions.taskId } : {}) });
           scopes.add(request.scope.key);
-          let holders = users.get(request.scope.key);
-          if (!holders) users.set(request.scope.key, (holders = new Set()));
+          const holders = users.get(request.scope.key) ?? new Set();
+          users.set(request.scope.key, holders);
           holders.add(handle);
           const cwd = executeOptions.cwd ?? createOptions.cwd;
           const timeout = executeOptions.timeout ?? createOptions.timeout;

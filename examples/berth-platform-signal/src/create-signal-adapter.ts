@@ -97,7 +97,10 @@ export function createSignalAdapter(options?: SignalAdapterOptions): PlatformAda
     specificationVersion: 'v1',
     platform: 'signal',
     normalize,
-    folderName: (id) => (canonicalForm(id), id),
+    folderName: (id) => {
+      canonicalForm(id); // throws for an id that is not canonical
+      return id;
+    },
     // 32 hex digits for a UUID, at most 15 digits for a number: the two kinds never meet.
     envName: (id) => canonicalForm(id).digits.toUpperCase(),
     idFromEnvName: (form) => {

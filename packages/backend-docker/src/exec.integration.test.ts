@@ -141,7 +141,7 @@ describe('isolation and secrets', () => {
       expect(JSON.stringify(exec)).not.toContain(SECRET);
     }
     // ...while the commands do see it.
-    const check = await backend.doExec(alice(), { command: '[ "$GITHUB_TOKEN" = "' + SECRET + '" ] && echo same' });
+    const check = await backend.doExec(alice(), { command: `[ "$GITHUB_TOKEN" = "${SECRET}" ] && echo same` });
     expect(check.stdout).toBe('same\n');
   });
 });

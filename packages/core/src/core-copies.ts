@@ -43,9 +43,11 @@ function packageVersion(): string {
 }
 
 const registry = globalThis as typeof globalThis & { [COPIES]?: CoreCopy[]; [STATE]?: SharedState };
-const copies = (registry[COPIES] ??= []);
+const copies = registry[COPIES] ?? [];
+registry[COPIES] = copies;
 copies.push(Object.freeze({ version: packageVersion(), sharedStateVersion: SHARED_STATE_VERSION }));
-const state: SharedState = (registry[STATE] ??= { sessions: new AsyncLocalStorage<Readonly<SessionContext>>() });
+const state: SharedState = registry[STATE] ?? { sessions: new AsyncLocalStorage<Readonly<SessionContext>>() };
+registry[STATE] = state;
 
 /** The process's one session store (shared with every compatible copy of core). */
 export function sharedSessionStore(): AsyncLocalStorage<Readonly<SessionContext>> {

@@ -94,8 +94,8 @@ export function createEnvironmentIndex(
       continue;
     }
     const userKey = formatIdentity(identity);
-    let list = byUser.get(userKey);
-    if (!list) byUser.set(userKey, (list = []));
+    const list = byUser.get(userKey) ?? [];
+    byUser.set(userKey, list);
     list.push({ source: key, name, value });
   }
   for (const list of byUser.values()) list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

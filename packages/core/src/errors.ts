@@ -25,9 +25,12 @@ export class BerthError extends Error {
     Object.defineProperty(this, ERROR_CLASSES, { value: Object.freeze(classes), enumerable: false });
   }
 
+  // `this` is the class `instanceof` asks about (SandboxError, ConfigError, …), not always BerthError.
   static [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: the subclass asked about (see above)
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
     const classes = (value as { [ERROR_CLASSES]?: unknown } | null | undefined)?.[ERROR_CLASSES];
+    // biome-ignore lint/complexity/noThisInStatic: the subclass asked about (see above)
     return Array.isArray(classes) && classes.includes(this.name);
   }
 }

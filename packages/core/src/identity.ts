@@ -31,7 +31,6 @@ export function assertPlatformName(platform: string): void {
  * format characters (zero-width, bidi overrides such as U+202E) and the line and paragraph
  * separators. No id may hold them, and nothing Berth prints shows them raw.
  */
-// eslint-disable-next-line no-control-regex
 export const UNPRINTABLE_CHARACTERS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
 /** `value` with every {@link UNPRINTABLE_CHARACTERS unprintable character} written as `\u{…}`, so a table or a log line shows exactly what is there. */

@@ -70,7 +70,7 @@ export function assertBasicIdShape(platform: string, id: string): void {
   if (id.length > 256) {
     throw new IdentityError(platform, `${platform} user id is ${id.length} characters long; ids longer than 256 characters are refused`);
   }
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
   if (/[\u0000-\u001f\u007f]/.test(id)) {
     throw new IdentityError(platform, `${platform} user id ${JSON.stringify(truncateForMessage(id))} contains control characters; refused`);
   }

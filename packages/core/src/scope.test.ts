@@ -107,7 +107,7 @@ describe('scope and paths', () => {
     const seen = new Map<string, string>();
     fc.assert(
       fc.property(fc.constantFrom('user', 'task'), fc.constantFrom('signal', 'telegram', 'discord'), id, (kind, platform, value) => {
-        let request;
+        let request: ReturnType<typeof r.resolve>;
         try {
           request = kind === 'user' ? r.resolve({ session: { platform, userId: value } }) : r.resolve({ taskId: value });
         } catch (error) {
@@ -132,7 +132,7 @@ describe('scope and paths', () => {
   });
 
   it('gives each scope a bounded engine-safe slug', () => {
-    const request = resolver().resolve({ session: { platform: 'signal', userId: 'Ünïcødé/..' + 'x'.repeat(200) } });
+    const request = resolver().resolve({ session: { platform: 'signal', userId: `Ünïcødé/..${'x'.repeat(200)}` } });
     expect(request.scope.slug).toMatch(/^[a-z0-9-]{1,60}$/);
   });
 });

@@ -71,7 +71,7 @@ export function classifySessionKey(sessionKey: string): SessionKeyMeaning {
   if (sessionKey.length > MAX_SESSION_KEY_LENGTH) {
     return refused('<too long>', `session key is ${sessionKey.length} characters long; keys longer than ${MAX_SESSION_KEY_LENGTH} are refused`);
   }
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it refuses
   if (/[\u0000-\u001f\u007f\p{Cf}\u2028\u2029]/u.test(sessionKey)) {
     return refused('<unprintable>', 'session key contains control or invisible characters; refused');
   }

@@ -44,7 +44,10 @@ describe('purgeScope', () => {
     symlinkSync(path.join(outside, 'keep.txt'), path.join(paths.home, 'file-link'));
     await lockScope(paths, { waitMs: 0, purpose: 'test' }).then((lock) => lock.release());
     let tombstoneFirst = false;
-    await purgeScope({ paths, disks, removeSandboxes: async () => void (tombstoneFirst = isBeingPurged(paths)) });
+    await purgeScope({ paths, disks, removeSandboxes: async () => {
+        tombstoneFirst = isBeingPurged(paths);
+      },
+    });
     expect(tombstoneFirst).toBe(true);
     expect(existsSync(paths.folder)).toBe(false);
     expect(isBeingPurged(paths)).toBe(false);

@@ -133,7 +133,7 @@ export async function removeTree(parent: number, name: string): Promise<RemoveTr
 
   while (stack.length > 0) {
     const frame = stack[stack.length - 1]!;
-    let entry;
+    let entry: ReturnType<typeof frame.dir.readSync>;
     try {
       entry = frame.dir.readSync();
     } catch (error) {

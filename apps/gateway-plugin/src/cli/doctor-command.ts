@@ -137,7 +137,7 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
       try {
         description = await backend.describe({ image: config.docker_image });
         checks.push({ name: 'engine', status: 'ok', detail: `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}, found via ${description.discovery}` });
-        for (const warning of description.warnings) checks.push({ name: 'engine', status: 'warning', detail: warning, fix: 'see docs/backend-' + description.engine + '.md' });
+        for (const warning of description.warnings) checks.push({ name: 'engine', status: 'warning', detail: warning, fix: `see docs/backend-${description.engine}.md` });
         const probe = networkPolicyProbeOf(backend);
         if (probe) checks.push(await networkPolicyCheck(probe));
       } catch (error) {

@@ -1,6 +1,6 @@
 // Counts what a terminal shows: escape sequences take no room.
 function visibleLength(text: string): number {
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal colour codes start with ESC, what it skips
   return [...text.replace(/\u001b\[[0-9;]*m/g, '')].length;
 }
 

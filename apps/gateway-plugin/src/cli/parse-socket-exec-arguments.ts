@@ -23,6 +23,7 @@ export type SocketExecArguments = {
 );
 
 function shorten(value: string, max = 60): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
   const printable = value.replace(/[\u0000-\u001f\u007f]/g, '?');
   return JSON.stringify(printable.length > max ? `${printable.slice(0, max)}… (${value.length} characters)` : printable);
 }

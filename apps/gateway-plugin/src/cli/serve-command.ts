@@ -26,7 +26,7 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
   };
   const onProgress = progressReporter(io);
   const berth = await createBerth({ config, environment: io.environment, resolveFrom: io.cwd, logger, ...(onProgress ? { onProgress } : {}) });
-  let server;
+  let server: Awaited<ReturnType<typeof serveSandboxes>>;
   try {
     server = await serveSandboxes({ berth, socket: options.socket!, logger });
   } catch (error) {

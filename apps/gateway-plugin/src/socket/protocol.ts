@@ -2,7 +2,7 @@
 // Node's own modules (no zod, no @berth/core) to answer in tens of milliseconds. The limits are
 // core's request protocol (`@berth/core/request-protocol`, which imports nothing; the build
 // bundles it into this package).
-import { SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protocol';
+import type { SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protocol';
 
 export { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protocol';
 

@@ -16,14 +16,14 @@ describe("the request protocol outside TypeScript", () => {
 
   it('the Perl client uses the same request bound and exit codes', () => {
     const perl = read('../../client/berth-socket-client.pl');
-    const valueOf = (name: string): number => {
+    const constantOf = (name: string): number => {
       const factors = new RegExp(`^my \\$${name} = ([0-9 *]+);$`, 'm').exec(perl)?.[1];
       expect(factors, `the Perl client names $${name}`).toBeDefined();
       return factors!.split('*').reduce((product, factor) => product * Number(factor.trim()), 1);
     };
-    expect(valueOf('MAX_REQUEST_BYTES')).toBe(MAX_SANDBOX_SOCKET_REQUEST_BYTES);
-    expect(valueOf('TIMEOUT_EXIT')).toBe(TIMEOUT_EXIT_CODE);
-    expect(valueOf('BERTH_ERROR_EXIT')).toBe(BERTH_FAILURE_EXIT_CODE);
+    expect(constantOf('MAX_REQUEST_BYTES')).toBe(MAX_SANDBOX_SOCKET_REQUEST_BYTES);
+    expect(constantOf('TIMEOUT_EXIT')).toBe(TIMEOUT_EXIT_CODE);
+    expect(constantOf('BERTH_ERROR_EXIT')).toBe(BERTH_FAILURE_EXIT_CODE);
     // Every exit is one of those, or the command's own status.
     expect(perl.match(/\bexit\b[^;]*;/g)).toEqual(['exit $BERTH_ERROR_EXIT;', 'exit $TIMEOUT_EXIT;', 'exit($status <= 255 ? $status : 1);']);
   });

@@ -24,7 +24,7 @@ function errorCode(error: unknown): string | undefined {
 
 function checkSocket(socket: string): void {
   const start = `start the server with "berth serve --socket ${socket}"`;
-  let stats;
+  let stats: ReturnType<typeof lstatSync>;
   try {
     stats = lstatSync(socket);
   } catch (error) {

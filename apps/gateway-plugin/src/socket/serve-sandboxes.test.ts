@@ -93,7 +93,10 @@ describe('berth serve', () => {
       converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, platform: 'telegram', userId, command: 'held' })}\n`)).then(({ answer }) => JSON.parse(answer) as { exitCode?: number; error?: { code: string; message: string } });
     // One user piles up ten requests: one runs, three wait, six are refused.
     const settled: Array<{ exitCode?: number; error?: { code: string; message: string } }> = [];
-    const piled = Array.from({ length: 10 }, () => send('1').then((answer) => (settled.push(answer), answer)));
+    const piled = Array.from({ length: 10 }, () => send('1').then((answer) => {
+      settled.push(answer);
+      return answer;
+    }));
     for (let i = 0; i < 500 && settled.length < 6; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(settled).toHaveLength(6);
     for (const answer of settled) expect(answer.error).toMatchObject({ code: 'SERVER_BUSY', message: expect.stringMatching(/this sandbox already has 3 commands waiting/) });

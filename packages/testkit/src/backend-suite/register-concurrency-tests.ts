@@ -24,7 +24,7 @@ export function registerConcurrencyTests(fixture: BackendFixture): void {
     it("five concurrent first commands of a new user make exactly one sandbox", { timeout: TEST_TIMEOUT_MS }, async () => {
       expect(await fixture.entriesOf('carol')).toEqual([]);
       const results = await Promise.all([0, 1, 2, 3, 4].map((index) => fixture.run('carol', `echo first-${index}`)));
-      results.forEach((result, index) => expect(result, `command ${index}`).toMatchObject({ exitCode: 0, stdout: `first-${index}\n` }));
+      for (const [index, result] of results.entries()) expect(result, `command ${index}`).toMatchObject({ exitCode: 0, stdout: `first-${index}\n` });
       const entries = await fixture.entriesOf('carol');
       expect(entries).toHaveLength(1);
       expect(entries[0]).toMatchObject({ state: 'running', kind: 'user' });

@@ -41,7 +41,7 @@ export function sampleLabel(raw: unknown): string {
   } catch {
     text = Object.prototype.toString.call(raw);
   }
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
   text = text.replace(/[\u0000-\u001f\u007f]/g, '?');
   return text.length > 70 ? `${text.slice(0, 70)}… (${text.length} characters)` : text;
 }

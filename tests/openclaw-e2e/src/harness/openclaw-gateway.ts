@@ -147,7 +147,7 @@ export function startGateway(install: OpenClawInstall, home: GatewayHome): Runni
   let output = '';
   const watchers = new Set<() => void>();
   const append = (chunk: Buffer): void => {
-    // eslint-disable-next-line no-control-regex
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal colour codes start with ESC, what it strips
     output += chunk.toString('utf8').replace(/\u001b\[[0-9;]*m/g, '');
     for (const watcher of watchers) watcher();
   };
