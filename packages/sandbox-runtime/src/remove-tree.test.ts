@@ -7,7 +7,8 @@ import { closeQuietly, openFolder } from './folder-descriptor.js';
 import { removeTree } from './remove-tree.js';
 
 /** Makes, in the folder named by its argument, 1500 folders one in another (7500 bytes of path) and a file at the bottom. */
-const DEEP_TREE = "const fs = require('fs'); fs.mkdirSync(process.argv[1], { recursive: true }); process.chdir(process.argv[1]); for (let i = 0; i < 1500; i++) { fs.mkdirSync('aaaa'); process.chdir('aaaa'); } fs.writeFileSync('f', 'bottom')";
+const DEEP_TREE =
+  "const fs = require('fs'); fs.mkdirSync(process.argv[1], { recursive: true }); process.chdir(process.argv[1]); for (let i = 0; i < 1500; i++) { fs.mkdirSync('aaaa'); process.chdir('aaaa'); } fs.writeFileSync('f', 'bottom')";
 
 const folders: string[] = [];
 afterEach(() => {
@@ -74,13 +75,18 @@ describe('removeTree', () => {
     const tree = path.join(at, 'tree');
     // Many folders of many files, each swapped for a link to the precious folder over and over
     // by another process while the walk runs (what a sandbox's user can do to its own files).
+    // `ln -n`: a second `ln -s` onto a link to a folder would make the link inside the precious
+    // folder itself (the swapper's own doing, not the walk's; seen as a stray `precious` there).
     for (let d = 0; d < 20; d++) {
       mkdirSync(path.join(tree, `d${d}`), { recursive: true });
       for (let f = 0; f < 300; f++) writeFileSync(path.join(tree, `d${d}`, `f${f}`), '');
     }
     const swapper = spawn(
       'sh',
-      ['-c', `while :; do for d in $(seq 0 19); do mv -T d$d x$d 2>/dev/null && ln -s ${outside.folder} d$d 2>/dev/null; rm -f d$d 2>/dev/null; mv -T x$d d$d 2>/dev/null; ln -s ${outside.folder} l$d 2>/dev/null; done; done`],
+      [
+        '-c',
+        `while :; do for d in $(seq 0 19); do mv -T d$d x$d 2>/dev/null && ln -sn ${outside.folder} d$d 2>/dev/null; rm -f d$d 2>/dev/null; mv -T x$d d$d 2>/dev/null; ln -sn ${outside.folder} l$d 2>/dev/null; done; done`,
+      ],
       { cwd: tree, stdio: 'ignore' },
     );
     try {
