@@ -22,7 +22,10 @@ const shellProgramText = {
 export function berthVitestConfig(options: { name: string; kind: 'unit' | 'integration' | 'attack' | 'e2e'; timeoutMs?: number }) {
   const include =
     options.kind === 'unit' ? ['src/**/*.test.ts', 'test/**/*.test.ts'] : [`src/**/*.${options.kind}.test.ts`, `test/**/*.${options.kind}.test.ts`];
-  const exclude = options.kind === 'unit' ? ['**/*.integration.test.ts', '**/*.attack.test.ts', '**/*.e2e.test.ts', '**/node_modules/**', '**/dist/**'] : ['**/node_modules/**', '**/dist/**'];
+  const exclude =
+    options.kind === 'unit'
+      ? ['**/*.integration.test.ts', '**/*.attack.test.ts', '**/*.e2e.test.ts', '**/node_modules/**', '**/dist/**']
+      : ['**/node_modules/**', '**/dist/**'];
   return defineConfig({
     plugins: [shellProgramText],
     test: {

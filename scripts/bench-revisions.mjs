@@ -91,7 +91,9 @@ try {
 
 const first = revisions[0];
 console.log(`\nDocker backend by revision (${image}; warm: ${warmRuns} runs each, cold: ${coldRuns}; interleaved)\n`);
-console.log(`${'revision'.padEnd(14)}${'warm true (median)'.padStart(20)}${'vs first'.padStart(10)}${'cold first command'.padStart(22)}${'vs first'.padStart(10)}`);
+console.log(
+  `${'revision'.padEnd(14)}${'warm true (median)'.padStart(20)}${'vs first'.padStart(10)}${'cold first command'.padStart(22)}${'vs first'.padStart(10)}`,
+);
 for (const revision of revisions) {
   const row = results.revisions[revision];
   const base = results.revisions[first];

@@ -7,7 +7,9 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 const failures = [];
-for (const file of readdirSync(folder).filter((name) => name.endsWith('.json')).sort()) {
+for (const file of readdirSync(folder)
+  .filter((name) => name.endsWith('.json'))
+  .sort()) {
   const report = JSON.parse(readFileSync(path.join(folder, file), 'utf8'));
   passed += report.numPassedTests ?? 0;
   failed += report.numFailedTests ?? 0;

@@ -32,7 +32,10 @@ if (!existsSync(compiler)) {
 const check = (folder) =>
   new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, [compiler, '-p', path.join(folder, 'tsconfig.json'), '--pretty', 'false'], { cwd: folder, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [compiler, '-p', path.join(folder, 'tsconfig.json'), '--pretty', 'false'], {
+      cwd: folder,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));

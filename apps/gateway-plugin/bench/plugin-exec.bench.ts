@@ -61,12 +61,19 @@ for (let index = 0; index < sizes.users; index++) {
 async function register(config: Record<string, unknown>): Promise<{ plugin: BerthPlugin; terminal: TerminalEnvironment }> {
   const plugin = createBerthPlugin();
   const registry = createInProcessTerminalRegistry();
-  await plugin.register({ specificationVersion: 'v1', terminal: registry, environment, config: { docker_image: image, sandbox_dir: path.join(root, 'sandboxes'), ...config }, logger: quiet });
+  await plugin.register({
+    specificationVersion: 'v1',
+    terminal: registry,
+    environment,
+    config: { docker_image: image, sandbox_dir: path.join(root, 'sandboxes'), ...config },
+    logger: quiet,
+  });
   const terminal = await registry.get('berth-docker').createEnvironment({});
   return { plugin, terminal };
 }
 
-const execAs = (terminal: TerminalEnvironment, userId: string, command: string) => runWithSession({ platform: 'telegram', userId }, () => terminal.execute(command));
+const execAs = (terminal: TerminalEnvironment, userId: string, command: string) =>
+  runWithSession({ platform: 'telegram', userId }, () => terminal.execute(command));
 
 /** A shell already running in the container, through the engine's exec stream or the sandbox's channel FIFOs: what a command written into it costs, from here. */
 async function openFloorShell(containerId: string, channels?: string) {
@@ -125,7 +132,14 @@ const expectOutput = (result: { output: string; returncode: number }, output: st
 
 async function removeBenchContainers(): Promise<void> {
   const containers = await docker.listContainers({ all: true, filters: { label: [`${label}=${benchId}`] } });
-  await Promise.all(containers.map((container) => docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined)));
+  await Promise.all(
+    containers.map((container) =>
+      docker
+        .getContainer(container.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
 }
 
 const results: Record<string, unknown> = { image, sizes, engine: (await docker.version()).Version, node: process.version, date: new Date().toISOString() };
@@ -135,7 +149,7 @@ try {
   plugins.push(plugin);
 
   // 1. Warm, in rotating blocks on the warm user's container.
-  expectOutput(await execAs(terminal, warmUser, 'echo "$GITHUB_TOKEN"'), `${REDACTED}\n`, 'the warm user\'s secret, masked');
+  expectOutput(await execAs(terminal, warmUser, 'echo "$GITHUB_TOKEN"'), `${REDACTED}\n`, "the warm user's secret, masked");
   const berth = plugin.instances[0]!;
   const containerId = (await berth.backend.list()).find((entry) => entry.scopeKey === `user:telegram:${warmUser}`)?.containerId;
   if (!containerId) throw new Error('the warm user has no container after a command');
@@ -180,7 +194,11 @@ try {
     cold.dockerRun.push(await timed(() => run('docker', ['run', '--rm', '--label', `${label}=${benchId}`, image, 'true'])));
     await berth.backend.remove(`user:telegram:${userId}`, { purge: true, paths: berth.request({ session: { platform: 'telegram', userId } }).paths });
   }
-  results.cold = { plugin: summary(cold.plugin), dockerRun: summary(cold.dockerRun), pluginToDockerRun: round(median(cold.plugin) / median(cold.dockerRun), 2) };
+  results.cold = {
+    plugin: summary(cold.plugin),
+    dockerRun: summary(cold.dockerRun),
+    pluginToDockerRun: round(median(cold.plugin) / median(cold.dockerRun), 2),
+  };
 
   // 3. The crowd: every user sends their commands at once; each answer must be the user's own
   // variable and own file. Both are the user's own secret, so both come back masked; another
@@ -207,7 +225,11 @@ try {
       Array.from({ length: sizes.commands }, (_, index) =>
         execAs(crowdPlugin.terminal, userId, `printf "%s %s ${index}\\n" "$MARK" "$(cat /workspace/owner)"`).then(
           (result) => {
-            if (result.returncode !== 0 || result.output !== `${REDACTED} ${REDACTED} ${index}\n` || allMarkers.some((other) => result.output.includes(other))) {
+            if (
+              result.returncode !== 0 ||
+              result.output !== `${REDACTED} ${REDACTED} ${index}\n` ||
+              allMarkers.some((other) => result.output.includes(other))
+            ) {
               wrong++;
               firstProblem ??= `${userId}: ${JSON.stringify(result)}`;
             }
@@ -262,9 +284,24 @@ try {
 }
 
 type Row = { medianMs: number; p90Ms: number; runs: number };
-const warm = results.warm as Record<string, Row> & { pluginBuiltinToFloor: number; pluginForkedToFloor: number; pluginBuiltinToFifoFloor: number; pluginForkedToFifoFloor: number; pluginBuiltinToCli: number; pluginForkedToCli: number };
+const warm = results.warm as Record<string, Row> & {
+  pluginBuiltinToFloor: number;
+  pluginForkedToFloor: number;
+  pluginBuiltinToFifoFloor: number;
+  pluginForkedToFifoFloor: number;
+  pluginBuiltinToCli: number;
+  pluginForkedToCli: number;
+};
 const cold = results.cold as { plugin: Row; dockerRun: Row; pluginToDockerRun: number };
-const crowd = results.crowd as { users: number; commandsPerUser: number; wallMs: number; engineFloorMs: number; wallToFloor: number; wrong: number; errors: number };
+const crowd = results.crowd as {
+  users: number;
+  commandsPerUser: number;
+  wallMs: number;
+  engineFloorMs: number;
+  wallToFloor: number;
+  wrong: number;
+  errors: number;
+};
 const memory = results.memory as { heapPerSandboxKb: number; rssPerSandboxKb: number; gcExposed: boolean };
 const ms = (row: Row) => `${row.medianMs} ms`;
 const spread = (row: Row) => `p90 ${row.p90Ms} ms, ${row.runs} runs`;

@@ -102,7 +102,9 @@ try {
   const listing = await new Promise<string>((resolve, reject) =>
     execFile(process.execPath, [cli, 'ls', '--json'], { env: environment }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
   );
-  const container = (JSON.parse(listing) as Array<{ scope: string; containerId: string }>).find((entry) => entry.scope === `user:telegram:${userId}`)?.containerId;
+  const container = (JSON.parse(listing) as Array<{ scope: string; containerId: string }>).find(
+    (entry) => entry.scope === `user:telegram:${userId}`,
+  )?.containerId;
   if (!container) throw new Error(`berth ls did not list user:telegram:${userId}`);
   await warmUp('docker', ['exec', container, 'true']);
   const perlArgv = (command: string) => sandboxCommandArgv({ socket, sessionKey, command, client: 'perl' });
@@ -112,7 +114,8 @@ try {
     const real = await answer(process.execPath, [cli, 'exec', '--socket', socket, '--session-key', sessionKey, '--', probe]);
     const [perl, ...perlArgs] = perlArgv(probe);
     const viaPerl = await answer(perl!, perlArgs);
-    if (JSON.stringify(real) !== JSON.stringify(viaPerl)) throw new Error(`the Perl client answered ${JSON.stringify(viaPerl)}, the Node client ${JSON.stringify(real)}`);
+    if (JSON.stringify(real) !== JSON.stringify(viaPerl))
+      throw new Error(`the Perl client answered ${JSON.stringify(viaPerl)}, the Node client ${JSON.stringify(real)}`);
     // A request file is read once: every spawn gets an argv of its own, as a host builds one per command.
     for (let attempt = 1; ; attempt++) {
       const [file, ...args] = perlArgv('true');
@@ -133,11 +136,16 @@ try {
     await measure(sides.nodeStartup, process.execPath, ['-e', '0']);
     if (hasPerl) await measure(sides.perlSocketClient, perl!, perlTrue);
   }
-  for (let run = 0; run < directRuns; run++) await measure(sides.berthExecWithoutServer, process.execPath, [cli, 'exec', '--platform', 'telegram', '--user', userId, '--', 'true']);
+  for (let run = 0; run < directRuns; run++)
+    await measure(sides.berthExecWithoutServer, process.execPath, [cli, 'exec', '--platform', 'telegram', '--user', userId, '--', 'true']);
 
   results.engine = 'docker';
   for (const [name, measured] of Object.entries(sides)) {
-    results[name] = { ...summary(measured.times), failures: measured.failures.length, ...(measured.failures.length > 0 ? { firstFailure: measured.failures[0] } : {}) };
+    results[name] = {
+      ...summary(measured.times),
+      failures: measured.failures.length,
+      ...(measured.failures.length > 0 ? { firstFailure: measured.failures[0] } : {}),
+    };
   }
   results.socketClientToDockerExec = round(median(sides.berthSocketClient.times) / median(sides.dockerExecCli.times), 2);
   results.nodeStartupToDockerExec = round(median(sides.nodeStartup.times) / median(sides.dockerExecCli.times), 2);

@@ -18,7 +18,13 @@ function tempDir(): string {
 }
 
 async function setUp(
-  options: { config?: Record<string, unknown>; environment?: Record<string, string>; reservedNames?: string[]; sessionSource?: BerthHostV1['sessionSource']; logger?: BerthHostV1['logger'] } = {},
+  options: {
+    config?: Record<string, unknown>;
+    environment?: Record<string, string>;
+    reservedNames?: string[];
+    sessionSource?: BerthHostV1['sessionSource'];
+    logger?: BerthHostV1['logger'];
+  } = {},
 ) {
   const backend = createRecordingBackend();
   const terminal = createInProcessTerminalRegistry(options.reservedNames ? { reservedNames: options.reservedNames } : {});
@@ -59,8 +65,16 @@ describe('the plugin', () => {
     const plugin = createBerthPlugin({ backend: createRecordingBackend() });
     const terminal = createInProcessTerminalRegistry();
     const config = { sandbox_dir: tempDir(), docker_orphan_reaper: true, home_mode: 'auto', env_passthrough: ['TEAM'] };
-    await plugin.register({ specificationVersion: 'v1', terminal, config, environment: {}, logger: { info: () => {}, warn: (line) => warnings.push(line), error: () => {} } });
-    expect(warnings).toEqual(['berth: ignoring terminal.docker_orphan_reaper, terminal.home_mode: Hermes settings with no meaning for a Berth sandbox (see docs/configuration.md)']);
+    await plugin.register({
+      specificationVersion: 'v1',
+      terminal,
+      config,
+      environment: {},
+      logger: { info: () => {}, warn: (line) => warnings.push(line), error: () => {} },
+    });
+    expect(warnings).toEqual([
+      'berth: ignoring terminal.docker_orphan_reaper, terminal.home_mode: Hermes settings with no meaning for a Berth sandbox (see docs/configuration.md)',
+    ]);
     await plugin.close();
   });
 
@@ -102,7 +116,10 @@ describe('the plugin', () => {
   });
 
   it('reads the Python gateway HERMES_SESSION_* variables only for a host that runs one command per process', async () => {
-    const { backend, terminal } = await setUp({ environment: { HERMES_SESSION_PLATFORM: 'telegram', HERMES_SESSION_USER_ID: '4242' }, sessionSource: 'environment' });
+    const { backend, terminal } = await setUp({
+      environment: { HERMES_SESSION_PLATFORM: 'telegram', HERMES_SESSION_USER_ID: '4242' },
+      sessionSource: 'environment',
+    });
     const environment = await terminal.get('berth-docker').createEnvironment({});
     await environment.execute('id');
     expect(backend.execs[0]!.request.scope.key).toBe('user:telegram:4242');
@@ -140,7 +157,12 @@ describe('the plugin', () => {
     await runWithSession({ sessionKey: 'agent:main:telegram:default:direct:123' }, () => environment.execute('id'));
     await runWithSession({ sessionKey: 'agent:main:telegram:default:direct:456' }, () => environment.execute('id'));
     await runWithSession({ sessionKey: 'agent:main:telegram:group:-100' }, () => environment.execute('id'));
-    expect(backend.execs.map((call) => call.request.scope.key)).toEqual(['user:telegram:987654', 'user:telegram:123', 'user:telegram:456', 'task:agent:main:telegram:group:-100']);
+    expect(backend.execs.map((call) => call.request.scope.key)).toEqual([
+      'user:telegram:987654',
+      'user:telegram:123',
+      'user:telegram:456',
+      'task:agent:main:telegram:group:-100',
+    ]);
   });
 
   it.each(['agent:main:direct:789', 'agent:main:main', 'agent:main:telegram:DIRECT:123', 'agent:main:telegram:direct:'])(
@@ -166,7 +188,11 @@ describe('the plugin', () => {
   });
 
   it("gives each user's backend request only their own variables, and their secrets to mask", async () => {
-    const environmentVariables = { HERMES_USER_TELEGRAM_1_GITHUB_TOKEN: 'ghp_one_secret', HERMES_USER_TELEGRAM_2_GITHUB_TOKEN: 'ghp_two_secret', SHARED: 'shared-value' };
+    const environmentVariables = {
+      HERMES_USER_TELEGRAM_1_GITHUB_TOKEN: 'ghp_one_secret',
+      HERMES_USER_TELEGRAM_2_GITHUB_TOKEN: 'ghp_two_secret',
+      SHARED: 'shared-value',
+    };
     const { backend, terminal } = await setUp({ environment: environmentVariables, config: { docker_forward_env: ['SHARED'] } });
     const environment = await terminal.get('berth-docker').createEnvironment({});
     await runWithSession({ platform: 'telegram', userId: '1' }, () => environment.execute('env'));

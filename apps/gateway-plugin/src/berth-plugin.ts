@@ -1,4 +1,16 @@
-import { assertHost, assertOneSessionStore, BerthError, describeIgnoredKeys, hermesHome, loadConfig, parseTerminalConfig, type BerthHostV1, type BerthPluginV1, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
+import {
+  assertHost,
+  assertOneSessionStore,
+  BerthError,
+  describeIgnoredKeys,
+  hermesHome,
+  loadConfig,
+  parseTerminalConfig,
+  type BerthHostV1,
+  type BerthPluginV1,
+  type SandboxBackendV1,
+  type TerminalConfig,
+} from '@berth/core';
 import type { BackendProgressListener } from './create-backend.js';
 import { createBerth, type Berth } from './create-berth.js';
 import { createTerminalProvider } from './create-terminal-provider.js';
@@ -46,8 +58,7 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
       // sets any: every user would share the task sandbox.
       assertOneSessionStore();
       const environment = host.environment ?? process.env;
-      const config =
-        host.config !== undefined ? parseTerminalConfig(host.config) : loadConfig({ environment: environment as NodeJS.ProcessEnv }).config;
+      const config = host.config !== undefined ? parseTerminalConfig(host.config) : loadConfig({ environment: environment as NodeJS.ProcessEnv }).config;
       const name = providerNameFor(config.backend);
       if (host.terminal.reservedNames?.includes(name)) {
         throw new BerthError(

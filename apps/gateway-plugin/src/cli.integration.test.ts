@@ -88,7 +88,10 @@ afterAll(async () => {
 
 describe('berth exec', () => {
   it('runs in the user sandbox: stdout and stderr apart, the exit status passed on, the user token masked', async () => {
-    const run = await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'echo out; echo err >&2; echo "token=$GITHUB_TOKEN shared=$SHARED_NOTICE"; exit 7'], userEnvironment);
+    const run = await berth(
+      ['exec', '--platform', 'telegram', '--user', alice, '--', 'echo out; echo err >&2; echo "token=$GITHUB_TOKEN shared=$SHARED_NOTICE"; exit 7'],
+      userEnvironment,
+    );
     expect(run.stderr).toBe('err\n');
     expect(run.stdout).toBe('out\ntoken=*** shared=***\n');
     expect(run.status).toBe(7);
@@ -97,7 +100,10 @@ describe('berth exec', () => {
 
   it('gives each user their own token and files', async () => {
     await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'echo alice-note > /workspace/note.txt'], userEnvironment);
-    const run = await berth(['exec', '--platform', 'telegram', '--user', bob, '--', `cat /workspace/note.txt; [ "$GITHUB_TOKEN" = "${tokens.bob}" ] && echo own-token; env`], userEnvironment);
+    const run = await berth(
+      ['exec', '--platform', 'telegram', '--user', bob, '--', `cat /workspace/note.txt; [ "$GITHUB_TOKEN" = "${tokens.bob}" ] && echo own-token; env`],
+      userEnvironment,
+    );
     expect(run.stdout).toContain('own-token');
     expect(run.stdout).not.toContain('alice-note');
     expect(run.stdout).not.toContain(tokens.alice);
@@ -113,16 +119,33 @@ describe('berth exec', () => {
   it('takes the user from a host session key of either direct shape, as the terminal tool does', async () => {
     const folder = mkdtempSync(path.join(root, 'keys-'));
     const extra = { ...userEnvironment, TERMINAL_SANDBOX_DIR: folder };
-    const first = await berth(['exec', '--session-key', `agent:main:telegram:default:direct:${alice}`, '--', 'echo mine > /workspace/key.txt; echo "token=$GITHUB_TOKEN"'], extra);
+    const first = await berth(
+      ['exec', '--session-key', `agent:main:telegram:default:direct:${alice}`, '--', 'echo mine > /workspace/key.txt; echo "token=$GITHUB_TOKEN"'],
+      extra,
+    );
     expect(first).toMatchObject({ status: 0, stdout: 'token=***\n' });
-    const second = await berth(['exec', '--session-key', `agent:main:telegram:direct:${bob}`, '--', `cat /workspace/key.txt; [ "$GITHUB_TOKEN" = "${tokens.bob}" ] && echo own-token`], extra);
+    const second = await berth(
+      ['exec', '--session-key', `agent:main:telegram:direct:${bob}`, '--', `cat /workspace/key.txt; [ "$GITHUB_TOKEN" = "${tokens.bob}" ] && echo own-token`],
+      extra,
+    );
     expect(second.stdout).toBe('own-token\n');
     expect(second.stderr).toMatch(/No such file/);
-    expect(readdirSync(path.join(folder, 'docker')).filter((name) => !name.startsWith('.')).sort()).toEqual([`telegram@${alice}`, `telegram@${bob}`].sort());
-    const group = await berth(['exec', '--session-key', 'agent:main:telegram:group:-100123', '--', 'cat /workspace/key.txt 2>&1; echo "[$GITHUB_TOKEN]"'], extra);
+    expect(
+      readdirSync(path.join(folder, 'docker'))
+        .filter((name) => !name.startsWith('.'))
+        .sort(),
+    ).toEqual([`telegram@${alice}`, `telegram@${bob}`].sort());
+    const group = await berth(
+      ['exec', '--session-key', 'agent:main:telegram:group:-100123', '--', 'cat /workspace/key.txt 2>&1; echo "[$GITHUB_TOKEN]"'],
+      extra,
+    );
     expect(group.stdout).toMatch(/No such file[\s\S]*\[\]\n$/);
     expect(existsSync(path.join(folder, 'docker', 'task~agent%3Amain%3Atelegram%3Agroup%3A-100123', 'workspace'))).toBe(true);
-    for (const args of [['--platform', 'telegram', '--user', alice], ['--platform', 'telegram', '--user', bob], ['--session-key', 'agent:main:telegram:group:-100123']]) {
+    for (const args of [
+      ['--platform', 'telegram', '--user', alice],
+      ['--platform', 'telegram', '--user', bob],
+      ['--session-key', 'agent:main:telegram:group:-100123'],
+    ]) {
       expectSuccess(await berth(['rm', ...args, '--purge'], extra));
     }
     expect(await containersUnder(folder)).toEqual([]);
@@ -176,7 +199,9 @@ describe('berth errors: one line, exit 125, nothing created', () => {
     const file = options[1]!;
     if (text !== undefined) writeConfig(file, text);
     const folder = mkdtempSync(path.join(root, 'err-'));
-    const run = await berth(['exec', '--config', path.join(root, file), '--platform', 'telegram', '--user', uid(), '--', 'touch /workspace/x'], { TERMINAL_SANDBOX_DIR: folder });
+    const run = await berth(['exec', '--config', path.join(root, file), '--platform', 'telegram', '--user', uid(), '--', 'touch /workspace/x'], {
+      TERMINAL_SANDBOX_DIR: folder,
+    });
     expect(run.status).toBe(125);
     expect(run.stderr).toMatch(message);
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
@@ -265,7 +290,9 @@ describe('berth ls, env, doctor', () => {
     expectSuccess(await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'echo other > /workspace/who'], other));
     expectSuccess(await berth(['exec', '--platform', 'telegram', '--user', alice, '--', 'true']));
     const listed = async (environment: Record<string, string> = {}) =>
-      (JSON.parse((await berth(['ls', '--json'], environment)).stdout) as Array<{ scope: string; workspace: string }>).filter((record) => record.scope === `user:telegram:${alice}`).map((record) => record.workspace);
+      (JSON.parse((await berth(['ls', '--json'], environment)).stdout) as Array<{ scope: string; workspace: string }>)
+        .filter((record) => record.scope === `user:telegram:${alice}`)
+        .map((record) => record.workspace);
     expect(await listed()).toEqual([path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace')]);
     expect(await listed(other)).toEqual([path.join(other.TERMINAL_SANDBOX_DIR, 'docker', `telegram@${alice}`, 'workspace')]);
     // Removing the other installation's sandbox of alice leaves this one's running.
@@ -276,7 +303,10 @@ describe('berth ls, env, doctor', () => {
   });
 
   it('env --json gives sources, masked values, the exact prefix and refused names', async () => {
-    const run = await berth(['env', '--platform', 'telegram', '--user', alice, '--json'], { ...userEnvironment, HERMES_USER_TELEGRAM_0042_GITHUB_TOKEN: 'refused-secret-value' });
+    const run = await berth(['env', '--platform', 'telegram', '--user', alice, '--json'], {
+      ...userEnvironment,
+      HERMES_USER_TELEGRAM_0042_GITHUB_TOKEN: 'refused-secret-value',
+    });
     expect(run.status).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({
       identity: `telegram:${alice}`,
@@ -297,7 +327,13 @@ describe('berth ls, env, doctor', () => {
 
   it('doctor exits 0 when all is well, and says what to do otherwise', async () => {
     const good = await berth(['doctor', '--json']);
-    const report = JSON.parse(good.stdout) as { ok: boolean; engine: Record<string, unknown>; config: Record<string, unknown>; image: Record<string, unknown>; sandboxRoot: Record<string, unknown> };
+    const report = JSON.parse(good.stdout) as {
+      ok: boolean;
+      engine: Record<string, unknown>;
+      config: Record<string, unknown>;
+      image: Record<string, unknown>;
+      sandboxRoot: Record<string, unknown>;
+    };
     expect(good.status, good.stdout).toBe(0);
     expect(report).toMatchObject({
       ok: true,
@@ -313,7 +349,9 @@ describe('berth ls, env, doctor', () => {
     expect(bad.stdout).toMatch(/-> pull it/);
     const broken = await berth(['doctor', '--json'], { DOCKER_HOST: `unix://${root}/none.sock` });
     expect(broken.status).toBe(1);
-    expect(JSON.parse(broken.stdout).checks).toContainEqual(expect.objectContaining({ name: 'engine', status: 'problem', fix: expect.stringMatching(/start the docker engine/) }));
+    expect(JSON.parse(broken.stdout).checks).toContainEqual(
+      expect.objectContaining({ name: 'engine', status: 'problem', fix: expect.stringMatching(/start the docker engine/) }),
+    );
   });
 
   it('has --help on every command', async () => {
@@ -336,7 +374,12 @@ describe('berth rm', () => {
     const victimWorkspace = path.join(sandboxes, 'docker', `telegram@${victim}`, 'workspace');
     const attackerFolder = path.join(sandboxes, 'docker', `telegram@${attacker}`);
     const plant = await berth([
-      'exec', '--platform', 'telegram', '--user', attacker, '--',
+      'exec',
+      '--platform',
+      'telegram',
+      '--user',
+      attacker,
+      '--',
       `ln -s ${victimWorkspace} /workspace/victim-link; ln -s ${hostFolder} /workspace/host-link; ln -s ${victimWorkspace}/data.txt /root/victim-file; mkdir -p /workspace/deep && ln -s ${hostFolder} /workspace/deep/host && echo planted`,
     ]);
     expect(plant.stdout).toBe('planted\n');
@@ -391,7 +434,13 @@ describe('berth demo', () => {
   it('--json reports every attempt', async () => {
     const run = await berth(['demo', '--json']);
     expect(run.status).toBe(0);
-    const report = JSON.parse(run.stdout) as { isolationHeld: boolean; cleanedUp: boolean; attempts: unknown[]; users: Array<{ identity: string }>; sandboxDir: string };
+    const report = JSON.parse(run.stdout) as {
+      isolationHeld: boolean;
+      cleanedUp: boolean;
+      attempts: unknown[];
+      users: Array<{ identity: string }>;
+      sandboxDir: string;
+    };
     expect(report.isolationHeld).toBe(true);
     expect(report.cleanedUp).toBe(true);
     expect(report.attempts).toHaveLength(3 * 3 + 3 * 2 * 2);

@@ -32,7 +32,11 @@ type BackendFactory = (options: BackendFactoryOptions) => SandboxBackendV1;
 const BACKENDS: Record<TerminalConfig['backend'], { package: string; factory: string; engineSettings?: { function: string; option: string } }> = {
   docker: { package: '@berth/backend-docker', factory: 'createDockerBackend' },
   podman: { package: '@berth/backend-podman', factory: 'createPodmanBackend' },
-  kubernetes: { package: '@berth/backend-kubernetes', factory: 'createKubernetesBackend', engineSettings: { function: 'kubernetesSettings', option: 'kubernetes' } },
+  kubernetes: {
+    package: '@berth/backend-kubernetes',
+    factory: 'createKubernetesBackend',
+    engineSettings: { function: 'kubernetesSettings', option: 'kubernetes' },
+  },
 };
 
 async function loadPackage(specifier: string): Promise<Record<string, unknown> | undefined> {
@@ -55,7 +59,10 @@ export async function createBackend(config: TerminalConfig, options: CreateBacke
   const factory = typeof loaded?.[entry.factory] === 'function' ? (loaded[entry.factory] as BackendFactory) : undefined;
   const engineSettings = entry.engineSettings ? loaded?.[entry.engineSettings.function] : undefined;
   if (!factory || (entry.engineSettings && typeof engineSettings !== 'function')) {
-    throw new ConfigError('terminal.backend', `terminal.backend is ${config.backend}, but the package ${entry.package} cannot be loaded; install it next to @berth/gateway-plugin (npm install ${entry.package})`);
+    throw new ConfigError(
+      'terminal.backend',
+      `terminal.backend is ${config.backend}, but the package ${entry.package} cannot be loaded; install it next to @berth/gateway-plugin (npm install ${entry.package})`,
+    );
   }
   const backend = factory({
     settings: sandboxSettings(config),

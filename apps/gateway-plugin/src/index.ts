@@ -1,7 +1,15 @@
 import { createBerthPlugin } from './berth-plugin.js';
 
 export { createBerthPlugin, type BerthPlugin, type BerthPluginOptions } from './berth-plugin.js';
-export { createBerth, createBerthResolver, type Berth, type BerthExecuteOptions, type CreateBerthOptions, type CreateBerthResolverOptions, type ExecuteTarget } from './create-berth.js';
+export {
+  createBerth,
+  createBerthResolver,
+  type Berth,
+  type BerthExecuteOptions,
+  type CreateBerthOptions,
+  type CreateBerthResolverOptions,
+  type ExecuteTarget,
+} from './create-berth.js';
 export type { BackendProgressListener } from './create-backend.js';
 export { createBerthPlatformRegistry } from './create-berth-platform-registry.js';
 export { createInProcessTerminalRegistry, type InProcessTerminalRegistry } from './create-in-process-terminal-registry.js';

@@ -15,7 +15,15 @@ describe('findIsolationRisks', () => {
 
   it('names every setting that undoes the isolation, each with its key and its risk', () => {
     const risks = risksOf({
-      docker_volumes: ['/var/run/docker.sock:/var/run/docker.sock', '/:/host:ro', '/srv/berth/sandboxes:/all:ro', '/run/podman/podman.sock:/p.sock', '/srv/data:/data:ro', '/srv/berth/config:/c:ro', '/proc:/hostproc:ro'],
+      docker_volumes: [
+        '/var/run/docker.sock:/var/run/docker.sock',
+        '/:/host:ro',
+        '/srv/berth/sandboxes:/all:ro',
+        '/run/podman/podman.sock:/p.sock',
+        '/srv/data:/data:ro',
+        '/srv/berth/config:/c:ro',
+        '/proc:/hostproc:ro',
+      ],
       docker_cap_add: ['CHOWN', 'SYS_ADMIN', 'NET_ADMIN', 'SYS_PTRACE', 'SYS_MODULE'],
       docker_no_new_privileges: false,
       docker_runtime: 'runsc',
@@ -61,7 +69,15 @@ describe('findIsolationRisks', () => {
       symlinkSync(socket, path.join(folder, 'innocent'));
       symlinkSync(sandboxes, path.join(folder, 'shared'));
       symlinkSync('/etc', path.join(folder, 'config-files'));
-      const volumes = [`${folder}/innocent:/tools`, `${folder}/shared:/s:ro`, '/var:/hostvar:ro', `${folder}/config-files/ssl:/ssl:ro`, `${folder}:/everything:ro`, `${folder}/data:/data:ro`, '/run/user/0:/r'];
+      const volumes = [
+        `${folder}/innocent:/tools`,
+        `${folder}/shared:/s:ro`,
+        '/var:/hostvar:ro',
+        `${folder}/config-files/ssl:/ssl:ro`,
+        `${folder}:/everything:ro`,
+        `${folder}/data:/data:ro`,
+        '/run/user/0:/r',
+      ];
       const risks = findIsolationRisks(parseTerminalConfig({ docker_volumes: volumes }), { sandboxDir: sandboxes, hermesHome: hermes, engineSocket: socket });
       const byKey = Object.fromEntries(risks.map((risk) => [risk.key, risk.risk]));
       expect(Object.keys(byKey)).toEqual([0, 1, 2, 3, 4, 6].map((index) => `terminal.docker_volumes.${index}`));

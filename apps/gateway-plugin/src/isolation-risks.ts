@@ -61,7 +61,17 @@ const within = (inner: string, outer: string): boolean => inner === outer || inn
 /** Folders whose contents hand a sandbox the host, the engine, or other users' files. */
 const SYSTEM_FOLDERS = ['/proc', '/sys', '/dev', '/boot', '/etc', '/root', '/home'];
 /** Where the engines keep their state and sockets: every container's files, and control of all of them. */
-const ENGINE_FOLDERS = ['/var/lib/docker', '/var/lib/containers', '/var/lib/containerd', '/var/lib/kubelet', '/run/docker', '/run/podman', '/run/containerd', '/run/containers', '/run/user'];
+const ENGINE_FOLDERS = [
+  '/var/lib/docker',
+  '/var/lib/containers',
+  '/var/lib/containerd',
+  '/var/lib/kubelet',
+  '/run/docker',
+  '/run/podman',
+  '/run/containerd',
+  '/run/containers',
+  '/run/user',
+];
 
 /** What a mount source must never be, contain or lie within, each with what it would hand a sandbox. */
 function sensitivePlaces(context: { sandboxDir: string; hermesHome: string; engineSocket?: string | undefined }): Array<{ place: string; what: string }> {
@@ -95,7 +105,8 @@ function riskOfMount(source: string, context: { sandboxDir: string; hermesHome: 
       return false;
     }
   })();
-  if (isSocket || forms.some((form) => form.endsWith('.sock'))) return `the container engine's socket${through}: whoever holds it controls every sandbox and the host`;
+  if (isSocket || forms.some((form) => form.endsWith('.sock')))
+    return `the container engine's socket${through}: whoever holds it controls every sandbox and the host`;
   if (forms.includes('/')) return `the host's whole root file system${through}`;
   for (const { place, what } of sensitivePlaces(context)) {
     const places = [...new Set([path.resolve(place), realPath(place)])];
@@ -133,13 +144,19 @@ export function findIsolationRisks(
     risks.push({ key: 'terminal.docker_no_new_privileges', risk: 'false lets a setuid program in a sandbox gain privileges it was not started with' });
   }
   if (!config.docker_read_only) {
-    risks.push({ key: 'terminal.docker_read_only', risk: "false leaves each container's own writable layer unbounded: a user can fill the engine's disk outside /workspace and /root" });
+    risks.push({
+      key: 'terminal.docker_read_only',
+      risk: "false leaves each container's own writable layer unbounded: a user can fill the engine's disk outside /workspace and /root",
+    });
   }
   if (config.container_disk === 0) {
     risks.push({ key: 'terminal.container_disk', risk: "0 puts no limit on /workspace and /root: a user can fill the host's disk" });
   }
   if (config.docker_runtime && context.runtimes && !context.runtimes.includes(config.docker_runtime)) {
-    risks.push({ key: 'terminal.docker_runtime', risk: `${config.docker_runtime} is not installed on the engine (it has ${context.runtimes.join(', ') || 'none'}): every sandbox fails to start` });
+    risks.push({
+      key: 'terminal.docker_runtime',
+      risk: `${config.docker_runtime} is not installed on the engine (it has ${context.runtimes.join(', ') || 'none'}): every sandbox fails to start`,
+    });
   }
   return risks;
 }

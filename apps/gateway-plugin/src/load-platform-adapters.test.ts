@@ -69,6 +69,8 @@ describe('third-party platform adapters', () => {
   it('refuses a third-party adapter that takes a built-in platform', async () => {
     install('@acme/fake-telegram', `export default ${ADAPTER('telegram')};`);
     const config = parseTerminalConfig({ platform_adapters: ['@acme/fake-telegram'] });
-    await expect(createBerthPlatformRegistry(config, { resolveFrom: gateway })).rejects.toThrow(/@acme\/fake-telegram cannot be registered: platform "telegram" already has an adapter/);
+    await expect(createBerthPlatformRegistry(config, { resolveFrom: gateway })).rejects.toThrow(
+      /@acme\/fake-telegram cannot be registered: platform "telegram" already has an adapter/,
+    );
   });
 });

@@ -43,7 +43,10 @@ function exportsEntry(exportsField: unknown): string | undefined {
 function resolvePackageEntry(name: string, resolveFrom: string): string | undefined {
   type Manifest = { name?: string; exports?: unknown; module?: string; main?: string };
   const entryOf = (packageFolder: string, manifest: Manifest): string =>
-    path.resolve(packageFolder, (manifest.exports !== undefined ? exportsEntry(manifest.exports) : undefined) ?? manifest.module ?? manifest.main ?? 'index.js');
+    path.resolve(
+      packageFolder,
+      (manifest.exports !== undefined ? exportsEntry(manifest.exports) : undefined) ?? manifest.module ?? manifest.main ?? 'index.js',
+    );
   const read = (file: string): Manifest | undefined => (existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Manifest) : undefined);
   let folder = path.resolve(resolveFrom);
   for (;;) {
@@ -86,7 +89,9 @@ export async function loadPlatformAdapters(names: readonly string[], options: Lo
     } catch (error) {
       const notFound = (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND';
       const reason = notFound ? 'is not installed' : `failed to load (${(error as Error).message.split('\n')[0]})`;
-      throw new ConfigError(key, `platform adapter package ${name} ${reason}; install it next to the gateway (npm install ${name}) or remove it from ${key}`, { cause: error });
+      throw new ConfigError(key, `platform adapter package ${name} ${reason}; install it next to the gateway (npm install ${name}) or remove it from ${key}`, {
+        cause: error,
+      });
     }
     let candidate = loaded.default;
     try {
@@ -94,9 +99,13 @@ export async function loadPlatformAdapters(names: readonly string[], options: Lo
       assertPlatformAdapter(candidate);
     } catch (error) {
       const why = isBerthError(error) ? error.message : `its factory threw: ${(error as Error).message.split('\n')[0]}`;
-      throw new ConfigError(key, `platform adapter package ${name} does not default-export a v1 platform adapter (${why}); upgrade the package or remove it from ${key}`, {
-        cause: error,
-      });
+      throw new ConfigError(
+        key,
+        `platform adapter package ${name} does not default-export a v1 platform adapter (${why}); upgrade the package or remove it from ${key}`,
+        {
+          cause: error,
+        },
+      );
     }
     adapters.push(candidate);
   }

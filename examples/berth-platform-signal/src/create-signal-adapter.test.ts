@@ -11,12 +11,16 @@ const adapter = createSignalAdapter();
 describe('createSignalAdapter', () => {
   it('makes every spelling of one ACI one user, with one folder and one variable prefix', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
-      fc.property(fc.uuid().filter((uuid) => !/^[0-]+$/.test(uuid)), fc.array(fc.boolean(), { minLength: 36, maxLength: 36 }), (uuid, upper) => {
-        const mixed = [...uuid].map((char, index) => (upper[index] ? char.toUpperCase() : char)).join('');
-        expect(adapter.normalize(mixed)).toBe(uuid);
-        expect(adapter.folderName(uuid)).toBe(uuid);
-        expect(adapter.idFromEnvName(adapter.envName(uuid))).toBe(uuid);
-      }),
+      fc.property(
+        fc.uuid().filter((uuid) => !/^[0-]+$/.test(uuid)),
+        fc.array(fc.boolean(), { minLength: 36, maxLength: 36 }),
+        (uuid, upper) => {
+          const mixed = [...uuid].map((char, index) => (upper[index] ? char.toUpperCase() : char)).join('');
+          expect(adapter.normalize(mixed)).toBe(uuid);
+          expect(adapter.folderName(uuid)).toBe(uuid);
+          expect(adapter.idFromEnvName(adapter.envName(uuid))).toBe(uuid);
+        },
+      ),
     );
   });
 
@@ -28,7 +32,7 @@ describe('createSignalAdapter', () => {
       [`HERMES_USER_SIGNAL_${adapter.envName(first)}_TOKEN`]: 'token-of-first',
       [`HERMES_USER_SIGNAL_${adapter.envName(second)}_TOKEN`]: 'token-of-second',
       // What a naive operator might write for the first user: refused, never forwarded.
-      'HERMES_USER_SIGNAL_ABCDABCD_0000_TOKEN': 'nobodys',
+      HERMES_USER_SIGNAL_ABCDABCD_0000_TOKEN: 'nobodys',
     };
     const config = parseTerminalConfig({ sandbox_dir: path.join(tmpdir(), 'berth-signal-never-created') });
     const resolver = createSandboxResolver({ config, registry, environment });

@@ -62,7 +62,8 @@ export function createSignalAdapter(options?: SignalAdapterOptions): PlatformAda
     if (rest.startsWith('+')) {
       const digits = rest.slice(1).replace(/[ -]/g, '');
       if (!PHONE_DIGITS.test(digits)) throw refuse(`signal sender ${shown} is not a phone number in international form (+ then 7 to 15 digits, no leading 0)`);
-      if (!allowPhoneNumbers) throw refuse(`signal sender ${shown} is a phone number, and this adapter accepts ACIs (UUIDs) only; pass the sender's sourceUuid`);
+      if (!allowPhoneNumbers)
+        throw refuse(`signal sender ${shown} is a phone number, and this adapter accepts ACIs (UUIDs) only; pass the sender's sourceUuid`);
       return `+${digits}`;
     }
     if (/^[a-z0-9_]{3,32}\.[0-9]{2,9}$/i.test(rest)) {
@@ -82,7 +83,7 @@ export function createSignalAdapter(options?: SignalAdapterOptions): PlatformAda
           if (typeof value === 'string' && value !== '') return fromString(value);
         }
       }
-      throw refuse('signal sender object has no envelope source (sourceUuid, sourceNumber or source); pass the sender\'s ACI');
+      throw refuse("signal sender object has no envelope source (sourceUuid, sourceNumber or source); pass the sender's ACI");
     }
     throw refuse(`signal sender is ${describe(rawSender)}; expected an ACI (UUID) or a phone number as a string`);
   };

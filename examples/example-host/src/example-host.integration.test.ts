@@ -50,7 +50,7 @@ describe('the example host', () => {
     expect(host.plugin.instances).toHaveLength(1);
   });
 
-  it('runs two users\' messages at once, each in their own sandbox with their own token', async () => {
+  it("runs two users' messages at once, each in their own sandbox with their own token", async () => {
     const write = (user: string) => `echo "written by ${user}" > /workspace/${user}.txt; echo "$GITHUB_TOKEN" > /root/token-copy; ls /workspace`;
     const [telegram, whatsapp] = await Promise.all([
       host.handle({ platform: 'telegram', senderId: Number(telegramUser), chatId: Number(telegramUser), command: write('tg') }),
@@ -59,7 +59,8 @@ describe('the example host', () => {
     expect(telegram).toEqual({ output: 'tg.txt\n', returncode: 0 });
     expect(whatsapp).toEqual({ output: 'wa.txt\n', returncode: 0 });
 
-    const read = (own: string) => `[ "$GITHUB_TOKEN" = "${own}" ] && echo own-token; echo "notice=$TEAM_NOTICE"; cat /workspace/tg.txt /workspace/wa.txt 2>&1; env`;
+    const read = (own: string) =>
+      `[ "$GITHUB_TOKEN" = "${own}" ] && echo own-token; echo "notice=$TEAM_NOTICE"; cat /workspace/tg.txt /workspace/wa.txt 2>&1; env`;
     const [telegramRead, whatsappRead] = await Promise.all([
       host.handle({ platform: 'telegram', senderId: telegramUser, chatId: 'group-1', command: read(tokens.telegram) }),
       host.handle({ platform: 'whatsapp', senderId: whatsappUser, chatId: 'group-1', command: read(tokens.whatsapp) }),
@@ -82,9 +83,14 @@ describe('the example host', () => {
     expect(existsSync(path.join(telegramFolder, 'workspace', 'wa.txt'))).toBe(false);
   });
 
-  it('keeps a user\'s files between messages, and cd and export too with a persistent shell', async () => {
+  it("keeps a user's files between messages, and cd and export too with a persistent shell", async () => {
     const first = await host.handle({ platform: 'telegram', senderId: telegramUser, chatId: telegramUser, command: 'cd /tmp && export STEP=one && echo ok' });
-    const second = await host.handle({ platform: 'telegram', senderId: telegramUser, chatId: telegramUser, command: 'echo "$STEP $(pwd)"; cat /workspace/tg.txt' });
+    const second = await host.handle({
+      platform: 'telegram',
+      senderId: telegramUser,
+      chatId: telegramUser,
+      command: 'echo "$STEP $(pwd)"; cat /workspace/tg.txt',
+    });
     expect(first.output).toBe('ok\n');
     expect(second.output).toContain('written by tg');
     if (host.plugin.instances[0]!.backend.capabilities.persistentSession) expect(second.output).toMatch(/^one \/tmp\n/);

@@ -33,7 +33,14 @@ const label = 'dev.berth.bench';
 const docker = new Dockerode();
 const sandboxDir = await mkdtemp(path.join(tmpdir(), 'berth-bench-'));
 const environment: Record<string, string> = {};
-const config = parseTerminalConfig({ docker_image: image, sandbox_dir: sandboxDir, docker_network: false, container_memory: 256, lifetime_seconds: 0, docker_mask_secrets: false });
+const config = parseTerminalConfig({
+  docker_image: image,
+  sandbox_dir: sandboxDir,
+  docker_network: false,
+  container_memory: 256,
+  lifetime_seconds: 0,
+  docker_mask_secrets: false,
+});
 const backend = createDockerBackend({ settings: config, docker, namePrefix: `berth-b${benchId}-`, labels: { [label]: benchId } });
 const registry = createPlatformRegistry();
 let resolver = createSandboxResolver({ config, registry, environment });
@@ -44,8 +51,14 @@ const median = (values: number[]): number => {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 };
-const percentile = (values: number[], p: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
-const summary = (values: number[]) => ({ runs: values.length, medianMs: round(median(values)), p90Ms: round(percentile(values, 90)), minMs: round(Math.min(...values)) });
+const percentile = (values: number[], p: number): number =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+const summary = (values: number[]) => ({
+  runs: values.length,
+  medianMs: round(median(values)),
+  p90Ms: round(percentile(values, 90)),
+  minMs: round(Math.min(...values)),
+});
 const round = (value: number): number => Math.round(value * 1000) / 1000;
 const timed = async (task: () => Promise<unknown>): Promise<number> => {
   const started = performance.now();
@@ -69,7 +82,14 @@ async function cleanup(): Promise<void> {
   await backend.close();
   const containers = await docker.listContainers({ all: true, filters: { label: [`${label}=${benchId}`] } });
   for (let index = 0; index < containers.length; index += 8) {
-    await Promise.all(containers.slice(index, index + 8).map((container) => docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined)));
+    await Promise.all(
+      containers.slice(index, index + 8).map((container) =>
+        docker
+          .getContainer(container.Id)
+          .remove({ force: true })
+          .catch(() => undefined),
+      ),
+    );
   }
   await releaseDisksUnder(sandboxDir);
   await rm(sandboxDir, { recursive: true, force: true });
@@ -81,7 +101,13 @@ async function removeScopes(requests: SandboxRequest[]): Promise<void> {
   }
 }
 
-const results: Record<string, unknown> = { image, sizes, engine: await docker.version().then((version) => version.Version), node: process.version, date: new Date().toISOString() };
+const results: Record<string, unknown> = {
+  image,
+  sizes,
+  engine: await docker.version().then((version) => version.Version),
+  node: process.version,
+  date: new Date().toISOString(),
+};
 
 try {
   // 1. Warm exec of `true`, the three ways interleaved on one container.
@@ -98,7 +124,12 @@ try {
     warm.dockerode.push(await timed(() => dockerodeExec(containerId)));
     warm.cli.push(await timed(() => run('docker', ['exec', name, 'true'])));
   }
-  results.warm = { berth: summary(warm.berth), dockerode: summary(warm.dockerode), cli: summary(warm.cli), berthToCli: round(median(warm.berth) / median(warm.cli)) };
+  results.warm = {
+    berth: summary(warm.berth),
+    dockerode: summary(warm.dockerode),
+    cli: summary(warm.cli),
+    berthToCli: round(median(warm.berth) / median(warm.cli)),
+  };
 
   // 2. Cold first command of a new user against `docker run --rm`.
   const cold = { berth: [] as number[], dockerRun: [] as number[] };
@@ -194,7 +225,9 @@ try {
 const warmResult = results.warm as { berth: { medianMs: number }; dockerode: { medianMs: number }; cli: { medianMs: number }; berthToCli: number } | undefined;
 const coldResult = results.cold as { berth: { medianMs: number }; dockerRun: { medianMs: number }; berthToDockerRun: number } | undefined;
 const memory = results.memory as { sandboxes: number; rssGrowthPerSandboxKb: number; heapGrowthPerSandboxKb: number } | undefined;
-const crowdResult = results.crowd as { users: number; commandsPerUser: number; wallMs: number; errors: number; crossUserLeaks: number; wrongOutputs: number } | undefined;
+const crowdResult = results.crowd as
+  | { users: number; commandsPerUser: number; wallMs: number; errors: number; crossUserLeaks: number; wrongOutputs: number }
+  | undefined;
 const rows: Array<[string, string, string]> = [];
 if (warmResult) {
   rows.push(['warm `true`: Berth session (median)', `${warmResult.berth.medianMs} ms`, '']);
@@ -208,7 +241,11 @@ if (coldResult) {
   rows.push(['cold Berth / docker run', `${coldResult.berthToDockerRun}`, coldResult.berthToDockerRun <= 1.5 ? 'meets <= 1.5' : 'MISSES <= 1.5']);
 }
 if (crowdResult) {
-  rows.push([`${crowdResult.users} users x ${crowdResult.commandsPerUser} commands at once`, `${crowdResult.wallMs} ms`, `errors ${crowdResult.errors}, leaks ${crowdResult.crossUserLeaks}, wrong ${crowdResult.wrongOutputs}`]);
+  rows.push([
+    `${crowdResult.users} users x ${crowdResult.commandsPerUser} commands at once`,
+    `${crowdResult.wallMs} ms`,
+    `errors ${crowdResult.errors}, leaks ${crowdResult.crossUserLeaks}, wrong ${crowdResult.wrongOutputs}`,
+  ]);
 }
 const floods = results.floods as { idle: { medianMs: number }; flooded: { medianMs: number }; floodedToIdle: number } | undefined;
 if (floods) {
@@ -217,7 +254,11 @@ if (floods) {
   rows.push(['flooded / idle', `${floods.floodedToIdle}`, floods.floodedToIdle <= 2 ? 'meets <= 2' : 'MISSES <= 2']);
 }
 if (memory) {
-  rows.push([`gateway RSS growth per sandbox (${memory.sandboxes} live)`, `${memory.rssGrowthPerSandboxKb} KB`, memory.rssGrowthPerSandboxKb < 100 ? 'meets < 100 KB' : 'MISSES < 100 KB']);
+  rows.push([
+    `gateway RSS growth per sandbox (${memory.sandboxes} live)`,
+    `${memory.rssGrowthPerSandboxKb} KB`,
+    memory.rssGrowthPerSandboxKb < 100 ? 'meets < 100 KB' : 'MISSES < 100 KB',
+  ]);
   rows.push(['gateway heap growth per sandbox', `${memory.heapGrowthPerSandboxKb} KB`, '']);
 }
 const width = Math.max(...rows.map((row) => row[0].length));

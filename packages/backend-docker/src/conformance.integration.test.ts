@@ -18,7 +18,9 @@ beforeAll(async () => {
   try {
     await docker.getImage(image).inspect();
   } catch {
-    throw new Error(`image ${image} is not on the Docker Engine; build the local test image with the set-up script, or set BERTH_TEST_IMAGE to an image with a busybox shell`);
+    throw new Error(
+      `image ${image} is not on the Docker Engine; build the local test image with the set-up script, or set BERTH_TEST_IMAGE to an image with a busybox shell`,
+    );
   }
 });
 

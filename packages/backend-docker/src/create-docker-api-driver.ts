@@ -130,13 +130,26 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
   let described: { at: number; answer: ReturnType<SandboxDriverV1['describe']> } | undefined;
   const describeNow = (): ReturnType<SandboxDriverV1['describe']> =>
     call('read the engine version', async ({ docker, endpoint, discovery, warnings, networkPool }) => {
-      const [version, info] = await Promise.all([docker.version(), docker.info() as Promise<{ Runtimes?: Record<string, { path?: string }>; MemTotal?: number; NCPU?: number }>]);
+      const [version, info] = await Promise.all([
+        docker.version(),
+        docker.info() as Promise<{ Runtimes?: Record<string, { path?: string }>; MemTotal?: number; NCPU?: number }>,
+      ]);
       // An engine lists the runtimes it is configured with; one whose binary is missing cannot run.
       const runtimes = Object.entries(info.Runtimes ?? {})
         .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
         .map(([name]) => name);
       const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
-      return { engine, endpoint, discovery, version: version.Version, apiVersion: version.ApiVersion, warnings: [...(warnings ?? [])], runtimes, ...host, ...(networkPool ? { networkPool } : {}) };
+      return {
+        engine,
+        endpoint,
+        discovery,
+        version: version.Version,
+        apiVersion: version.ApiVersion,
+        warnings: [...(warnings ?? [])],
+        runtimes,
+        ...host,
+        ...(networkPool ? { networkPool } : {}),
+      };
     });
 
   return {
@@ -163,7 +176,11 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         });
       }
       // Each caller gets lists of its own.
-      return described.answer.then((description) => ({ ...description, warnings: [...description.warnings], ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}) }));
+      return described.answer.then((description) => ({
+        ...description,
+        warnings: [...description.warnings],
+        ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),
+      }));
     },
 
     hasImage: (image) =>
@@ -210,7 +227,12 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     list: (labels) =>
       call('list sandboxes', async ({ docker }) => {
         const containers = await docker.listContainers({ all: true, filters: { label: Object.entries(labels).map(([key, value]) => `${key}=${value}`) } });
-        return containers.map((container) => ({ id: container.Id, name: nameOf(container.Names?.[0]), state: stateOf(container.State), labels: container.Labels ?? {} }));
+        return containers.map((container) => ({
+          id: container.Id,
+          name: nameOf(container.Names?.[0]),
+          state: stateOf(container.State),
+          labels: container.Labels ?? {},
+        }));
       }),
 
     prepare: (spec: SandboxSpec) =>
@@ -246,7 +268,11 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
           // 409: another process created it first; the runtime adopts that one.
           if (isConflict(error)) return undefined;
           if (isGone(error) && /image/i.test(engineMessage(error))) {
-            throw new ImageNotFoundError(spec.image, `image ${spec.image} vanished from the ${engine} engine (${engineMessage(error)}); the next command pulls it again, or set terminal.docker_image`, { cause: error });
+            throw new ImageNotFoundError(
+              spec.image,
+              `image ${spec.image} vanished from the ${engine} engine (${engineMessage(error)}); the next command pulls it again, or set terminal.docker_image`,
+              { cause: error },
+            );
           }
           throw error;
         } finally {
@@ -305,7 +331,10 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       try {
         return await call(`list the processes of ${id}`, async ({ docker }) => {
           const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
-          const column = Math.max(0, (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)));
+          const column = Math.max(
+            0,
+            (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)),
+          );
           const commands = (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? '');
           // The runtime decides; this driver lists, and runs the runtime's probe when it is asked to.
           return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, async () => {
@@ -322,6 +351,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       }
     },
 
-    openChannel: (id, command, channelOptions) => call(`run a command in container ${id}`, ({ docker }) => openExecChannel(docker, id, command, channelOptions)),
+    openChannel: (id, command, channelOptions) =>
+      call(`run a command in container ${id}`, ({ docker }) => openExecChannel(docker, id, command, channelOptions)),
   };
 }

@@ -5,7 +5,14 @@ describe('createDockerBackend', () => {
   it('takes the gateway environment as the process gives it, and builds without touching the engine', async () => {
     const backend = createDockerBackend({ settings: {}, environment: process.env, socketPath: '/nonexistent/docker.sock' });
     expect(backend.name).toBe('docker');
-    expect(backend.capabilities).toEqual({ persistentSession: true, networkIsolation: true, idleStop: true, adoption: true, hostFolders: true, networkNone: true });
+    expect(backend.capabilities).toEqual({
+      persistentSession: true,
+      networkIsolation: true,
+      idleStop: true,
+      adoption: true,
+      hostFolders: true,
+      networkNone: true,
+    });
     await backend.close();
   });
 

@@ -24,7 +24,10 @@ export interface DockerDriverOptions {
 
 /** The Docker driver: hardened containers, each on a bridge network of its own. */
 export function createDockerDriver(options: DockerDriverOptions = {}) {
-  const found = findDockerEngine({ ...(options.socketPath ? { socketPath: options.socketPath } : {}), ...(options.environment ? { environment: options.environment } : {}) });
+  const found = findDockerEngine({
+    ...(options.socketPath ? { socketPath: options.socketPath } : {}),
+    ...(options.environment ? { environment: options.environment } : {}),
+  });
   return createDockerApiDriver({
     engine: 'docker',
     capabilities: { networkIsolation: true, hostFolders: true, processList: true },

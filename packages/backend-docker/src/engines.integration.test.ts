@@ -13,7 +13,11 @@ const ENGINES = [
 const created: Array<{ docker: Docker; id: string }> = [];
 
 afterAll(async () => {
-  for (const { docker, id } of created) await docker.getContainer(id).remove({ force: true }).catch(() => undefined);
+  for (const { docker, id } of created)
+    await docker
+      .getContainer(id)
+      .remove({ force: true })
+      .catch(() => undefined);
 });
 
 describe.each(ENGINES)('$name through dockerode', ({ name, socketPath }) => {
@@ -30,14 +34,24 @@ describe.each(ENGINES)('$name through dockerode', ({ name, socketPath }) => {
       Image: IMAGE,
       Cmd: ['sleep', '60'],
       Labels: { 'dev.berth.test': 'engine-smoke' },
-      HostConfig: { NetworkMode: 'none', Ulimits: [{ Name: 'nofile', Soft: 1024, Hard: 1024 }, { Name: 'nproc', Soft: 1024, Hard: 1024 }] },
+      HostConfig: {
+        NetworkMode: 'none',
+        Ulimits: [
+          { Name: 'nofile', Soft: 1024, Hard: 1024 },
+          { Name: 'nproc', Soft: 1024, Hard: 1024 },
+        ],
+      },
     });
     created.push({ docker, id: container.id });
     await container.start();
     const exec = await container.exec({ Cmd: ['sh', '-c', 'echo hello-from-$(uname -s)'], AttachStdout: true, AttachStderr: true });
     const stream = await exec.start({ hijack: true, stdin: false });
     const chunks: Buffer[] = [];
-    docker.modem.demuxStream(stream, { write: (chunk: Buffer) => chunks.push(chunk) } as unknown as NodeJS.WritableStream, { write: () => true } as unknown as NodeJS.WritableStream);
+    docker.modem.demuxStream(
+      stream,
+      { write: (chunk: Buffer) => chunks.push(chunk) } as unknown as NodeJS.WritableStream,
+      { write: () => true } as unknown as NodeJS.WritableStream,
+    );
     await new Promise((resolve) => stream.on('end', resolve));
     expect(Buffer.concat(chunks).toString()).toBe('hello-from-Linux\n');
     expect((await exec.inspect()).ExitCode).toBe(0);

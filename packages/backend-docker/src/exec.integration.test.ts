@@ -97,7 +97,9 @@ describe('exec through the persistent shell', () => {
 
   it('runs concurrent commands of one user one at a time, outputs never mixed', async () => {
     const results = await Promise.all(
-      Array.from({ length: 12 }, (_, index) => backend.doExec(alice(), { command: `for i in 1 2 3; do echo c${index}-$i; sleep 0.01; done; echo e${index} >&2` })),
+      Array.from({ length: 12 }, (_, index) =>
+        backend.doExec(alice(), { command: `for i in 1 2 3; do echo c${index}-$i; sleep 0.01; done; echo e${index} >&2` }),
+      ),
     );
     results.forEach((result, index) => {
       expect(result.stdout).toBe(`c${index}-1\nc${index}-2\nc${index}-3\n`);
@@ -161,37 +163,40 @@ describe('hardening, seen from inside', () => {
 
   // Saturates the machine on purpose: under the machine-wide lock, which another suite's bomb may
   // hold first (the budget covers that wait).
-  it('holds the pids limit against a fork bomb while another user keeps answering', { timeout: 300_000 }, () => whileSaturating(async () => {
-    const limited = harness.backend({ docker_pids_limit: 64, timeout: 30 });
-    const bomber = harness.request({ platform: 'telegram', userId: '666' });
-    await limited.doExec(bomber, { command: 'true' });
-    const containerId = await limited.doAcquire(bomber);
-    const bomb = limited.doExec(bomber, { command: '(while :; do sleep 1000 & done) 2>/dev/null; while :; do :; done', timeout: 10 });
-    // The bomb fills its pids limit (however long a busy machine takes), and goes no further.
-    const pids = async () => ((await harness.docker.getContainer(containerId).stats({ stream: false })) as { pids_stats?: { current?: number } }).pids_stats?.current ?? 0;
-    let current = await pids();
-    for (let attempt = 0; attempt < 50 && current <= 32; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      current = await pids();
-    }
-    expect(current).toBeGreaterThan(32);
-    expect(current).toBeLessThanOrEqual(64);
-    const answers = await Promise.all([1, 2, 3].map(() => backend.doExec(bob(), { command: 'echo pong' })));
-    expect(answers.map((answer) => answer.stdout)).toEqual(['pong\n', 'pong\n', 'pong\n']);
-    const result = await bomb;
-    expect(result).toMatchObject({ exitCode: 124, timedOut: true });
-    // After the kill the bomber's own sandbox answers again.
-    // The killed processes are orphans that init reaps a moment later: poll, within a bound.
-    let processes = Number.POSITIVE_INFINITY;
-    for (let attempt = 0; attempt < 150 && processes >= 15; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 200));
-      const after = await limited.doExec(bomber, { command: 'echo recovered; ps -o pid | wc -l' });
-      expect(after.stdout).toMatch(/^recovered\n\s*\d+\n$/);
-      processes = Number(after.stdout.split('\n')[1]);
-    }
-    expect(processes).toBeLessThan(15);
-    await limited.close();
-  }));
+  it('holds the pids limit against a fork bomb while another user keeps answering', { timeout: 300_000 }, () =>
+    whileSaturating(async () => {
+      const limited = harness.backend({ docker_pids_limit: 64, timeout: 30 });
+      const bomber = harness.request({ platform: 'telegram', userId: '666' });
+      await limited.doExec(bomber, { command: 'true' });
+      const containerId = await limited.doAcquire(bomber);
+      const bomb = limited.doExec(bomber, { command: '(while :; do sleep 1000 & done) 2>/dev/null; while :; do :; done', timeout: 10 });
+      // The bomb fills its pids limit (however long a busy machine takes), and goes no further.
+      const pids = async () =>
+        ((await harness.docker.getContainer(containerId).stats({ stream: false })) as { pids_stats?: { current?: number } }).pids_stats?.current ?? 0;
+      let current = await pids();
+      for (let attempt = 0; attempt < 50 && current <= 32; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        current = await pids();
+      }
+      expect(current).toBeGreaterThan(32);
+      expect(current).toBeLessThanOrEqual(64);
+      const answers = await Promise.all([1, 2, 3].map(() => backend.doExec(bob(), { command: 'echo pong' })));
+      expect(answers.map((answer) => answer.stdout)).toEqual(['pong\n', 'pong\n', 'pong\n']);
+      const result = await bomb;
+      expect(result).toMatchObject({ exitCode: 124, timedOut: true });
+      // After the kill the bomber's own sandbox answers again.
+      // The killed processes are orphans that init reaps a moment later: poll, within a bound.
+      let processes = Number.POSITIVE_INFINITY;
+      for (let attempt = 0; attempt < 150 && processes >= 15; attempt++) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+        const after = await limited.doExec(bomber, { command: 'echo recovered; ps -o pid | wc -l' });
+        expect(after.stdout).toMatch(/^recovered\n\s*\d+\n$/);
+        processes = Number(after.stdout.split('\n')[1]);
+      }
+      expect(processes).toBeLessThan(15);
+      await limited.close();
+    }),
+  );
 });
 
 describe('fallback mode: one engine exec per command', () => {
@@ -232,7 +237,12 @@ describe("a sandbox's shells", () => {
     // The launch FIFO, and the FIFOs of the two live shells (the session and the kill shell); the
     // retired session's are gone.
     const names = (await engineExec(harness.docker, id, 'ls /run/berth')).output.trim().split('\n');
-    expect(names.filter((name) => name !== 'launch').map((name) => name.replace(/^[0-9a-f]{16}/, '')).sort()).toEqual(['.err', '.err', '.in', '.in', '.out', '.out']);
+    expect(
+      names
+        .filter((name) => name !== 'launch')
+        .map((name) => name.replace(/^[0-9a-f]{16}/, ''))
+        .sort(),
+    ).toEqual(['.err', '.err', '.in', '.in', '.out', '.out']);
   });
 
   it('are engine execs once the launcher is gone (killed), and answer all the same', async () => {
@@ -256,4 +266,3 @@ describe("a sandbox's shells", () => {
     expect((await backend.doExec(request, { command: 'sleep 30', timeout: 1 })).exitCode).toBe(124);
   });
 });
-

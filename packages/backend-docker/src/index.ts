@@ -1,4 +1,11 @@
-export { createDockerBackend, createDockerDriver, dockerBackendOptionsSchema, type DockerBackend, type DockerBackendOptions, type DockerDriverOptions } from './create-docker-backend.js';
+export {
+  createDockerBackend,
+  createDockerDriver,
+  dockerBackendOptionsSchema,
+  type DockerBackend,
+  type DockerBackendOptions,
+  type DockerDriverOptions,
+} from './create-docker-backend.js';
 export { createDockerApiDriver, type DockerApiConnection, type DockerApiDriverOptions } from './create-docker-api-driver.js';
 export { findDockerEngine, type DockerEngineEndpoint } from './find-docker-engine.js';
 export { mapDockerError, engineStatus, type EngineErrorContext } from './map-docker-error.js';

@@ -40,7 +40,14 @@ describe('one container per scope', () => {
     const after = harness.backend();
     expect(await after.doAcquire(request)).toBe(id);
     const listed = (await after.list()).find((info) => info.scopeKey === request.scope.key);
-    expect(listed).toMatchObject({ containerId: id, kind: 'user', platform: 'whatsapp', state: 'running', workspace: request.paths.workspace, home: request.paths.home });
+    expect(listed).toMatchObject({
+      containerId: id,
+      kind: 'user',
+      platform: 'whatsapp',
+      state: 'running',
+      workspace: request.paths.workspace,
+      home: request.paths.home,
+    });
     await after.close();
   });
 
@@ -56,7 +63,16 @@ describe('one container per scope', () => {
   it('adopts and renames a sandbox an earlier release named after its user, with no duplicate and no file lost', async () => {
     const request = harness.request({ platform: 'telegram', userId: '2020' });
     const legacyName = `berth-t${harness.runId}-telegram-2020-${request.scope.slug.slice(-16)}`;
-    const { spec } = buildSandboxSpec({ settings: sandboxSettings({ docker_image: TEST_IMAGE, docker_network: false }), image: TEST_IMAGE, name: legacyName, scope: request.scope, paths: request.paths, engine: 'docker', specRevision: 'an earlier release', extraLabels: { [TEST_LABEL]: harness.runId } });
+    const { spec } = buildSandboxSpec({
+      settings: sandboxSettings({ docker_image: TEST_IMAGE, docker_network: false }),
+      image: TEST_IMAGE,
+      name: legacyName,
+      scope: request.scope,
+      paths: request.paths,
+      engine: 'docker',
+      specRevision: 'an earlier release',
+      extraLabels: { [TEST_LABEL]: harness.runId },
+    });
     await mkdir(request.paths.workspace, { recursive: true, mode: 0o700 });
     await mkdir(request.paths.home, { recursive: true, mode: 0o700 });
     const legacy = await harness.docker.createContainer({ ...toContainerCreateOptions(spec, 'none'), Hostname: undefined });
@@ -87,7 +103,8 @@ describe('two gateways on one engine', () => {
       await mine.doExec(myRequest, { command: 'echo mine > /workspace/who' });
       await theirs.doExec(theirRequest, { command: 'echo theirs > /workspace/who' });
       const theirId = (await theirs.list()).find((info) => info.scopeKey === theirRequest.scope.key)!.containerId;
-      const listed = async (backend: typeof mine) => (await backend.list()).filter((info) => info.scopeKey === myRequest.scope.key).map((info) => info.workspace);
+      const listed = async (backend: typeof mine) =>
+        (await backend.list()).filter((info) => info.scopeKey === myRequest.scope.key).map((info) => info.workspace);
       expect(await listed(mine)).toEqual([myRequest.paths.workspace]);
       expect(await listed(theirs)).toEqual([theirRequest.paths.workspace]);
       // Idle past lifetime_seconds: the reaper (which adopts what it finds first) stops its own

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { isAlreadyDone, isConflict, isGone, mapDockerError } from './map-docker-error.js';
 
 const context = { engine: 'docker', endpoint: '/var/run/docker.sock', action: 'start container berth-x' };
-const status = (statusCode: number, message = 'engine says no'): Error => Object.assign(new Error(`(HTTP code ${statusCode}) unexpected - ${message} `), { statusCode });
+const status = (statusCode: number, message = 'engine says no'): Error =>
+  Object.assign(new Error(`(HTTP code ${statusCode}) unexpected - ${message} `), { statusCode });
 
 describe('engine status mapping', () => {
   it('classifies 404, 304 and 409', () => {

@@ -39,7 +39,10 @@ export function isEngineUnreachable(error: unknown): boolean {
 export function engineMessage(error: unknown): string {
   const raw = error instanceof Error ? error.message : String(error);
   // dockerode prefixes "(HTTP code 409) conflict - "; keep the engine's own words.
-  const text = raw.replace(/^\(HTTP code \d+\)\s*[^-]*-\s*/, '').split('\n')[0]!.trim();
+  const text = raw
+    .replace(/^\(HTTP code \d+\)\s*[^-]*-\s*/, '')
+    .split('\n')[0]!
+    .trim();
   return text.length > 240 ? `${text.slice(0, 240)}…` : text;
 }
 
@@ -65,15 +68,40 @@ export function mapDockerError(error: unknown, context: EngineErrorContext, stat
   if (error instanceof BerthError) return error;
   if (isEngineUnreachable(error)) {
     const code = (error as { code: string }).code;
-    const hint = code === 'EACCES' ? 'give the gateway access to it' : `start the ${context.engine} engine, or point ${context.engine === 'podman' ? 'socketPath' : 'DOCKER_HOST or socketPath'} at a running one`;
-    return new EngineUnavailableError(context.endpoint, `could not ${context.action}: the ${context.engine} engine at ${context.endpoint} did not answer (${code}); ${hint}`, { cause: error });
+    const hint =
+      code === 'EACCES'
+        ? 'give the gateway access to it'
+        : `start the ${context.engine} engine, or point ${context.engine === 'podman' ? 'socketPath' : 'DOCKER_HOST or socketPath'} at a running one`;
+    return new EngineUnavailableError(
+      context.endpoint,
+      `could not ${context.action}: the ${context.engine} engine at ${context.endpoint} did not answer (${code}); ${hint}`,
+      { cause: error },
+    );
   }
-  if (status === 404) return new SandboxError('SANDBOX_GONE', `could not ${context.action}: it does not exist on the ${context.engine} engine (${engineMessage(error)}); the next command recreates it`, { cause: error });
+  if (status === 404)
+    return new SandboxError(
+      'SANDBOX_GONE',
+      `could not ${context.action}: it does not exist on the ${context.engine} engine (${engineMessage(error)}); the next command recreates it`,
+      { cause: error },
+    );
   // A container that stopped between Berth's look and its exec: Docker 20.10 answers 500, newer
   // engines 409. Either way the next attempt starts it again, so it counts as gone.
   if ((status === 500 || status === 409) && /is not running|container not running/i.test(engineMessage(error))) {
-    return new SandboxError('SANDBOX_GONE', `could not ${context.action}: the container is not running (${engineMessage(error)}); the next command starts it again`, { cause: error });
+    return new SandboxError(
+      'SANDBOX_GONE',
+      `could not ${context.action}: the container is not running (${engineMessage(error)}); the next command starts it again`,
+      { cause: error },
+    );
   }
-  if (status === 409) return new SandboxError('SANDBOX_CONFLICT', `could not ${context.action}: the ${context.engine} engine reports a conflict (${engineMessage(error)}); retry, or remove the conflicting container`, { cause: error });
-  return new SandboxError('ENGINE_ERROR', `could not ${context.action}: the ${context.engine} engine answered ${status ?? 'with an error'} (${engineMessage(error)})`, { cause: error });
+  if (status === 409)
+    return new SandboxError(
+      'SANDBOX_CONFLICT',
+      `could not ${context.action}: the ${context.engine} engine reports a conflict (${engineMessage(error)}); retry, or remove the conflicting container`,
+      { cause: error },
+    );
+  return new SandboxError(
+    'ENGINE_ERROR',
+    `could not ${context.action}: the ${context.engine} engine answered ${status ?? 'with an error'} (${engineMessage(error)})`,
+    { cause: error },
+  );
 }

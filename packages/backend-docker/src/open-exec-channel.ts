@@ -8,7 +8,12 @@ import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime';
  * demultiplexes its stdout and stderr with docker-modem's demuxer. No variables are passed
  * to the exec: they go over stdin, so the exec's stored configuration holds none.
  */
-export async function openExecChannel(docker: Dockerode, containerId: string, command: readonly string[], options: { workingDir?: string } = {}): Promise<ExecChannel> {
+export async function openExecChannel(
+  docker: Dockerode,
+  containerId: string,
+  command: readonly string[],
+  options: { workingDir?: string } = {},
+): Promise<ExecChannel> {
   const exec = await docker.getContainer(containerId).exec({
     Cmd: [...command],
     AttachStdin: true,

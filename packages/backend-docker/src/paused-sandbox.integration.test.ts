@@ -9,7 +9,11 @@ describe('a sandbox paused from outside', () => {
   afterAll(async () => {
     // Never leave a frozen container behind: it would hold the engine's lock on it.
     for (const container of await harness.docker.listContainers({ all: true, filters: { label: [`dev.berth.test=${harness.runId}`] } })) {
-      if (container.State === 'paused') await harness.docker.getContainer(container.Id).unpause().catch(() => undefined);
+      if (container.State === 'paused')
+        await harness.docker
+          .getContainer(container.Id)
+          .unpause()
+          .catch(() => undefined);
     }
     await harness?.cleanup();
   });

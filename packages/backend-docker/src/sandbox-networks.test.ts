@@ -45,9 +45,9 @@ describe('createSandboxNetworks', () => {
 
   it('reports any other refusal at once, naming the network', async () => {
     const { docker, tried } = fakeEngine(() => engineError(500, 'netavark: permission denied'));
-    await expect(createSandboxNetworks({ docker, engine: 'podman', endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' }).prepare('berth-net-b')).rejects.toThrow(
-      /berth-net-b/,
-    );
+    await expect(
+      createSandboxNetworks({ docker, engine: 'podman', endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' }).prepare('berth-net-b'),
+    ).rejects.toThrow(/berth-net-b/);
     expect(tried).toHaveLength(1);
   });
 
@@ -142,7 +142,13 @@ describe('createSandboxNetworks', () => {
         return {};
       },
     } as unknown as Dockerode;
-    const sandboxNetworks = createSandboxNetworks({ docker, endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16', bridgeName: (name) => `bthabcdef-${name.slice(10)}`, driverOptions: { isolate: 'true' } });
+    const sandboxNetworks = createSandboxNetworks({
+      docker,
+      endpoint: 'unix:///engine.sock',
+      pool: '10.217.0.0/16',
+      bridgeName: (name) => `bthabcdef-${name.slice(10)}`,
+      driverOptions: { isolate: 'true' },
+    });
     await sandboxNetworks.prepare('berth-net-new');
     expect(removed).toEqual([]);
     await sandboxNetworks.prepare('berth-net-old');

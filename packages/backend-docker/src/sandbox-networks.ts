@@ -39,7 +39,7 @@ function formatAddress(address: number): string {
 function overlaps(a: Cidr, b: Cidr): boolean {
   const prefix = Math.min(a.prefix, b.prefix);
   const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-  return ((a.base & mask) >>> 0) === ((b.base & mask) >>> 0);
+  return (a.base & mask) >>> 0 === (b.base & mask) >>> 0;
 }
 
 /**
@@ -135,7 +135,10 @@ export function createSandboxNetworks(options: {
   const { docker, endpoint } = options;
   const pool = parseCidr(options.pool);
   if (!pool || pool.prefix > SUBNET_PREFIX) {
-    throw new SandboxError('OPTIONS_INVALID', `terminal.docker_network_pool ${JSON.stringify(options.pool)} is not an IPv4 range of /${SUBNET_PREFIX} or larger, e.g. 10.217.0.0/16`);
+    throw new SandboxError(
+      'OPTIONS_INVALID',
+      `terminal.docker_network_pool ${JSON.stringify(options.pool)} is not an IPv4 range of /${SUBNET_PREFIX} or larger, e.g. 10.217.0.0/16`,
+    );
   }
   const count = 2 ** (SUBNET_PREFIX - pool.prefix);
   const maker = processIdentity();
@@ -152,7 +155,9 @@ export function createSandboxNetworks(options: {
       return fail(error, 'list networks');
     }
     void pruneOrphans(networks);
-    const listed = networks.flatMap((network) => (network.IPAM?.Config ?? []).map((config) => parseCidr(config.Subnet ?? '')).filter((cidr): cidr is Cidr => cidr !== undefined));
+    const listed = networks.flatMap((network) =>
+      (network.IPAM?.Config ?? []).map((config) => parseCidr(config.Subnet ?? '')).filter((cidr): cidr is Cidr => cidr !== undefined),
+    );
     return [...listed, ...(await hostRoutesIn(pool))];
   };
 
@@ -217,7 +222,12 @@ export function createSandboxNetworks(options: {
             ...(options.bridgeName ? { [BRIDGE_NAME_OPTION]: options.bridgeName(name) } : {}),
             ...options.driverOptions,
           },
-          Labels: { ...options.labels, [LABELS.managedBy]: MANAGED_BY, [LABELS.maker]: maker, ...(options.bridgeName ? { [LABELS.bridge]: options.bridgeName(name) } : {}) },
+          Labels: {
+            ...options.labels,
+            [LABELS.managedBy]: MANAGED_BY,
+            [LABELS.maker]: maker,
+            ...(options.bridgeName ? { [LABELS.bridge]: options.bridgeName(name) } : {}),
+          },
         });
         return;
       } catch (error) {
@@ -243,7 +253,10 @@ export function createSandboxNetworks(options: {
     try {
       const info = await docker.getNetwork(name).inspect();
       if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) {
-        throw new SandboxError('NETWORK_NAME_TAKEN', `${options.engine ?? 'docker'} network ${name} exists but is not Berth's; remove it (${options.engine ?? 'docker'} network rm ${name}) or set another name prefix`);
+        throw new SandboxError(
+          'NETWORK_NAME_TAKEN',
+          `${options.engine ?? 'docker'} network ${name} exists but is not Berth's; remove it (${options.engine ?? 'docker'} network rm ${name}) or set another name prefix`,
+        );
       }
       // The label, not Options: Podman's compatible inspect does not report the bridge's name.
       if (!options.bridgeName || info.Labels?.[LABELS.bridge] === options.bridgeName(name)) return;

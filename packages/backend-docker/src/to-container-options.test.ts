@@ -7,8 +7,18 @@ import { toContainerCreateOptions } from './to-container-options.js';
 const secret = 'ghp_this-must-never-be-stored';
 const build = (input: Record<string, unknown> = {}) => {
   const config = parseTerminalConfig({ sandbox_dir: '/srv/berth', ...input });
-  const request = createSandboxResolver({ config, registry: createPlatformRegistry(), environment: { HERMES_USER_TELEGRAM_5_TOKEN: secret } }).resolve({ session: { platform: 'telegram', userId: '5' } });
-  const { spec } = buildSandboxSpec({ settings: sandboxSettings(config), image: config.docker_image, name: 'berth-x', scope: request.scope, paths: request.paths, engine: 'docker', specRevision: 'test' });
+  const request = createSandboxResolver({ config, registry: createPlatformRegistry(), environment: { HERMES_USER_TELEGRAM_5_TOKEN: secret } }).resolve({
+    session: { platform: 'telegram', userId: '5' },
+  });
+  const { spec } = buildSandboxSpec({
+    settings: sandboxSettings(config),
+    image: config.docker_image,
+    name: 'berth-x',
+    scope: request.scope,
+    paths: request.paths,
+    engine: 'docker',
+    specRevision: 'test',
+  });
   return { request, options: toContainerCreateOptions(spec, spec.network ? 'berth-x' : 'none') };
 };
 
@@ -27,7 +37,11 @@ describe('toContainerCreateOptions', () => {
       { Name: 'nproc', Soft: 4096, Hard: 4096 },
     ]);
     // A read-only root: the writable places are bounded tmpfs besides the scope's two folders.
-    expect(host.Tmpfs).toEqual({ '/tmp': 'rw,nosuid,nodev,size=512m,mode=1777', '/var/tmp': 'rw,nosuid,nodev,size=512m,mode=1777', '/run': 'rw,nosuid,nodev,size=16m,mode=755' });
+    expect(host.Tmpfs).toEqual({
+      '/tmp': 'rw,nosuid,nodev,size=512m,mode=1777',
+      '/var/tmp': 'rw,nosuid,nodev,size=512m,mode=1777',
+      '/run': 'rw,nosuid,nodev,size=16m,mode=755',
+    });
     expect(host.Init).toBe(true);
     expect(host.ReadonlyRootfs).toBe(true);
     expect(host.NetworkMode).toBe('berth-x');
@@ -46,8 +60,24 @@ describe('toContainerCreateOptions', () => {
   });
 
   it('follows setting changes: memory, cpu, runtime, read-only, no network', () => {
-    const { options } = build({ container_memory: '2g', container_cpu: 0.5, docker_runtime: 'runsc', docker_read_only: false, docker_cap_add: [], docker_no_new_privileges: false, docker_network: false });
-    expect(options.HostConfig).toMatchObject({ Memory: 2048 * 1024 * 1024, NanoCpus: 5e8, Runtime: 'runsc', ReadonlyRootfs: false, CapAdd: [], SecurityOpt: [], NetworkMode: 'none' });
+    const { options } = build({
+      container_memory: '2g',
+      container_cpu: 0.5,
+      docker_runtime: 'runsc',
+      docker_read_only: false,
+      docker_cap_add: [],
+      docker_no_new_privileges: false,
+      docker_network: false,
+    });
+    expect(options.HostConfig).toMatchObject({
+      Memory: 2048 * 1024 * 1024,
+      NanoCpus: 5e8,
+      Runtime: 'runsc',
+      ReadonlyRootfs: false,
+      CapAdd: [],
+      SecurityOpt: [],
+      NetworkMode: 'none',
+    });
   });
 
   it('stores no variable, only ownership labels, and the same hostname for everyone', () => {
@@ -55,6 +85,12 @@ describe('toContainerCreateOptions', () => {
     expect(options.Env).toEqual([]);
     expect(options.Hostname).toBe('sandbox');
     expect(JSON.stringify(options)).not.toContain(secret);
-    expect(options.Labels).toMatchObject({ [LABELS.managedBy]: 'berth', [LABELS.scope]: request.scope.key, [LABELS.kind]: 'user', [LABELS.platform]: 'telegram', [LABELS.user]: '5' });
+    expect(options.Labels).toMatchObject({
+      [LABELS.managedBy]: 'berth',
+      [LABELS.scope]: request.scope.key,
+      [LABELS.kind]: 'user',
+      [LABELS.platform]: 'telegram',
+      [LABELS.user]: '5',
+    });
   });
 });

@@ -30,9 +30,15 @@ const median = (values: number[]): number => {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 };
-const percentile = (values: number[], p: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+const percentile = (values: number[], p: number): number =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
 const round = (value: number): number => Math.round(value * 100) / 100;
-const summary = (values: number[]) => ({ runs: values.length, medianMs: round(median(values)), p90Ms: round(percentile(values, 90)), minMs: round(Math.min(...values)) });
+const summary = (values: number[]) => ({
+  runs: values.length,
+  medianMs: round(median(values)),
+  p90Ms: round(percentile(values, 90)),
+  minMs: round(Math.min(...values)),
+});
 const timed = async (task: () => Promise<unknown>): Promise<number> => {
   const started = performance.now();
   await task();
@@ -119,7 +125,10 @@ try {
     ['cold, first command of a new user (claim + Pod + shell)', summary(cold)],
   ];
   process.stdout.write(`Kubernetes ${String(results.cluster)}, image ${TEST_IMAGE}\n`);
-  for (const [name, value] of rows) process.stdout.write(`${name.padEnd(62)} median ${String(value.medianMs).padStart(8)} ms   p90 ${String(value.p90Ms).padStart(8)} ms   (${value.runs} runs)\n`);
+  for (const [name, value] of rows)
+    process.stdout.write(
+      `${name.padEnd(62)} median ${String(value.medianMs).padStart(8)} ms   p90 ${String(value.p90Ms).padStart(8)} ms   (${value.runs} runs)\n`,
+    );
   const folder = path.join(import.meta.dirname, '..', '..', '..', 'bench-results');
   await mkdir(folder, { recursive: true });
   const file = path.join(folder, `backend-kubernetes-exec-${Date.now()}.json`);

@@ -33,4 +33,3 @@ testBackend({
     },
   },
 });
-

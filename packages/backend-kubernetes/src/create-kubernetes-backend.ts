@@ -28,7 +28,10 @@ const optionsSchema = backendOptionsSchema.extend({
   imagePullPolicy: z.enum(['IfNotPresent', 'Always', 'Never']).optional(),
   networkPolicyEnforced: z.boolean().optional(),
   // Names become Pod and claim names: DNS-1123 labels, so lower case.
-  namePrefix: z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, { message: 'expected lower-case letters, digits or "-" (a Kubernetes name)' }).optional(),
+  namePrefix: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,30}$/, { message: 'expected lower-case letters, digits or "-" (a Kubernetes name)' })
+    .optional(),
   startTimeoutMs: z.number().int().min(1_000).optional(),
 });
 

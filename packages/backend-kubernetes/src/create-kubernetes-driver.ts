@@ -2,7 +2,16 @@ import { SandboxError } from '@berth/core';
 import type { DriverSandbox, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createKubernetesConnector, type Connection } from './kubernetes-connection.js';
-import { holdsAll, INSTALLATION_KEY, MANAGED_BY_KEY, MANAGED_BY_VALUE, SCOPE_KEY, scopeLabelValue, selectorOf, toKubernetesLabels } from './kubernetes-labels.js';
+import {
+  holdsAll,
+  INSTALLATION_KEY,
+  MANAGED_BY_KEY,
+  MANAGED_BY_VALUE,
+  SCOPE_KEY,
+  scopeLabelValue,
+  selectorOf,
+  toKubernetesLabels,
+} from './kubernetes-labels.js';
 import { isConflict } from './map-kubernetes-error.js';
 import { isPodBusy, openPodChannel } from './pod-exec.js';
 import { probeNetworkPolicy, type NetworkPolicyProbe } from './probe-network-policy.js';
@@ -102,9 +111,13 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
           const status = (error as { code?: unknown }).code;
           if (status === 403) {
             const why = 'it does not exist, or the Role in docs/backend-kubernetes.md is not bound to the user there';
-            throw new SandboxError('ENGINE_ERROR', `this user may not read namespace ${namespace}: ${why}; create the namespace and bind the Role, or set terminal.kubernetes_namespace`, {
-              cause: error,
-            });
+            throw new SandboxError(
+              'ENGINE_ERROR',
+              `this user may not read namespace ${namespace}: ${why}; create the namespace and bind the Role, or set terminal.kubernetes_namespace`,
+              {
+                cause: error,
+              },
+            );
           }
           throw error;
         }
@@ -143,7 +156,9 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
         probe = undefined;
         throw error;
       });
-      return probe.catch((error: unknown): NetworkPolicyProbe => ({ enforced: undefined, detail: `the probe could not run (${(error as Error).message.split('\n')[0]})` }));
+      return probe.catch(
+        (error: unknown): NetworkPolicyProbe => ({ enforced: undefined, detail: `the probe could not run (${(error as Error).message.split('\n')[0]})` }),
+      );
     },
 
     // Images are the nodes' business: a kubelet pulls when a Pod starts, and a missing one is
@@ -220,7 +235,8 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
       }
     },
 
-    openChannel: (id, command, channelOptions) => call(`run a command in sandbox ${id}`, (connected) => openPodChannel(connected, namespace, id, command, channelOptions)),
+    openChannel: (id, command, channelOptions) =>
+      call(`run a command in sandbox ${id}`, (connected) => openPodChannel(connected, namespace, id, command, channelOptions)),
 
     purgeStorage: (scopeKey) =>
       call(`delete the claim of ${scopeKey}`, ({ core }) =>

@@ -33,18 +33,25 @@ describe('findKubernetesCluster', () => {
     const home = path.join(folder, 'home');
     const environment = { KUBECONFIG: `${path.join(folder, 'missing')}:${path.join(folder, 'variable')}`, HOME: home };
     expect(findKubernetesCluster({ kubeconfig: path.join(folder, 'explicit'), environment })).toMatchObject({ endpoint: 'https://explicit-0:6443' });
-    expect(findKubernetesCluster({ environment })).toMatchObject({ endpoint: 'https://variable-0:6443', discovery: `$KUBECONFIG (${path.join(folder, 'variable')}), context v` });
+    expect(findKubernetesCluster({ environment })).toMatchObject({
+      endpoint: 'https://variable-0:6443',
+      discovery: `$KUBECONFIG (${path.join(folder, 'variable')}), context v`,
+    });
     expect(findKubernetesCluster({ environment: { HOME: home } })).toMatchObject({ endpoint: 'https://home-0:6443' });
   });
 
   it('switches to terminal.kubernetes_context, and names the contexts there are when it is not one', () => {
     expect(findKubernetesCluster({ kubeconfig: path.join(folder, 'explicit'), context: 'two', environment: {} }).endpoint).toBe('https://explicit-1:6443');
     expect(() => findKubernetesCluster({ kubeconfig: path.join(folder, 'explicit'), context: 'three', environment: {} })).toThrow(ConfigError);
-    expect(() => findKubernetesCluster({ kubeconfig: path.join(folder, 'explicit'), context: 'three', environment: {} })).toThrow(/kubernetes_context is three, but .* has only one, two; set it to one of those/);
+    expect(() => findKubernetesCluster({ kubeconfig: path.join(folder, 'explicit'), context: 'three', environment: {} })).toThrow(
+      /kubernetes_context is three, but .* has only one, two; set it to one of those/,
+    );
   });
 
   it('says in one line what to set when there is no cluster at all, or the file is missing', () => {
     expect(() => findKubernetesCluster({ environment: { HOME: path.join(folder, 'nowhere') } })).toThrow(EngineUnavailableError);
-    expect(() => findKubernetesCluster({ kubeconfig: path.join(folder, 'absent'), environment: {} })).toThrow(/terminal\.kubernetes_kubeconfig is .*absent, which does not exist/);
+    expect(() => findKubernetesCluster({ kubeconfig: path.join(folder, 'absent'), environment: {} })).toThrow(
+      /terminal\.kubernetes_kubeconfig is .*absent, which does not exist/,
+    );
   });
 });

@@ -36,7 +36,11 @@ function load(file: string, how: string): KubeConfig {
   try {
     kubeConfig.loadFromFile(file);
   } catch (error) {
-    throw new ConfigError('terminal.kubernetes_kubeconfig', `${file} (${how}) cannot be read as a kubeconfig (${(error as Error).message.split('\n')[0]}); point terminal.kubernetes_kubeconfig at a valid one`, { cause: error });
+    throw new ConfigError(
+      'terminal.kubernetes_kubeconfig',
+      `${file} (${how}) cannot be read as a kubeconfig (${(error as Error).message.split('\n')[0]}); point terminal.kubernetes_kubeconfig at a valid one`,
+      { cause: error },
+    );
   }
   return kubeConfig;
 }
@@ -57,11 +61,18 @@ export function findKubernetesCluster(options: FindKubernetesClusterOptions = {}
     how = 'the kubeConfig option';
   } else if (options.kubeconfig) {
     const file = expandHome(options.kubeconfig, environment.HOME);
-    if (!existsSync(file)) throw new ConfigError('terminal.kubernetes_kubeconfig', `terminal.kubernetes_kubeconfig is ${file}, which does not exist; point it at the cluster's kubeconfig`);
+    if (!existsSync(file))
+      throw new ConfigError(
+        'terminal.kubernetes_kubeconfig',
+        `terminal.kubernetes_kubeconfig is ${file}, which does not exist; point it at the cluster's kubeconfig`,
+      );
     kubeConfig = load(file, 'terminal.kubernetes_kubeconfig');
     how = `terminal.kubernetes_kubeconfig (${file})`;
   } else {
-    const fromVariable = (environment.KUBECONFIG ?? '').split(path.delimiter).filter(Boolean).find((file) => existsSync(file));
+    const fromVariable = (environment.KUBECONFIG ?? '')
+      .split(path.delimiter)
+      .filter(Boolean)
+      .find((file) => existsSync(file));
     const home = environment.HOME ? path.join(environment.HOME, '.kube', 'config') : undefined;
     if (fromVariable) {
       kubeConfig = load(fromVariable, '$KUBECONFIG');
@@ -76,20 +87,26 @@ export function findKubernetesCluster(options: FindKubernetesClusterOptions = {}
     } else {
       throw new EngineUnavailableError(
         'kubeconfig',
-        'no Kubernetes cluster is configured: no terminal.kubernetes_kubeconfig, no $KUBECONFIG file, no ~/.kube/config and no service account; set terminal.kubernetes_kubeconfig to the cluster\'s kubeconfig',
+        "no Kubernetes cluster is configured: no terminal.kubernetes_kubeconfig, no $KUBECONFIG file, no ~/.kube/config and no service account; set terminal.kubernetes_kubeconfig to the cluster's kubeconfig",
       );
     }
   }
   if (options.context) {
     const names = kubeConfig.getContexts().map((context) => context.name);
     if (!names.includes(options.context)) {
-      throw new ConfigError('terminal.kubernetes_context', `terminal.kubernetes_context is ${options.context}, but ${how} has ${names.length ? `only ${names.join(', ')}` : 'no context'}; set it to one of those`);
+      throw new ConfigError(
+        'terminal.kubernetes_context',
+        `terminal.kubernetes_context is ${options.context}, but ${how} has ${names.length ? `only ${names.join(', ')}` : 'no context'}; set it to one of those`,
+      );
     }
     kubeConfig.setCurrentContext(options.context);
   }
   const cluster = kubeConfig.getCurrentCluster();
   if (!cluster) {
-    throw new ConfigError('terminal.kubernetes_context', `${how} has no cluster for context ${kubeConfig.getCurrentContext() || '(none)'}; set terminal.kubernetes_context to a context with a cluster`);
+    throw new ConfigError(
+      'terminal.kubernetes_context',
+      `${how} has no cluster for context ${kubeConfig.getCurrentContext() || '(none)'}; set terminal.kubernetes_context to a context with a cluster`,
+    );
   }
   const context = kubeConfig.getCurrentContext();
   return {

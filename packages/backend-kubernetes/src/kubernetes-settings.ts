@@ -2,7 +2,14 @@ import { createHash } from 'node:crypto';
 import { parseTerminalConfig, resolveSandboxDir, type TerminalConfig } from '@berth/core';
 
 /** The `terminal:` keys the Kubernetes backend reads besides the runtime's settings. */
-export const KUBERNETES_SETTING_KEYS = ['kubernetes_namespace', 'kubernetes_kubeconfig', 'kubernetes_context', 'kubernetes_storage_class', 'container_disk', 'sandbox_dir'] as const;
+export const KUBERNETES_SETTING_KEYS = [
+  'kubernetes_namespace',
+  'kubernetes_kubeconfig',
+  'kubernetes_context',
+  'kubernetes_storage_class',
+  'container_disk',
+  'sandbox_dir',
+] as const;
 
 /** The cluster's part of a validated `terminal:` section. */
 export type KubernetesSettings = Pick<TerminalConfig, (typeof KUBERNETES_SETTING_KEYS)[number]>;
@@ -30,5 +37,8 @@ export function kubernetesSettings(input: KubernetesSettingsInput = {}): Kuberne
  * namespace: a digest of its sandbox root (where its installation key lives).
  */
 export function installationLabel(sandboxDir: string | undefined, environment: Readonly<Record<string, string | undefined>> = process.env): string {
-  return createHash('sha256').update(resolveSandboxDir(sandboxDir, environment as NodeJS.ProcessEnv)).digest('hex').slice(0, 24);
+  return createHash('sha256')
+    .update(resolveSandboxDir(sandboxDir, environment as NodeJS.ProcessEnv))
+    .digest('hex')
+    .slice(0, 24);
 }

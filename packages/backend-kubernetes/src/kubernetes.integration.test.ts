@@ -4,7 +4,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ConfigError, createPlatformRegistry, createSandboxResolver, EngineUnavailableError, parseTerminalConfig, type SandboxRequest, type TerminalConfigInput } from '@berth/core';
+import {
+  ConfigError,
+  createPlatformRegistry,
+  createSandboxResolver,
+  EngineUnavailableError,
+  parseTerminalConfig,
+  type SandboxRequest,
+  type TerminalConfigInput,
+} from '@berth/core';
 import { KubeConfig, NetworkingV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKubernetesBackend, createKubernetesDriver, type KubernetesBackend } from './index.js';
@@ -46,13 +54,20 @@ const configOf = (overrides: TerminalConfigInput = {}) =>
 
 function backendOf(overrides: TerminalConfigInput = {}, options: { reapIntervalMs?: number; kubeConfig?: KubeConfig } = {}): KubernetesBackend {
   const config = configOf(overrides);
-  const backend = createKubernetesBackend({ settings: config, kubernetes: config, kubeConfig: options.kubeConfig ?? cluster.driverConfig, ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}) });
+  const backend = createKubernetesBackend({
+    settings: config,
+    kubernetes: config,
+    kubeConfig: options.kubeConfig ?? cluster.driverConfig,
+    ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
+  });
   backends.push(backend);
   return backend;
 }
 
 const requestOf = (userId: string, environment: Record<string, string> = {}, overrides: TerminalConfigInput = {}): SandboxRequest =>
-  createSandboxResolver({ config: configOf(overrides), registry: createPlatformRegistry(), environment }).resolve({ session: { platform: 'telegram', userId } });
+  createSandboxResolver({ config: configOf(overrides), registry: createPlatformRegistry(), environment }).resolve({
+    session: { platform: 'telegram', userId },
+  });
 
 const newUser = (): string => `${cluster.runId.replace(/\D/g, '').padEnd(4, '7').slice(0, 4)}${nextUser++}`;
 
@@ -87,14 +102,21 @@ describe('kubernetes: the objects of a sandbox', () => {
     const secret = `ghp_k8s_${cluster.runId}_secret`;
     const user = newUser();
     const request = requestOf(user, { [`HERMES_USER_TELEGRAM_${user}_GITHUB_TOKEN`]: secret });
-    const inside = await backend.doExec(request, { command: 'echo "[$GITHUB_TOKEN]"; ls /var/run/secrets/kubernetes.io 2>&1; hostname; grep NoNewPrivs /proc/self/status' });
+    const inside = await backend.doExec(request, {
+      command: 'echo "[$GITHUB_TOKEN]"; ls /var/run/secrets/kubernetes.io 2>&1; hostname; grep NoNewPrivs /proc/self/status',
+    });
     expect(inside.exitCode).toBe(0);
     expect(inside.stdout).toMatch(/^\[\*\*\*\]\n.*No such file or directory\nsandbox\nNoNewPrivs:\s+1\n$/);
 
     const [pod] = await podsOf(backend, request);
     expect(pod, 'one pod for the user').toBeDefined();
     const container = pod!.spec!.containers[0]!;
-    expect(pod!.spec).toMatchObject({ automountServiceAccountToken: false, enableServiceLinks: false, hostname: 'sandbox', securityContext: { seccompProfile: { type: 'RuntimeDefault' } } });
+    expect(pod!.spec).toMatchObject({
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      hostname: 'sandbox',
+      securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
+    });
     expect(container.securityContext).toMatchObject({ privileged: false, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     expect(container.resources?.limits).toEqual({ cpu: '500m', memory: '256Mi' });
     expect(container.env ?? []).toEqual([]);
@@ -193,13 +215,20 @@ describe('kubernetes: the berth CLI', () => {
       kubernetes_kubeconfig: DRIVER_KUBECONFIG,
       kubernetes_storage_class: STORAGE_CLASS,
     };
-    await writeFile(configFile, `terminal:\n${Object.entries(terminal).map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`).join('\n')}\n`);
+    await writeFile(
+      configFile,
+      `terminal:\n${Object.entries(terminal)
+        .map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
+        .join('\n')}\n`,
+    );
   });
   const berth = (...args: string[]) => run(process.execPath, [CLI, ...args], { env: { ...process.env, NO_COLOR: '1' }, timeout: 120_000 });
 
-  it('berth exec runs in the user\'s Pod, berth ls lists it, berth rm --purge deletes the Pod, the claim and its volume', async () => {
+  it("berth exec runs in the user's Pod, berth ls lists it, berth rm --purge deletes the Pod, the claim and its volume", async () => {
     const user = newUser();
-    expect((await berth('exec', '--config', configFile, '--platform', 'telegram', '--user', user, '--', 'echo cli > /workspace/f; cat /workspace/f')).stdout).toBe('cli\n');
+    expect(
+      (await berth('exec', '--config', configFile, '--platform', 'telegram', '--user', user, '--', 'echo cli > /workspace/f; cat /workspace/f')).stdout,
+    ).toBe('cli\n');
     const listed = JSON.parse((await berth('ls', '--config', configFile, '--json')).stdout) as Array<{ scope: string; state: string; containerId: string }>;
     const mine = listed.filter((entry) => entry.scope === `user:telegram:${user}`);
     expect(mine.map((entry) => entry.state)).toEqual(['running']);
@@ -227,7 +256,10 @@ describe('kubernetes: the berth CLI', () => {
 
   it('berth doctor reaches the cluster and says whether it enforces NetworkPolicy (this one does not)', async () => {
     const { stdout } = await berth('doctor', '--config', configFile, '--json').catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
-    const report = JSON.parse(stdout) as { engine: { name: string; reachable: boolean; version: string }; checks: Array<{ name: string; status: string; detail: string }> };
+    const report = JSON.parse(stdout) as {
+      engine: { name: string; reachable: boolean; version: string };
+      checks: Array<{ name: string; status: string; detail: string }>;
+    };
     expect(report.engine).toMatchObject({ name: 'kubernetes', reachable: true, version: 'v1.20.2' });
     expect(report.checks.find((check) => check.name === 'isolation' && /NetworkPolicy is NOT enforced/.test(check.detail))?.status).toBe('warning');
     expect(report.checks.some((check) => check.name === 'engine' && /podPidsLimit/.test(check.detail))).toBe(true);
@@ -244,9 +276,13 @@ describe('kubernetes: errors name the culprit and the fix, in one line', () => {
       contexts: [{ name: 'nowhere', cluster: 'nowhere', user: 'nobody' }],
       currentContext: 'nowhere',
     });
-    const error = await backendOf({}, { kubeConfig: nowhere }).doExec(requestOf(newUser()), { command: 'true' }).catch((caught: unknown) => caught);
+    const error = await backendOf({}, { kubeConfig: nowhere })
+      .doExec(requestOf(newUser()), { command: 'true' })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(EngineUnavailableError);
-    expect((error as Error).message).toMatch(/^could not .*: the Kubernetes API at https:\/\/127\.0\.0\.1:6449 did not answer \(ECONNREFUSED\); check terminal\.kubernetes_kubeconfig/);
+    expect((error as Error).message).toMatch(
+      /^could not .*: the Kubernetes API at https:\/\/127\.0\.0\.1:6449 did not answer \(ECONNREFUSED\); check terminal\.kubernetes_kubeconfig/,
+    );
     expect((error as Error).message).not.toContain('\n');
   });
 
@@ -254,7 +290,11 @@ describe('kubernetes: errors name the culprit and the fix, in one line', () => {
     const driver = createKubernetesDriver({ kubeConfig: cluster.adminConfig, namespace: `${cluster.namespace}-missing` });
     const error = await driver.ping().catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as Error).message).toMatch(new RegExp(`namespace ${cluster.namespace}-missing does not exist .*; create it \\(kubectl create namespace ${cluster.namespace}-missing\\) or set terminal\\.kubernetes_namespace$`));
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `namespace ${cluster.namespace}-missing does not exist .*; create it \\(kubectl create namespace ${cluster.namespace}-missing\\) or set terminal\\.kubernetes_namespace$`,
+      ),
+    );
   });
 
   it('a user without the Role in the namespace', async () => {
@@ -262,7 +302,9 @@ describe('kubernetes: errors name the culprit and the fix, in one line', () => {
     const error = await driver.ping().catch((caught: unknown) => caught);
     expect((error as Error).message).toMatch(/may not read namespace default: it does not exist, or the Role in docs\/backend-kubernetes\.md is not bound/);
     const listing = await driver.list({ 'dev.berth.managed-by': 'berth' }).catch((caught: unknown) => caught);
-    expect((listing as Error).message).toMatch(/User "berth" cannot list .* \(403\); bind the Role in docs\/backend-kubernetes\.md to this user in namespace default$/);
+    expect((listing as Error).message).toMatch(
+      /User "berth" cannot list .* \(403\); bind the Role in docs\/backend-kubernetes\.md to this user in namespace default$/,
+    );
   });
 });
 
@@ -271,7 +313,9 @@ describe('kubernetes: the exec channel', () => {
     const backend = backendOf();
     const request = requestOf(newUser());
     const id = await backend.doAcquire(request);
-    const channel = (await backend.driver.openChannel(id, ['/bin/sh', '-c', 'read line; echo "got $line"; exit 3'])) as Awaited<ReturnType<typeof backend.driver.openChannel>> & { protocol?: string };
+    const channel = (await backend.driver.openChannel(id, ['/bin/sh', '-c', 'read line; echo "got $line"; exit 3'])) as Awaited<
+      ReturnType<typeof backend.driver.openChannel>
+    > & { protocol?: string };
     expect(channel.protocol).toBe('v4.channel.k8s.io');
     let output = '';
     channel.onStdout((chunk) => (output += chunk.toString()));

@@ -12,7 +12,18 @@ export interface KubernetesErrorContext {
 }
 
 /** Network failures: the API server did not answer. */
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET']);
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+]);
 /** TLS failures: an answer, from a server the kubeconfig does not trust. */
 const TLS_CODES = /^(?:UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|CERT_|ERR_TLS_|ERR_SSL_)/;
 
@@ -60,7 +71,13 @@ function transportCode(error: unknown): string | undefined {
 /** The first line of what the server (or the client) said, bounded. */
 export function kubernetesMessage(error: unknown): string {
   const body = statusBody(error);
-  const raw = body?.message ?? (error instanceof ApiException ? `HTTP ${error.code}` : error instanceof Error ? error.message : String((error as { message?: unknown })?.message ?? error));
+  const raw =
+    body?.message ??
+    (error instanceof ApiException
+      ? `HTTP ${error.code}`
+      : error instanceof Error
+        ? error.message
+        : String((error as { message?: unknown })?.message ?? error));
   const text = raw.split('\n')[0]!.trim();
   return text.length > 240 ? `${text.slice(0, 240)}…` : text;
 }
@@ -89,26 +106,52 @@ export function mapKubernetesError(error: unknown, context: KubernetesErrorConte
     const hint = TLS_CODES.test(transport)
       ? "its certificate is not one the kubeconfig trusts; fix the cluster's certificate-authority in the kubeconfig"
       : 'check terminal.kubernetes_kubeconfig and terminal.kubernetes_context, or start the cluster';
-    return new EngineUnavailableError(context.endpoint, `could not ${context.action}: the Kubernetes API at ${context.endpoint} did not answer (${transport}); ${hint}`, { cause: error });
+    return new EngineUnavailableError(
+      context.endpoint,
+      `could not ${context.action}: the Kubernetes API at ${context.endpoint} did not answer (${transport}); ${hint}`,
+      { cause: error },
+    );
   }
   const status = kubernetesStatus(error);
   const said = kubernetesMessage(error);
   switch (status) {
     case 401:
-      return new EngineUnavailableError(context.endpoint, `could not ${context.action}: the Kubernetes API at ${context.endpoint} refused the kubeconfig's credentials (401); renew them in the kubeconfig`, { cause: error });
+      return new EngineUnavailableError(
+        context.endpoint,
+        `could not ${context.action}: the Kubernetes API at ${context.endpoint} refused the kubeconfig's credentials (401); renew them in the kubeconfig`,
+        { cause: error },
+      );
     case 403:
-      return new SandboxError('ENGINE_ERROR', `could not ${context.action}: ${said} (403); bind the Role in docs/backend-kubernetes.md to this user in namespace ${context.namespace}`, { cause: error });
+      return new SandboxError(
+        'ENGINE_ERROR',
+        `could not ${context.action}: ${said} (403); bind the Role in docs/backend-kubernetes.md to this user in namespace ${context.namespace}`,
+        { cause: error },
+      );
     case 404:
       if (statusBody(error)?.details?.kind === 'namespaces') {
-        return new ConfigError('terminal.kubernetes_namespace', `could not ${context.action}: namespace ${context.namespace} does not exist on the cluster at ${context.endpoint}; create it (kubectl create namespace ${context.namespace}) or set terminal.kubernetes_namespace`, { cause: error });
+        return new ConfigError(
+          'terminal.kubernetes_namespace',
+          `could not ${context.action}: namespace ${context.namespace} does not exist on the cluster at ${context.endpoint}; create it (kubectl create namespace ${context.namespace}) or set terminal.kubernetes_namespace`,
+          { cause: error },
+        );
       }
-      return new SandboxError('SANDBOX_GONE', `could not ${context.action}: it does not exist in namespace ${context.namespace} (${said}); the next command recreates it`, { cause: error });
+      return new SandboxError(
+        'SANDBOX_GONE',
+        `could not ${context.action}: it does not exist in namespace ${context.namespace} (${said}); the next command recreates it`,
+        { cause: error },
+      );
     case 409:
       return new SandboxError('SANDBOX_CONFLICT', `could not ${context.action}: ${said} (409); retry the command`, { cause: error });
     case 422:
-      return new SandboxError('ENGINE_ERROR', `could not ${context.action}: the cluster refused it as invalid (${said}); check the terminal: settings it names`, { cause: error });
+      return new SandboxError(
+        'ENGINE_ERROR',
+        `could not ${context.action}: the cluster refused it as invalid (${said}); check the terminal: settings it names`,
+        { cause: error },
+      );
     default:
-      return new SandboxError('ENGINE_ERROR', `could not ${context.action}: the Kubernetes API answered ${status ?? 'with an error'} (${said})`, { cause: error });
+      return new SandboxError('ENGINE_ERROR', `could not ${context.action}: the Kubernetes API answered ${status ?? 'with an error'} (${said})`, {
+        cause: error,
+      });
   }
 }
 

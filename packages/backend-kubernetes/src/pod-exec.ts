@@ -16,7 +16,13 @@ import { parseId, readPod, sleep, stateOf } from './sandbox-pods.js';
 const ENGINE_PROCESS = /^\/pause$/;
 
 /** One command in a running Pod, its output collected (for the busy check and the probe). */
-async function runInPod(connected: Connection, namespace: string, pod: V1Pod, command: readonly string[], timeoutMs: number): Promise<{ stdout: string; exitCode: number | undefined }> {
+async function runInPod(
+  connected: Connection,
+  namespace: string,
+  pod: V1Pod,
+  command: readonly string[],
+  timeoutMs: number,
+): Promise<{ stdout: string; exitCode: number | undefined }> {
   const name = pod.metadata!.name!;
   const channel = await openKubernetesExecChannel({ kubeConfig: connected.cluster.kubeConfig, namespace, pod: name, command, watch: () => () => undefined });
   let stdout = '';
@@ -51,12 +57,21 @@ export async function isPodBusy(connected: Connection, namespace: string, name: 
  * A channel to `command` in the sandbox's running Pod (the one `id` names, when it names one),
  * which ends when that Pod does; `SANDBOX_GONE` when there is none.
  */
-export async function openPodChannel(connected: Connection, namespace: string, id: string, command: readonly string[], channelOptions: { workingDir?: string } | undefined): Promise<ExecChannel> {
+export async function openPodChannel(
+  connected: Connection,
+  namespace: string,
+  id: string,
+  command: readonly string[],
+  channelOptions: { workingDir?: string } | undefined,
+): Promise<ExecChannel> {
   const { name, uid } = parseId(id);
   const pod = await readPod(connected.core, namespace, name);
   const watched = { uid: pod?.metadata?.uid ?? '', restarts: pod?.status?.containerStatuses?.[0]?.restartCount ?? 0 };
   if (!pod || (uid !== undefined && uid !== watched.uid) || podEnded(pod, watched) || stateOf(pod) !== 'running') {
-    throw new SandboxError('SANDBOX_GONE', `sandbox ${name} has no running pod${uid && pod && uid !== watched.uid ? ' (it was replaced)' : ''}; the next command starts it again`);
+    throw new SandboxError(
+      'SANDBOX_GONE',
+      `sandbox ${name} has no running pod${uid && pod && uid !== watched.uid ? ' (it was replaced)' : ''}; the next command starts it again`,
+    );
   }
   // The exec API has no working directory: a shell changes to it, then becomes the command.
   const argv = channelOptions?.workingDir ? ['/bin/sh', '-c', 'cd -- "$0" && exec "$@"', channelOptions.workingDir, ...command] : [...command];
@@ -75,7 +90,11 @@ export async function openPodChannel(connected: Connection, namespace: string, i
     } catch (error) {
       if (kubernetesStatus(error) !== 500) throw error;
       if (attempt >= 10) {
-        throw new SandboxError('SANDBOX_GONE', `the kubelet would not run a command in pod ${name} (500 on the exec upgrade, 11 times); the next command starts it again`, { cause: error });
+        throw new SandboxError(
+          'SANDBOX_GONE',
+          `the kubelet would not run a command in pod ${name} (500 on the exec upgrade, 11 times); the next command starts it again`,
+          { cause: error },
+        );
       }
       await sleep(300);
     }

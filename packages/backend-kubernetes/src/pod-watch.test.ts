@@ -4,7 +4,11 @@ import { podEnded } from './pod-watch.js';
 
 describe('when a channel is over', () => {
   const watched = { uid: 'u1', restarts: 0 };
-  const pod = (patch: object = {}) => ({ metadata: { name: 'p', uid: 'u1' }, status: { containerStatuses: [{ name: 'sandbox', image: 'i', imageID: '', ready: true, restartCount: 0, state: { running: {} } }] }, ...patch });
+  const pod = (patch: object = {}) => ({
+    metadata: { name: 'p', uid: 'u1' },
+    status: { containerStatuses: [{ name: 'sandbox', image: 'i', imageID: '', ready: true, restartCount: 0, state: { running: {} } }] },
+    ...patch,
+  });
 
   it('a pod deleted, being deleted, replaced, restarted or ended ends its channels; a live one does not', () => {
     expect(podEnded(pod() as never, watched)).toBeUndefined();

@@ -34,9 +34,7 @@ export class PodWatch {
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly options: { kubeConfig: KubeConfig; core: CoreV1Api; namespace: string; labelSelector: string },
-  ) {}
+  constructor(private readonly options: { kubeConfig: KubeConfig; core: CoreV1Api; namespace: string; labelSelector: string }) {}
 
   /** Calls `gone` once when the Pod `name` with `uid` ends; returns the function that stops watching it. */
   add(entry: Watched): () => void {

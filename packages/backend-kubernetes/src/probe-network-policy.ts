@@ -19,7 +19,13 @@ const sleep = (milliseconds: number): Promise<void> => new Promise((resolve) => 
  * it. A connection that gets through means the policy is only stored, not enforced. The
  * listener first answers itself, so a refused connection is the policy's doing.
  */
-export async function probeNetworkPolicy(options: { core: CoreV1Api; kubeConfig: KubeConfig; namespace: string; image: string; ensurePolicies: () => Promise<void> }): Promise<NetworkPolicyProbe> {
+export async function probeNetworkPolicy(options: {
+  core: CoreV1Api;
+  kubeConfig: KubeConfig;
+  namespace: string;
+  image: string;
+  ensurePolicies: () => Promise<void>;
+}): Promise<NetworkPolicyProbe> {
   const { core, namespace } = options;
   const tag = randomBytes(4).toString('hex');
   const names = { server: `berth-probe-${tag}-listen`, client: `berth-probe-${tag}-connect` };
@@ -44,7 +50,13 @@ export async function probeNetworkPolicy(options: { core: CoreV1Api; kubeConfig:
     },
   });
   const exec = async (name: string, command: string): Promise<string> => {
-    const channel = await openKubernetesExecChannel({ kubeConfig: options.kubeConfig, namespace, pod: name, command: ['/bin/sh', '-c', command], watch: () => () => undefined });
+    const channel = await openKubernetesExecChannel({
+      kubeConfig: options.kubeConfig,
+      namespace,
+      pod: name,
+      command: ['/bin/sh', '-c', command],
+      watch: () => () => undefined,
+    });
     let output = '';
     channel.onStdout((chunk) => (output += chunk.toString('utf8')));
     channel.onStderr(() => undefined);
@@ -62,7 +74,8 @@ export async function probeNetworkPolicy(options: { core: CoreV1Api; kubeConfig:
     for (;;) {
       const found = await core.readNamespacedPod({ name, namespace });
       if (found.status?.phase === 'Running' && found.status.podIP) return found;
-      if (found.status?.phase === 'Failed' || found.status?.phase === 'Succeeded' || Date.now() > deadline) throw new Error(`probe pod ${name} did not run (${found.status?.phase})`);
+      if (found.status?.phase === 'Failed' || found.status?.phase === 'Succeeded' || Date.now() > deadline)
+        throw new Error(`probe pod ${name} did not run (${found.status?.phase})`);
       await sleep(200);
     }
   };

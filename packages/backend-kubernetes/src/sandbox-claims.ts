@@ -71,7 +71,12 @@ export async function dropRecord(core: CoreV1Api, namespace: string, name: strin
 
 /** Deletes the kept claims (no record) that `selector` selects, each waited for up to 60 s. */
 export async function deleteKeptClaims(core: CoreV1Api, namespace: string, selector: Readonly<Record<string, string>>): Promise<void> {
-  const claims = await core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector: Object.entries(selector).map(([key, value]) => `${key}=${value}`).join(',') });
+  const claims = await core.listNamespacedPersistentVolumeClaim({
+    namespace,
+    labelSelector: Object.entries(selector)
+      .map(([key, value]) => `${key}=${value}`)
+      .join(','),
+  });
   for (const claim of claims.items) {
     const name = claim.metadata?.name;
     // A claim that is a sandbox again belongs to whoever made it meanwhile.

@@ -26,10 +26,16 @@ export function stateOf(pod: V1Pod | undefined): DriverSandbox['state'] {
   return 'other';
 }
 
-const idOf = (name: string, pod: V1Pod | undefined): string => (pod && !pod.metadata?.deletionTimestamp && pod.metadata?.uid ? `${name}@${pod.metadata.uid}` : name);
+const idOf = (name: string, pod: V1Pod | undefined): string =>
+  pod && !pod.metadata?.deletionTimestamp && pod.metadata?.uid ? `${name}@${pod.metadata.uid}` : name;
 
 /** The sandbox the runtime sees: a claim's name and labels, and its Pod if it has one. */
-export const toSandbox = (name: string, labels: Record<string, string>, pod: V1Pod | undefined): DriverSandbox => ({ id: idOf(name, pod), name, state: stateOf(pod), labels });
+export const toSandbox = (name: string, labels: Record<string, string>, pod: V1Pod | undefined): DriverSandbox => ({
+  id: idOf(name, pod),
+  name,
+  state: stateOf(pod),
+  labels,
+});
 
 export function readPod(core: CoreV1Api, namespace: string, name: string): Promise<V1Pod | undefined> {
   return unlessNotFound(core.readNamespacedPod({ name, namespace }));
@@ -53,7 +59,11 @@ export async function deletePod(core: CoreV1Api, namespace: string, name: string
     if (!(await readPod(core, namespace, name))) return;
     await sleep(100);
   }
-  if (graceSeconds === 0) throw new SandboxError('ENGINE_ERROR', `pod ${name} in namespace ${namespace} was still there 60 s after its deletion; look at the node's kubelet, then retry`);
+  if (graceSeconds === 0)
+    throw new SandboxError(
+      'ENGINE_ERROR',
+      `pod ${name} in namespace ${namespace} was still there 60 s after its deletion; look at the node's kubelet, then retry`,
+    );
 }
 
 /** Why a Pod that does not run yet will not: an image, a container setting, no node, no volume. */
@@ -90,7 +100,13 @@ function startFailure(pod: V1Pod, image: string, waitedMs: number, storageClass:
  * still finishing or a Pod that ended deleted first; a Pod that will not run (its image, its
  * container, no node, no volume) or one not ready within `startTimeoutMs` is deleted and refused.
  */
-export async function runPod(core: CoreV1Api, namespace: string, name: string, body: V1Pod, options: { startTimeoutMs: number; storageClass: string | undefined }): Promise<void> {
+export async function runPod(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  body: V1Pod,
+  options: { startTimeoutMs: number; storageClass: string | undefined },
+): Promise<void> {
   const { startTimeoutMs } = options;
   const image = body.spec?.containers?.[0]?.image ?? '';
   const started = Date.now();
@@ -124,5 +140,8 @@ export async function runPod(core: CoreV1Api, namespace: string, name: string, b
     await sleep(100);
   }
   await deletePod(core, namespace, name, 0).catch(() => undefined);
-  throw new SandboxError('ENGINE_ERROR', `pod ${name} did not run within ${Math.round(startTimeoutMs / 1000)} s (kubectl -n ${namespace} describe pod ${name} says why); retry the command`);
+  throw new SandboxError(
+    'ENGINE_ERROR',
+    `pod ${name} did not run within ${Math.round(startTimeoutMs / 1000)} s (kubectl -n ${namespace} describe pod ${name} says why); retry the command`,
+  );
 }

@@ -7,10 +7,23 @@ import { buildNetworkPolicies, buildSandboxClaim, buildSandboxPod } from './to-k
 const userId = '15550001234';
 function specOf(config: Record<string, unknown> = {}) {
   const terminal = parseTerminalConfig({ sandbox_dir: '/srv/berth', container_memory: 512, container_cpu: 2, ...config });
-  const request = createSandboxResolver({ config: terminal, registry: createPlatformRegistry(), environment: { HERMES_USER_TELEGRAM_15550001234_GITHUB_TOKEN: 'ghp_secret_value' } }).resolve({
+  const request = createSandboxResolver({
+    config: terminal,
+    registry: createPlatformRegistry(),
+    environment: { HERMES_USER_TELEGRAM_15550001234_GITHUB_TOKEN: 'ghp_secret_value' },
+  }).resolve({
     session: { platform: 'telegram', userId },
   });
-  return buildSandboxSpec({ settings: sandboxSettings(terminal), image: 'busybox', name: 'berth-0123456789abcdef01234567', scope: request.scope, paths: request.paths, engine: 'kubernetes', specRevision: 'kubernetes-1', extraLabels: { 'dev.berth.test': 'run1' } }).spec;
+  return buildSandboxSpec({
+    settings: sandboxSettings(terminal),
+    image: 'busybox',
+    name: 'berth-0123456789abcdef01234567',
+    scope: request.scope,
+    paths: request.paths,
+    engine: 'kubernetes',
+    specRevision: 'kubernetes-1',
+    extraLabels: { 'dev.berth.test': 'run1' },
+  }).spec;
 }
 
 describe('the objects a sandbox is', () => {
@@ -22,7 +35,11 @@ describe('the objects a sandbox is', () => {
     expect(spec.enableServiceLinks).toBe(false);
     expect(spec.hostname).toBe('sandbox');
     expect(spec.securityContext?.seccompProfile?.type).toBe('RuntimeDefault');
-    expect(container.securityContext).toMatchObject({ privileged: false, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID'] } });
+    expect(container.securityContext).toMatchObject({
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'], add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID'] },
+    });
     expect(container.resources).toEqual({ limits: { cpu: '2000m', memory: '512Mi' }, requests: { cpu: '200m', memory: '51Mi' } });
     expect(container.env).toBeUndefined();
     expect(spec.volumes?.find((volume) => volume.name === 'tmp')?.emptyDir).toEqual({ medium: 'Memory', sizeLimit: '512Mi' });
@@ -47,7 +64,11 @@ describe('the objects a sandbox is', () => {
     expect(JSON.parse(claim.metadata!.annotations![LABELS_ANNOTATION]!)).toEqual(spec.labels);
     expect(JSON.parse(claim.metadata!.annotations![POD_ANNOTATION]!)).toEqual(pod);
     expect(claim.metadata?.labels?.['berth.dev/installation']).toBe('abc');
-    expect(pod.spec?.containers[0]?.volumeMounts?.map((mount) => `${mount.mountPath}=${mount.subPath ?? ''}`)).toEqual(['/workspace=workspace', '/root=home', '/tmp=']);
+    expect(pod.spec?.containers[0]?.volumeMounts?.map((mount) => `${mount.mountPath}=${mount.subPath ?? ''}`)).toEqual([
+      '/workspace=workspace',
+      '/root=home',
+      '/tmp=',
+    ]);
   });
 
   it('without network: the deny-all policy selects the pod, and it has no resolver', () => {

@@ -49,7 +49,10 @@ const cpuQuantity = (cpus: number): string => `${Math.max(1, Math.round(cpus * 1
  */
 export function buildSandboxPod(spec: SandboxSpec, options: ClusterObjectOptions): V1Pod {
   if (spec.volumes.length > 0) {
-    throw new ConfigError('terminal.docker_volumes', `terminal.docker_volumes binds host folders (${spec.volumes[0]!.source}), which a Kubernetes node does not have; remove it for backend: kubernetes`);
+    throw new ConfigError(
+      'terminal.docker_volumes',
+      `terminal.docker_volumes binds host folders (${spec.volumes[0]!.source}), which a Kubernetes node does not have; remove it for backend: kubernetes`,
+    );
   }
   const { limits, security } = spec;
   return {
@@ -111,7 +114,11 @@ export function buildSandboxClaim(spec: SandboxSpec, pod: V1Pod, options: Cluste
     kind: 'PersistentVolumeClaim',
     metadata: {
       name: spec.name,
-      labels: { ...toKubernetesLabels(spec.labels), [MANAGED_BY_KEY]: MANAGED_BY_VALUE, ...(options.installation ? { [INSTALLATION_KEY]: options.installation } : {}) },
+      labels: {
+        ...toKubernetesLabels(spec.labels),
+        [MANAGED_BY_KEY]: MANAGED_BY_VALUE,
+        ...(options.installation ? { [INSTALLATION_KEY]: options.installation } : {}),
+      },
       annotations: recordAnnotations(spec.labels, pod),
     },
     spec: {

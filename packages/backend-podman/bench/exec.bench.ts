@@ -24,7 +24,8 @@ const median = (values: number[]): number => {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 };
-const percentile = (values: number[], p: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+const percentile = (values: number[], p: number): number =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
 
 async function time(label: string, once: () => Promise<void>): Promise<{ label: string; samples: number[] }> {
   for (let warm = 0; warm < 5; warm++) await once();
@@ -52,7 +53,9 @@ async function main(): Promise<void> {
   const sandboxDir = await mkdtemp(path.join(tmpdir(), 'berth-podman-bench-'));
   const config = parseTerminalConfig({ docker_image: image, sandbox_dir: sandboxDir, docker_network: false, lifetime_seconds: 0 });
   const backend = createPodmanBackend({ settings: config, socketPath, namePrefix: 'berth-bench-', labels: { 'dev.berth.test': 'bench' } });
-  const request = createSandboxResolver({ config, registry: createPlatformRegistry(), environment: {} }).resolve({ session: { platform: 'telegram', userId: '4242' } });
+  const request = createSandboxResolver({ config, registry: createPlatformRegistry(), environment: {} }).resolve({
+    session: { platform: 'telegram', userId: '4242' },
+  });
   const docker = new Dockerode({ socketPath });
   try {
     const id = await backend.doAcquire(request);
@@ -68,17 +71,29 @@ async function main(): Promise<void> {
       }),
     ];
     const api = median(results[1]!.samples);
-    const rows = results.map(({ label, samples }) => ({ label, runs: samples.length, medianMs: median(samples), p90Ms: percentile(samples, 90), ratioToApi: median(samples) / api }));
+    const rows = results.map(({ label, samples }) => ({
+      label,
+      runs: samples.length,
+      medianMs: median(samples),
+      p90Ms: percentile(samples, 90),
+      ratioToApi: median(samples) / api,
+    }));
     console.log(`\nwarm exec of \`true\` on Podman ${host.version} (${host.rootless ? 'rootless' : 'rootful'}, ${socketPath}), ${runs} runs each\n`);
     console.log(`${'path'.padEnd(38)} ${'median ms'.padStart(10)} ${'p90 ms'.padStart(9)} ${'vs API'.padStart(8)}`);
-    for (const row of rows) console.log(`${row.label.padEnd(38)} ${row.medianMs.toFixed(3).padStart(10)} ${row.p90Ms.toFixed(3).padStart(9)} ${row.ratioToApi.toFixed(4).padStart(8)}`);
+    for (const row of rows)
+      console.log(
+        `${row.label.padEnd(38)} ${row.medianMs.toFixed(3).padStart(10)} ${row.p90Ms.toFixed(3).padStart(9)} ${row.ratioToApi.toFixed(4).padStart(8)}`,
+      );
     const berth = rows[0]!;
     const pass = berth.ratioToApi <= 0.1;
     console.log(`\ntarget Berth <= 1/10 of the API exec: ${pass ? 'met' : 'MISSED'} (${(1 / berth.ratioToApi).toFixed(0)}x faster)`);
     const folder = path.resolve(import.meta.dirname, '..', 'bench-results');
     await mkdir(folder, { recursive: true });
     const file = path.join(folder, `exec-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    await writeFile(file, `${JSON.stringify({ engine: 'podman', version: host.version, rootless: host.rootless, runs, rows, target: 0.1, met: pass }, null, 2)}\n`);
+    await writeFile(
+      file,
+      `${JSON.stringify({ engine: 'podman', version: host.version, rootless: host.rootless, runs, rows, target: 0.1, met: pass }, null, 2)}\n`,
+    );
     console.log(`written: ${path.relative(process.cwd(), file)}`);
     if (!pass) process.exitCode = 1;
   } finally {

@@ -8,23 +8,42 @@ import { decidePodmanHost, type PodmanHost } from './read-podman-host.js';
 import { toLibpodSpec } from './to-libpod-spec.js';
 
 const config = parseTerminalConfig({ sandbox_dir: '/srv/berth', docker_image: 'localhost/berth-busybox:latest' });
-const request = createSandboxResolver({ config, registry: createPlatformRegistry(), environment: {} }).resolve({ session: { platform: 'telegram', userId: '123' } });
+const request = createSandboxResolver({ config, registry: createPlatformRegistry(), environment: {} }).resolve({
+  session: { platform: 'telegram', userId: '123' },
+});
 const rootful: PodmanHost = { rootless: false, cgroupVersion: 'v2', resourceLimits: true, selinuxEnforcing: false, version: '4.3.1' };
 const rootlessV1: PodmanHost = { ...rootful, rootless: true, cgroupVersion: 'v1', resourceLimits: false };
 
 /** The create request the Podman driver sends: the runtime's spec, Docker's translation, Podman's last word. */
 const specFor = (host: PodmanHost, networkMode = 'slirp4netns', settings: TerminalConfig = config): Dockerode.ContainerCreateOptions => {
-  const { spec } = buildSandboxSpec({ settings: sandboxSettings(settings), image: settings.docker_image, name: 'berth-x', scope: request.scope, paths: request.paths, engine: 'podman', specRevision: 'test' });
+  const { spec } = buildSandboxSpec({
+    settings: sandboxSettings(settings),
+    image: settings.docker_image,
+    name: 'berth-x',
+    scope: request.scope,
+    paths: request.paths,
+    engine: 'podman',
+    specRevision: 'test',
+  });
   return adjustPodmanCreate(toContainerCreateOptions(spec, networkMode), host);
 };
 
 describe('adjustPodmanHostConfig', () => {
   it('rootful: keeps the shared hardening, turns off the engine init, adds no user namespace', () => {
     const host = specFor(rootful).HostConfig!;
-    expect(host).toMatchObject({ Init: false, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], PidsLimit: config.docker_pids_limit, NetworkMode: 'slirp4netns' });
+    expect(host).toMatchObject({
+      Init: false,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      PidsLimit: config.docker_pids_limit,
+      NetworkMode: 'slirp4netns',
+    });
     expect(host.UsernsMode).toBeUndefined();
     expect(host.CapAdd).toEqual(config.docker_cap_add);
-    expect(host.Ulimits).toEqual([{ Name: 'nofile', Soft: config.docker_nofile, Hard: config.docker_nofile }, { Name: 'nproc', Soft: config.docker_nproc, Hard: config.docker_nproc }]);
+    expect(host.Ulimits).toEqual([
+      { Name: 'nofile', Soft: config.docker_nofile, Hard: config.docker_nofile },
+      { Name: 'nproc', Soft: config.docker_nproc, Hard: config.docker_nproc },
+    ]);
     expect(specFor(rootful).Env).toEqual([]);
   });
 
@@ -58,9 +77,18 @@ describe('adjustPodmanHostConfig', () => {
 
 describe('decidePodmanHost', () => {
   it('reads rootless, cgroup limits and SELinux from the engine and the local enforce flag', () => {
-    expect(decidePodmanHost({ host: { security: { rootless: false }, cgroupVersion: 'v1' } }, undefined)).toMatchObject({ rootless: false, resourceLimits: true, selinuxEnforcing: false });
-    expect(decidePodmanHost({ host: { security: { rootless: true }, cgroupVersion: 'v1', cgroupControllers: [] } }, undefined)).toMatchObject({ rootless: true, resourceLimits: false });
-    expect(decidePodmanHost({ host: { security: { rootless: true }, cgroupVersion: 'v2', cgroupControllers: ['cpu', 'memory', 'pids'] } }, undefined).resourceLimits).toBe(true);
+    expect(decidePodmanHost({ host: { security: { rootless: false }, cgroupVersion: 'v1' } }, undefined)).toMatchObject({
+      rootless: false,
+      resourceLimits: true,
+      selinuxEnforcing: false,
+    });
+    expect(decidePodmanHost({ host: { security: { rootless: true }, cgroupVersion: 'v1', cgroupControllers: [] } }, undefined)).toMatchObject({
+      rootless: true,
+      resourceLimits: false,
+    });
+    expect(
+      decidePodmanHost({ host: { security: { rootless: true }, cgroupVersion: 'v2', cgroupControllers: ['cpu', 'memory', 'pids'] } }, undefined).resourceLimits,
+    ).toBe(true);
     expect(decidePodmanHost({ host: { security: { rootless: true }, cgroupVersion: 'v2', cgroupControllers: ['cpu'] } }, undefined).resourceLimits).toBe(false);
     expect(decidePodmanHost({ host: { security: { selinuxEnabled: true } } }, undefined).selinuxEnforcing).toBe(true);
     expect(decidePodmanHost({ host: { security: { selinuxEnabled: true } } }, false).selinuxEnforcing).toBe(false);
@@ -86,9 +114,16 @@ describe('toLibpodSpec', () => {
       userns: { nsmode: 'keep-id' },
       restart_policy: 'no',
       stop_timeout: 3,
-      resource_limits: { pids: { limit: config.docker_pids_limit }, memory: { limit: config.container_memory * 1024 * 1024 }, cpu: { period: 100_000, quota: Math.round(config.container_cpu * 100_000) } },
+      resource_limits: {
+        pids: { limit: config.docker_pids_limit },
+        memory: { limit: config.container_memory * 1024 * 1024 },
+        cpu: { period: 100_000, quota: Math.round(config.container_cpu * 100_000) },
+      },
     });
-    expect(libpod.r_limits).toEqual([{ type: 'nofile', soft: config.docker_nofile, hard: config.docker_nofile }, { type: 'nproc', soft: config.docker_nproc, hard: config.docker_nproc }]);
+    expect(libpod.r_limits).toEqual([
+      { type: 'nofile', soft: config.docker_nofile, hard: config.docker_nofile },
+      { type: 'nproc', soft: config.docker_nproc, hard: config.docker_nproc },
+    ]);
     expect(libpod.labels).toEqual(spec.Labels);
     expect(libpod.mounts).toEqual([
       { destination: '/workspace', type: 'bind', source: request.paths.workspace, options: ['rbind', 'rw'] },

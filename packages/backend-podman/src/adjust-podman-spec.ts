@@ -39,7 +39,13 @@ export function adjustPodmanHostConfig(hostConfig: Dockerode.HostConfig, options
   }
   if (!host.resourceLimits) {
     adjusted.Ulimits = (hostConfig.Ulimits ?? []).map((limit) =>
-      limit.Name === 'nproc' ? { Name: 'nproc', Soft: Math.min(limit.Soft ?? options.pidsLimit, options.pidsLimit), Hard: Math.min(limit.Hard ?? options.pidsLimit, options.pidsLimit) } : limit,
+      limit.Name === 'nproc'
+        ? {
+            Name: 'nproc',
+            Soft: Math.min(limit.Soft ?? options.pidsLimit, options.pidsLimit),
+            Hard: Math.min(limit.Hard ?? options.pidsLimit, options.pidsLimit),
+          }
+        : limit,
     );
     // Podman ignores these here; dropping them keeps the stored spec honest about what applies.
     delete adjusted.PidsLimit;
@@ -58,7 +64,10 @@ export function adjustPodmanHostConfig(hostConfig: Dockerode.HostConfig, options
       }
       // The Mounts form has no relabel option; the Binds form does, and it is split on `:`.
       if (mount.Source.includes(':') || mount.Source.includes(',')) {
-        throw new SandboxError('SANDBOX_PATH_UNSUPPORTED', `the sandbox folder ${mount.Source} contains ":" or ",", which SELinux relabelling cannot mount; choose a terminal.sandbox_dir without them`);
+        throw new SandboxError(
+          'SANDBOX_PATH_UNSUPPORTED',
+          `the sandbox folder ${mount.Source} contains ":" or ",", which SELinux relabelling cannot mount; choose a terminal.sandbox_dir without them`,
+        );
       }
       binds.push(`${mount.Source}:${mount.Target}:${mount.ReadOnly ? 'ro' : 'rw'},Z`);
     }

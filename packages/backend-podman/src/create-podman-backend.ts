@@ -1,4 +1,11 @@
-import { createDockerApiDriver, createSandboxNetworks, dockerBackendOptionsSchema, engineStatus, fixedSandboxNetwork, type DockerApiConnection } from '@berth/backend-docker';
+import {
+  createDockerApiDriver,
+  createSandboxNetworks,
+  dockerBackendOptionsSchema,
+  engineStatus,
+  fixedSandboxNetwork,
+  type DockerApiConnection,
+} from '@berth/backend-docker';
 import { EngineUnavailableError, SandboxError, type HostLogger } from '@berth/core';
 import { defineBackend, installationTag, sandboxBridgeName, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
@@ -43,7 +50,8 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
   if (options.docker) {
     docker = options.docker;
     const modem = docker.modem as { socketPath?: unknown; host?: unknown; port?: unknown };
-    endpoint = typeof modem.socketPath === 'string' ? modem.socketPath : `${String(modem.host ?? 'the given client')}${modem.port ? `:${String(modem.port)}` : ''}`;
+    endpoint =
+      typeof modem.socketPath === 'string' ? modem.socketPath : `${String(modem.host ?? 'the given client')}${modem.port ? `:${String(modem.port)}` : ''}`;
     discovery = 'the docker option';
   } else if (options.socketPath) {
     docker = new Dockerode({ socketPath: options.socketPath });
@@ -62,10 +70,18 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
     const mapped = mapPodmanError(error, { engine: 'podman', endpoint, action: 'read the Podman host information' });
     if (mapped instanceof EngineUnavailableError) {
       const command = endpoint.startsWith('/') ? `podman system service --time=0 unix://${endpoint}` : podmanServiceCommand();
-      throw new EngineUnavailableError(endpoint, `the Podman API at ${endpoint} did not answer (${(error as { code?: string }).code ?? 'no answer'}); start it with \`${command}\``, { cause: error });
+      throw new EngineUnavailableError(
+        endpoint,
+        `the Podman API at ${endpoint} did not answer (${(error as { code?: string }).code ?? 'no answer'}); start it with \`${command}\``,
+        { cause: error },
+      );
     }
     if (engineStatus(error) === 404) {
-      throw new SandboxError('ENGINE_NOT_PODMAN', `the engine at ${endpoint} has no Podman API (/libpod/info answered 404); point socketPath at a Podman socket, or use createDockerBackend for a Docker Engine`, { cause: error });
+      throw new SandboxError(
+        'ENGINE_NOT_PODMAN',
+        `the engine at ${endpoint} has no Podman API (/libpod/info answered 404); point socketPath at a Podman socket, or use createDockerBackend for a Docker Engine`,
+        { cause: error },
+      );
     }
     throw mapped;
   }

@@ -39,7 +39,10 @@ describe('podmanCandidates', () => {
   });
 
   it('derives the rootless socket from the uid when XDG_RUNTIME_DIR is unset, and has none for root', () => {
-    expect(podmanCandidates({}, 1500).map((candidate) => candidate.endpoint)).toEqual([{ socketPath: '/run/user/1500/podman/podman.sock' }, { socketPath: '/run/podman/podman.sock' }]);
+    expect(podmanCandidates({}, 1500).map((candidate) => candidate.endpoint)).toEqual([
+      { socketPath: '/run/user/1500/podman/podman.sock' },
+      { socketPath: '/run/podman/podman.sock' },
+    ]);
     expect(podmanCandidates({}, 0).map((candidate) => candidate.source)).toEqual(['rootful']);
   });
 
@@ -61,7 +64,11 @@ describe('findPodmanSocket', () => {
     const runtime = path.join(folder, 'a', 'runtime');
     await fakeEngine(custom);
     await fakeEngine(path.join(runtime, 'podman', 'podman.sock'));
-    const found = await findPodmanSocket({ environment: { CONTAINER_HOST: `unix://${custom}`, XDG_RUNTIME_DIR: runtime }, uid: 1000, rootfulSocketPath: path.join(folder, 'a', 'none.sock') });
+    const found = await findPodmanSocket({
+      environment: { CONTAINER_HOST: `unix://${custom}`, XDG_RUNTIME_DIR: runtime },
+      uid: 1000,
+      rootfulSocketPath: path.join(folder, 'a', 'none.sock'),
+    });
     expect(found).toMatchObject({ source: 'CONTAINER_HOST', label: custom });
   });
 
@@ -70,7 +77,11 @@ describe('findPodmanSocket', () => {
     const rootful = path.join(folder, 'b', 'rootful.sock');
     await fakeEngine(path.join(runtime, 'podman', 'podman.sock'), 500);
     await fakeEngine(rootful);
-    const found = await findPodmanSocket({ environment: { CONTAINER_HOST: `unix://${path.join(folder, 'b', 'dead.sock')}`, XDG_RUNTIME_DIR: runtime }, uid: 1000, rootfulSocketPath: rootful });
+    const found = await findPodmanSocket({
+      environment: { CONTAINER_HOST: `unix://${path.join(folder, 'b', 'dead.sock')}`, XDG_RUNTIME_DIR: runtime },
+      uid: 1000,
+      rootfulSocketPath: rootful,
+    });
     expect(found).toMatchObject({ source: 'rootful', label: rootful });
   });
 
@@ -86,7 +97,11 @@ describe('findPodmanSocket', () => {
     const runtime = path.join(folder, 'd', 'runtime');
     const rootful = path.join(folder, 'd', 'rootful.sock');
     const custom = path.join(folder, 'd', 'custom.sock');
-    const error = await findPodmanSocket({ environment: { CONTAINER_HOST: `unix://${custom}`, XDG_RUNTIME_DIR: runtime }, uid: 1000, rootfulSocketPath: rootful }).catch((caught: unknown) => caught);
+    const error = await findPodmanSocket({
+      environment: { CONTAINER_HOST: `unix://${custom}`, XDG_RUNTIME_DIR: runtime },
+      uid: 1000,
+      rootfulSocketPath: rootful,
+    }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(EngineUnavailableError);
     const message = (error as Error).message;
     for (const tried of [custom, `${runtime}/podman/podman.sock`, rootful]) expect(message).toContain(tried);

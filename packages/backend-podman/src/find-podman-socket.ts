@@ -41,7 +41,8 @@ export function describeEndpoint(endpoint: PodmanEndpoint): string {
 export function parseContainerHost(value: string): PodmanEndpoint {
   if (value.startsWith('unix://')) {
     const socketPath = value.slice('unix://'.length);
-    if (!socketPath.startsWith('/')) throw new SandboxError('CONTAINER_HOST_INVALID', `CONTAINER_HOST ${value} does not name an absolute socket path; use unix:///path/to/podman.sock`);
+    if (!socketPath.startsWith('/'))
+      throw new SandboxError('CONTAINER_HOST_INVALID', `CONTAINER_HOST ${value} does not name an absolute socket path; use unix:///path/to/podman.sock`);
     return { socketPath };
   }
   if (value.startsWith('tcp://')) {
@@ -62,7 +63,11 @@ export function rootlessSocketPath(environment: NodeJS.ProcessEnv, uid: number |
 }
 
 /** The places discovery tries, in order: `CONTAINER_HOST`, the rootless socket, the rootful socket. */
-export function podmanCandidates(environment: NodeJS.ProcessEnv = process.env, uid: number | undefined = process.getuid?.(), rootfulSocketPath = ROOTFUL_PODMAN_SOCKET): PodmanCandidate[] {
+export function podmanCandidates(
+  environment: NodeJS.ProcessEnv = process.env,
+  uid: number | undefined = process.getuid?.(),
+  rootfulSocketPath = ROOTFUL_PODMAN_SOCKET,
+): PodmanCandidate[] {
   const candidates: PodmanCandidate[] = [];
   if (environment.CONTAINER_HOST) candidates.push({ source: 'CONTAINER_HOST', endpoint: parseContainerHost(environment.CONTAINER_HOST) });
   const rootless = rootlessSocketPath(environment, uid);

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { dockerStatusOf, mapPodmanError } from './map-podman-error.js';
 
 /** The shape of a dockerode error for a Podman answer. */
-const podmanError = (statusCode: number, cause: string, message = cause) => Object.assign(new Error(`(HTTP code ${statusCode}) server error - ${message}`), { statusCode, json: { cause, message, response: statusCode } });
+const podmanError = (statusCode: number, cause: string, message = cause) =>
+  Object.assign(new Error(`(HTTP code ${statusCode}) server error - ${message}`), { statusCode, json: { cause, message, response: statusCode } });
 const context = { engine: 'podman', endpoint: '/run/podman/podman.sock', action: 'create container berth-x' };
 
 describe('mapPodmanError', () => {

@@ -24,7 +24,16 @@ let sandboxDir = '';
 const cleanups: Array<() => Promise<unknown>> = [];
 
 const configOf = (overrides: TerminalConfigInput = {}) =>
-  parseTerminalConfig({ docker_image: image, sandbox_dir: sandboxDir, docker_network: true, docker_network_pool: pool, container_disk: 0, lifetime_seconds: 0, container_memory: 256, ...overrides });
+  parseTerminalConfig({
+    docker_image: image,
+    sandbox_dir: sandboxDir,
+    docker_network: true,
+    docker_network_pool: pool,
+    container_disk: 0,
+    lifetime_seconds: 0,
+    container_memory: 256,
+    ...overrides,
+  });
 
 function setUp(): PodmanBackend {
   const backend = createPodmanBackend({ settings: configOf(), socketPath, namePrefix: `berth-pn${runId}-` });
@@ -39,7 +48,8 @@ function requestOf(backend: PodmanBackend, userId: string): SandboxRequest {
   return request;
 }
 
-const subnetOf = async (name: string) => ((await docker.getNetwork(name).inspect()) as { IPAM?: { Config?: Array<{ Subnet?: string }> } }).IPAM?.Config?.[0]?.Subnet;
+const subnetOf = async (name: string) =>
+  ((await docker.getNetwork(name).inspect()) as { IPAM?: { Config?: Array<{ Subnet?: string }> } }).IPAM?.Config?.[0]?.Subnet;
 
 beforeAll(async () => {
   sandboxDir = await mkdtemp(path.join(tmpdir(), `berth-podman-networks-${runId}-`));

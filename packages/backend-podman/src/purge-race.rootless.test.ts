@@ -18,13 +18,15 @@ const runId = Math.random().toString(16).slice(2, 10);
 let sandboxDir = '';
 const backends: PodmanBackend[] = [];
 
-const configOf = () => parseTerminalConfig({ docker_image: image, sandbox_dir: sandboxDir, docker_network: false, lifetime_seconds: 0, container_memory: 256, timeout: 60 });
+const configOf = () =>
+  parseTerminalConfig({ docker_image: image, sandbox_dir: sandboxDir, docker_network: false, lifetime_seconds: 0, container_memory: 256, timeout: 60 });
 function setUp(): PodmanBackend {
   const backend = createPodmanBackend({ settings: configOf(), namePrefix: `berth-rp${runId}-` });
   backends.push(backend);
   return backend;
 }
-const requestOf = (userId: string): SandboxRequest => createSandboxResolver({ config: configOf(), registry: createPlatformRegistry(), environment: {} }).resolve({ session: { platform: 'telegram', userId } });
+const requestOf = (userId: string): SandboxRequest =>
+  createSandboxResolver({ config: configOf(), registry: createPlatformRegistry(), environment: {} }).resolve({ session: { platform: 'telegram', userId } });
 
 beforeAll(async () => {
   expect(process.getuid!(), 'the rootless tests run as an ordinary user (scripts/run-rootless-suite.sh), not as root').not.toBe(0);
@@ -51,7 +53,11 @@ describe('the purge race on rootless Podman', () => {
     await mkdir(precious);
     for (let index = 0; index < 20; index++) await writeFile(path.join(precious, `keep-${index}`), 'keep');
     await chmod(precious, 0o500);
-    const planted = await gateway.doExec(attacker, { command: 'mkdir -p /workspace/p && cd /workspace/p && for d in $(seq 1 150); do mkdir d$d && (cd d$d && seq 1 200 | xargs touch) && chmod 500 d$d; done; echo planted', timeout: 120 });
+    const planted = await gateway.doExec(attacker, {
+      command:
+        'mkdir -p /workspace/p && cd /workspace/p && for d in $(seq 1 150); do mkdir d$d && (cd d$d && seq 1 200 | xargs touch) && chmod 500 d$d; done; echo planted',
+      timeout: 120,
+    });
     expect(planted.stdout).toBe('planted\n');
     const targets = [precious, victim.paths.workspace];
     const swapper = `cd /workspace/p 2>/dev/null || exit 0

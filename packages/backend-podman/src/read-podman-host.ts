@@ -33,8 +33,9 @@ export function fetchLibpodInfo(docker: Dockerode): Promise<LibpodInfo> {
   return new Promise((resolve, reject) => {
     // Podman serves its own API only under a version prefix; a client with a pinned version adds its own.
     const path = (docker.modem as { version?: string }).version ? '/libpod/info' : '/v4.0.0/libpod/info';
-    docker.modem.dial({ path, method: 'GET', statusCodes: { 200: true, 404: 'not a Podman API (no /libpod/info)', 500: 'server error' }, options: {} }, (error: unknown, data: unknown) =>
-      error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(data as LibpodInfo),
+    docker.modem.dial(
+      { path, method: 'GET', statusCodes: { 200: true, 404: 'not a Podman API (no /libpod/info)', 500: 'server error' }, options: {} },
+      (error: unknown, data: unknown) => (error ? reject(error instanceof Error ? error : new Error(String(error))) : resolve(data as LibpodInfo)),
     );
   });
 }

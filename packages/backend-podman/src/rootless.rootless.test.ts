@@ -50,7 +50,7 @@ afterAll(async () => {
 });
 
 describe('rootless Podman', () => {
-  it('is found by discovery at this user\'s own socket and is rootless', async () => {
+  it("is found by discovery at this user's own socket and is rootless", async () => {
     const host = await setUp().podmanHost();
     expect(host.rootless).toBe(true);
     expect(host.endpoint).toBe(`${process.env.XDG_RUNTIME_DIR}/podman/podman.sock`);
@@ -58,11 +58,19 @@ describe('rootless Podman', () => {
 
   it('says at start and in describe() (berth doctor) that neither container_disk nor the egress policy holds here, instead of pretending', async () => {
     const warnings: string[] = [];
-    const backend = createPodmanBackend({ settings: configOf({ docker_network: true }), namePrefix: `berth-rl${runId}-`, logger: { info: () => undefined, warn: (line) => warnings.push(line), error: () => undefined } });
+    const backend = createPodmanBackend({
+      settings: configOf({ docker_network: true }),
+      namePrefix: `berth-rl${runId}-`,
+      logger: { info: () => undefined, warn: (line) => warnings.push(line), error: () => undefined },
+    });
     backends.push(backend);
     const described = await backend.describe();
     expect(described.warnings.some((line) => /terminal\.container_disk is not enforced: mounting a per-user disk needs root/.test(line))).toBe(true);
-    expect(described.warnings.some((line) => /the egress policy is not enforced: podman sandboxes here are not on networks of terminal\.docker_network_pool/.test(line))).toBe(true);
+    expect(
+      described.warnings.some((line) =>
+        /the egress policy is not enforced: podman sandboxes here are not on networks of terminal\.docker_network_pool/.test(line),
+      ),
+    ).toBe(true);
     expect(warnings.some((line) => /container_disk is not enforced/.test(line))).toBe(true);
     expect(warnings.some((line) => /egress policy is not enforced/.test(line))).toBe(true);
   });
@@ -71,14 +79,19 @@ describe('rootless Podman', () => {
     const backend = setUp();
     const request = requestOf(backend, `9${runId.replace(/[a-f]/g, '1')}1`);
     const result = await backend.doExec(request, {
-      command: 'id -u; echo "$HOME"; echo work > /workspace/file.txt; mkdir -p /workspace/deep/er && echo deep > /workspace/deep/er/file.txt; chmod 500 /workspace/deep; echo home > "$HOME/file.txt"',
+      command:
+        'id -u; echo "$HOME"; echo work > /workspace/file.txt; mkdir -p /workspace/deep/er && echo deep > /workspace/deep/er/file.txt; chmod 500 /workspace/deep; echo home > "$HOME/file.txt"',
     });
     expect(result).toMatchObject({ exitCode: 0, stdout: `${uid}\n/root\n` });
     // Its session and kill shell came from its launcher: their FIFOs, named after this process's random mark, are in the channel folder.
     const fifos = (await readdir(path.join(request.paths.folder, '.berth-channels'))).filter((name) => /^[0-9a-f]{16}\.(in|out|err)$/.test(name));
     expect(fifos).toHaveLength(6);
     expect(new Set(fifos.map((name) => name.slice(0, 8))).size).toBe(1);
-    for (const file of [path.join(request.paths.workspace, 'file.txt'), path.join(request.paths.workspace, 'deep/er/file.txt'), path.join(request.paths.home, 'file.txt')]) {
+    for (const file of [
+      path.join(request.paths.workspace, 'file.txt'),
+      path.join(request.paths.workspace, 'deep/er/file.txt'),
+      path.join(request.paths.home, 'file.txt'),
+    ]) {
       const stats = await stat(file);
       expect({ file, uid: stats.uid, gid: stats.gid }).toEqual({ file, uid, gid });
     }
@@ -96,43 +109,46 @@ describe('rootless Podman', () => {
     const backend = setUp();
     const request = requestOf(backend, `9${runId.replace(/[a-f]/g, '2')}2`);
     const attempt = await backend.doExec(request, {
-      command: 'echo x > /workspace/given.txt; chown 0:0 /workspace/given.txt; echo "chown=$?"; chown 1:1 /workspace/given.txt; echo "chown=$?"; mkdir /workspace/d && chown 2 /workspace/d; echo "chown=$?"',
+      command:
+        'echo x > /workspace/given.txt; chown 0:0 /workspace/given.txt; echo "chown=$?"; chown 1:1 /workspace/given.txt; echo "chown=$?"; mkdir /workspace/d && chown 2 /workspace/d; echo "chown=$?"',
     });
     expect(attempt.stdout).toBe('chown=1\nchown=1\nchown=1\n');
     for (const file of ['given.txt', 'd']) expect((await stat(path.join(request.paths.workspace, file))).uid).toBe(uid);
   });
 
   // Under the machine-wide lock of saturating cases, which another suite's bomb may hold first.
-  it('where the engine cannot limit pids, a fork bomb is held by the nproc ulimit while another user keeps being answered', { timeout: 300_000 }, () => whileSaturating(async () => {
-    const backend = setUp();
-    const host = await backend.podmanHost();
-    const config = configOf();
-    const bomber = requestOf(backend, `9${runId.replace(/[a-f]/g, '3')}3`);
-    const bystander = requestOf(backend, `9${runId.replace(/[a-f]/g, '4')}4`);
-    const limit = (await backend.doExec(bomber, { command: 'ulimit -u' })).stdout.trim();
-    expect(limit).toBe(String(host.resourceLimits ? config.docker_nproc : Math.min(config.docker_nproc, config.docker_pids_limit)));
-    expect((await backend.doExec(bystander, { command: 'echo ready' })).stdout).toBe('ready\n');
+  it('where the engine cannot limit pids, a fork bomb is held by the nproc ulimit while another user keeps being answered', { timeout: 300_000 }, () =>
+    whileSaturating(async () => {
+      const backend = setUp();
+      const host = await backend.podmanHost();
+      const config = configOf();
+      const bomber = requestOf(backend, `9${runId.replace(/[a-f]/g, '3')}3`);
+      const bystander = requestOf(backend, `9${runId.replace(/[a-f]/g, '4')}4`);
+      const limit = (await backend.doExec(bomber, { command: 'ulimit -u' })).stdout.trim();
+      expect(limit).toBe(String(host.resourceLimits ? config.docker_nproc : Math.min(config.docker_nproc, config.docker_pids_limit)));
+      expect((await backend.doExec(bystander, { command: 'echo ready' })).stdout).toBe('ready\n');
 
-    const bomb = backend.doExec(bomber, { command: 'b(){ while :; do b & done; }; b', timeout: 5 }).then(
-      (result) => ({ result }),
-      (error: unknown) => ({ error }),
-    );
-    await sleep(1_500);
-    for (let round = 0; round < 5; round++) {
-      const started = Date.now();
-      const answer = await backend.doExec(bystander, { command: `echo alive-${round}`, timeout: 20 });
-      expect(answer, `the other user's command ${round} during the fork bomb`).toMatchObject({ exitCode: 0, stdout: `alive-${round}\n` });
-      expect(Date.now() - started, `the other user's command ${round} answered within 10 s`).toBeLessThan(10_000);
-      await sleep(300);
-    }
-    const settled = await Promise.race([bomb, sleep(60_000).then(() => 'hung' as const)]);
-    expect(settled, 'the fork bomb command returned within 60 s').not.toBe('hung');
-    const deadline = Date.now() + 60_000;
-    let recovered = await backend.doExec(bomber, { command: 'echo recovered', timeout: 10 }).catch((error: unknown) => ({ error }));
-    while (!('exitCode' in recovered && recovered.exitCode === 0) && Date.now() < deadline) {
-      await sleep(1_000);
-      recovered = await backend.doExec(bomber, { command: 'echo recovered', timeout: 10 }).catch((error: unknown) => ({ error }));
-    }
-    expect(recovered).toMatchObject({ exitCode: 0, stdout: 'recovered\n' });
-  }));
+      const bomb = backend.doExec(bomber, { command: 'b(){ while :; do b & done; }; b', timeout: 5 }).then(
+        (result) => ({ result }),
+        (error: unknown) => ({ error }),
+      );
+      await sleep(1_500);
+      for (let round = 0; round < 5; round++) {
+        const started = Date.now();
+        const answer = await backend.doExec(bystander, { command: `echo alive-${round}`, timeout: 20 });
+        expect(answer, `the other user's command ${round} during the fork bomb`).toMatchObject({ exitCode: 0, stdout: `alive-${round}\n` });
+        expect(Date.now() - started, `the other user's command ${round} answered within 10 s`).toBeLessThan(10_000);
+        await sleep(300);
+      }
+      const settled = await Promise.race([bomb, sleep(60_000).then(() => 'hung' as const)]);
+      expect(settled, 'the fork bomb command returned within 60 s').not.toBe('hung');
+      const deadline = Date.now() + 60_000;
+      let recovered = await backend.doExec(bomber, { command: 'echo recovered', timeout: 10 }).catch((error: unknown) => ({ error }));
+      while (!('exitCode' in recovered && recovered.exitCode === 0) && Date.now() < deadline) {
+        await sleep(1_000);
+        recovered = await backend.doExec(bomber, { command: 'echo recovered', timeout: 10 }).catch((error: unknown) => ({ error }));
+      }
+      expect(recovered).toMatchObject({ exitCode: 0, stdout: 'recovered\n' });
+    }),
+  );
 });

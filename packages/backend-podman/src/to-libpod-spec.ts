@@ -44,9 +44,32 @@ function bindToMount(bind: string): LibpodSpec['mounts'][number] {
  */
 export function toLibpodSpec(spec: Dockerode.ContainerCreateOptions): LibpodSpec {
   const host = spec.HostConfig ?? {};
-  const known = new Set(['Mounts', 'Binds', 'CapDrop', 'CapAdd', 'SecurityOpt', 'PidsLimit', 'Memory', 'MemorySwap', 'NanoCpus', 'Ulimits', 'Tmpfs', 'Init', 'ReadonlyRootfs', 'NetworkMode', 'RestartPolicy', 'Runtime', 'UsernsMode', 'Sysctls']);
+  const known = new Set([
+    'Mounts',
+    'Binds',
+    'CapDrop',
+    'CapAdd',
+    'SecurityOpt',
+    'PidsLimit',
+    'Memory',
+    'MemorySwap',
+    'NanoCpus',
+    'Ulimits',
+    'Tmpfs',
+    'Init',
+    'ReadonlyRootfs',
+    'NetworkMode',
+    'RestartPolicy',
+    'Runtime',
+    'UsernsMode',
+    'Sysctls',
+  ]);
   const unknown = Object.keys(host).filter((key) => !known.has(key));
-  if (unknown.length > 0) throw new SandboxError('SPEC_UNSUPPORTED', `the Podman backend cannot translate HostConfig.${unknown[0]} to Podman's own API; this is a Berth bug, please report it`);
+  if (unknown.length > 0)
+    throw new SandboxError(
+      'SPEC_UNSUPPORTED',
+      `the Podman backend cannot translate HostConfig.${unknown[0]} to Podman's own API; this is a Berth bug, please report it`,
+    );
   const securityOptions = host.SecurityOpt ?? [];
   const unsupported = securityOptions.find((option: string) => option !== 'no-new-privileges' && option !== 'no-new-privileges:true');
   if (unsupported) throw new SandboxError('SPEC_UNSUPPORTED', `the Podman backend cannot translate the security option ${unsupported} to Podman's own API`);
@@ -62,7 +85,12 @@ export function toLibpodSpec(spec: Dockerode.ContainerCreateOptions): LibpodSpec
       return { destination: mount.Target, type: 'bind' as const, source: mount.Source, options: ['rbind', mount.ReadOnly ? 'ro' : 'rw'] };
     }),
     ...(host.Binds ?? []).map(bindToMount),
-    ...Object.entries(host.Tmpfs ?? {}).map(([destination, options]) => ({ destination, type: 'tmpfs' as const, source: 'tmpfs', options: options.split(',').filter(Boolean) })),
+    ...Object.entries(host.Tmpfs ?? {}).map(([destination, options]) => ({
+      destination,
+      type: 'tmpfs' as const,
+      source: 'tmpfs',
+      options: options.split(',').filter(Boolean),
+    })),
   ];
   const resources: NonNullable<LibpodSpec['resource_limits']> = {};
   if (host.PidsLimit) resources.pids = { limit: host.PidsLimit };

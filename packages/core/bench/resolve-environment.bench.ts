@@ -58,6 +58,9 @@ for (const row of rows) {
 const ratio = rows.at(-1)!.medianMicroseconds / base;
 const output = path.resolve(import.meta.dirname, '..', 'bench-results', 'resolve-environment.json');
 mkdirSync(path.dirname(output), { recursive: true });
-writeFileSync(output, `${JSON.stringify({ benchmark: 'resolve-environment', node: process.version, samples: SAMPLES, batch: BATCH, rows, ratio10000to10: ratio }, null, 2)}\n`);
+writeFileSync(
+  output,
+  `${JSON.stringify({ benchmark: 'resolve-environment', node: process.version, samples: SAMPLES, batch: BATCH, rows, ratio10000to10: ratio }, null, 2)}\n`,
+);
 console.log(`10,000 vs 10: ${ratio.toFixed(2)}x (target: at most 3x) — written to ${path.relative(process.cwd(), output)}`);
 if (ratio > 3) process.exitCode = 1;

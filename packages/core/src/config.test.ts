@@ -55,9 +55,15 @@ describe('config', () => {
     expect(message(() => parseTerminalConfig({ docker_egress_allow: ['192.168.1.0/24', '10.217.4.5:80'] }))).toMatch(
       /^terminal\.docker_egress_allow\.1 is the string "10\.217\.4\.5:80": 10\.217\.4\.5:80 lies in terminal\.docker_network_pool 10\.217\.0\.0\/16, the sandboxes' own addresses, which no exception opens; remove it$/,
     );
-    expect(message(() => parseTerminalConfig({ docker_network_pool: '10.50.0.0/16', docker_egress_allow: ['10.50.0.0/20'] }))).toMatch(/lies in terminal\.docker_network_pool 10\.50\.0\.0\/16/);
-    expect(message(() => parseTerminalConfig({ docker_egress_allow: ['169.254.0.0/16'] }))).toMatch(/a range in link-local 169\.254\.0\.0\/16 \(cloud metadata\), which a range never opens; name the one address/);
-    expect(parseTerminalConfig({ docker_egress_allow: ['10.0.0.0/8', '0.0.0.0/0', '169.254.169.254:80', 'db.internal:5432'] }).docker_egress_allow).toHaveLength(4);
+    expect(message(() => parseTerminalConfig({ docker_network_pool: '10.50.0.0/16', docker_egress_allow: ['10.50.0.0/20'] }))).toMatch(
+      /lies in terminal\.docker_network_pool 10\.50\.0\.0\/16/,
+    );
+    expect(message(() => parseTerminalConfig({ docker_egress_allow: ['169.254.0.0/16'] }))).toMatch(
+      /a range in link-local 169\.254\.0\.0\/16 \(cloud metadata\), which a range never opens; name the one address/,
+    );
+    expect(
+      parseTerminalConfig({ docker_egress_allow: ['10.0.0.0/8', '0.0.0.0/0', '169.254.169.254:80', 'db.internal:5432'] }).docker_egress_allow,
+    ).toHaveLength(4);
   });
 
   it('reports malformed YAML with its line', () => {
@@ -127,7 +133,17 @@ terminal:
       expect(config).toMatchObject({ backend: 'docker', timeout: 180, container_memory: 5120, sandbox_dir: '/srv/hermes/sandboxes', docker_network: true });
       const warning = describeIgnoredKeys(config)!;
       expect(warning.split('\n')).toHaveLength(1);
-      for (const key of ['docker_orphan_reaper', 'modal_mode', 'daemon_term_grace_seconds', 'home_mode', 'shell_init_files', 'auto_source_bashrc', 'docker_run_as_host_user', 'docker_extra_args', 'docker_persist_across_processes']) {
+      for (const key of [
+        'docker_orphan_reaper',
+        'modal_mode',
+        'daemon_term_grace_seconds',
+        'home_mode',
+        'shell_init_files',
+        'auto_source_bashrc',
+        'docker_run_as_host_user',
+        'docker_extra_args',
+        'docker_persist_across_processes',
+      ]) {
         expect(warning).toContain(`terminal.${key}`);
       }
       // Keys Berth honours are not called ignored.
@@ -155,14 +171,25 @@ terminal:
 
     it("reads berth_docker, the name Hermes' provider API gives Berth, as the docker backend", () => {
       expect(parseTerminalConfig({ backend: 'berth_docker' }).backend).toBe('docker');
-      expect(message(() => parseTerminalConfig({ backend: 'local' }))).toMatch(/^terminal\.backend is the string "local": expected one of "docker", "podman", "kubernetes", "berth_docker"$/);
+      expect(message(() => parseTerminalConfig({ backend: 'local' }))).toMatch(
+        /^terminal\.backend is the string "local": expected one of "docker", "podman", "kubernetes", "berth_docker"$/,
+      );
     });
   });
 
   describe('the Kubernetes keys', () => {
     it('reads backend: kubernetes with its namespace, kubeconfig, context, storage class and container_disk as the claim size', () => {
       expect(parseTerminalConfig({})).toMatchObject({ kubernetes_namespace: 'berth', container_disk: 51200 });
-      expect(parseTerminalConfig({ backend: 'kubernetes', kubernetes_namespace: 'team-a', kubernetes_context: 'prod', kubernetes_kubeconfig: '~/.kube/berth', kubernetes_storage_class: 'fast.ssd', container_disk: '10g' })).toMatchObject({
+      expect(
+        parseTerminalConfig({
+          backend: 'kubernetes',
+          kubernetes_namespace: 'team-a',
+          kubernetes_context: 'prod',
+          kubernetes_kubeconfig: '~/.kube/berth',
+          kubernetes_storage_class: 'fast.ssd',
+          container_disk: '10g',
+        }),
+      ).toMatchObject({
         backend: 'kubernetes',
         kubernetes_namespace: 'team-a',
         kubernetes_context: 'prod',
@@ -173,8 +200,12 @@ terminal:
     });
 
     it('refuses a namespace or storage class Kubernetes would refuse, naming the key', () => {
-      expect(message(() => parseTerminalConfig({ kubernetes_namespace: 'Team_A' }))).toMatch(/^terminal\.kubernetes_namespace is the string "Team_A": expected a namespace name/);
-      expect(message(() => parseTerminalConfig({ kubernetes_storage_class: 'Fast SSD' }))).toMatch(/^terminal\.kubernetes_storage_class is the string "Fast SSD": expected a storage class name/);
+      expect(message(() => parseTerminalConfig({ kubernetes_namespace: 'Team_A' }))).toMatch(
+        /^terminal\.kubernetes_namespace is the string "Team_A": expected a namespace name/,
+      );
+      expect(message(() => parseTerminalConfig({ kubernetes_storage_class: 'Fast SSD' }))).toMatch(
+        /^terminal\.kubernetes_storage_class is the string "Fast SSD": expected a storage class name/,
+      );
       expect(message(() => parseTerminalConfig({ container_disk: 'lots' }))).toMatch(/^terminal\.container_disk is the string "lots": expected megabytes/);
     });
   });

@@ -53,9 +53,12 @@ const volume = z.string().regex(/^\/[^:]*:\/[^:]*(?::(?:ro|rw))?$/, { message: '
 /** A `docker_egress_allow` entry: an IPv4 address or range, or a host name, each with an optional port. */
 const egressException = z
   .string()
-  .regex(/^(?:(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\/(?:[0-9]|[12]\d|3[0-2]))?|[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*)(?::(?:6553[0-5]|655[0-2]\d|65[0-4]\d{2}|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3}))?$/, {
-    message: 'expected an IPv4 address or range, or a host name, with an optional port: 10.1.2.3, 10.1.0.0/16, 10.1.2.3:5432 or db.internal:5432',
-  });
+  .regex(
+    /^(?:(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\/(?:[0-9]|[12]\d|3[0-2]))?|[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*)(?::(?:6553[0-5]|655[0-2]\d|65[0-4]\d{2}|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3}))?$/,
+    {
+      message: 'expected an IPv4 address or range, or a host name, with an optional port: 10.1.2.3, 10.1.0.0/16, 10.1.2.3:5432 or db.internal:5432',
+    },
+  );
 
 /** Capability names as the engines spell them, without the CAP_ prefix. */
 const capability = z.string().regex(/^[A-Z_]+$/, { message: 'expected a capability name such as CHOWN' });
@@ -123,7 +126,11 @@ export const terminalConfigSchema = z
           .refine((value) => !value.includes('\u0000'), { message: 'contains a NUL byte, which no variable can hold; remove it' }),
       )
       .default({}),
-    docker_image: z.string().min(1).regex(/^[^\s]+$/, { message: 'expected an image reference without spaces, like debian:bookworm-slim' }).default('debian:bookworm-slim'),
+    docker_image: z
+      .string()
+      .min(1)
+      .regex(/^[^\s]+$/, { message: 'expected an image reference without spaces, like debian:bookworm-slim' })
+      .default('debian:bookworm-slim'),
     container_cpu: z.number().positive().max(256).default(1),
     container_memory: megabytes.default(5120),
     // A hard limit per sandbox on /workspace and /root together (Hermes' key and default); 0: none.
@@ -134,7 +141,9 @@ export const terminalConfigSchema = z
     // Berth's own: the IPv4 range each sandbox's own /29 network is taken from.
     docker_network_pool: z
       .string()
-      .regex(/^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\/(?:[89]|1\d|2[0-9])$/, { message: 'expected an IPv4 range of /29 or larger, like 10.217.0.0/16' })
+      .regex(/^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\/(?:[89]|1\d|2[0-9])$/, {
+        message: 'expected an IPv4 range of /29 or larger, like 10.217.0.0/16',
+      })
       .default('10.217.0.0/16'),
     timeout: z.number().positive().max(MAX_COMMAND_TIMEOUT_SECONDS).default(DEFAULT_COMMAND_TIMEOUT_SECONDS),
     lifetime_seconds: z.number().int().min(0).max(31_536_000).default(300),
@@ -161,15 +170,24 @@ export const terminalConfigSchema = z
     docker_tmp_size: megabytes.default(512),
     docker_nofile: z.number().int().min(64).max(1_048_576).default(4096),
     docker_nproc: z.number().int().min(16).max(1_048_576).default(4096),
-    docker_runtime: z.string().regex(/^[a-z0-9._-]+$/).optional(),
+    docker_runtime: z
+      .string()
+      .regex(/^[a-z0-9._-]+$/)
+      .optional(),
     docker_output_limit: z.number().int().min(1024).max(268_435_456).default(1_048_576),
     docker_identity_links: z.array(z.array(z.string().min(3)).min(2, { message: 'a link needs at least two identities' })).default([]),
     platform_adapters: z.array(z.string().min(1)).default([]),
     // Berth's own keys for backend: kubernetes (docs/backend-kubernetes.md).
-    kubernetes_namespace: z.string().regex(KUBERNETES_NAMESPACE, { message: 'expected a namespace name: lower-case letters, digits and "-", at most 63' }).default('berth'),
+    kubernetes_namespace: z
+      .string()
+      .regex(KUBERNETES_NAMESPACE, { message: 'expected a namespace name: lower-case letters, digits and "-", at most 63' })
+      .default('berth'),
     kubernetes_kubeconfig: z.string().min(1).optional(),
     kubernetes_context: z.string().min(1).optional(),
-    kubernetes_storage_class: z.string().regex(KUBERNETES_NAME, { message: 'expected a storage class name: lower-case letters, digits, "-" and "."' }).optional(),
+    kubernetes_storage_class: z
+      .string()
+      .regex(KUBERNETES_NAME, { message: 'expected a storage class name: lower-case letters, digits, "-" and "."' })
+      .optional(),
     ...Object.fromEntries(IGNORED_GATEWAY_KEYS.map((key) => [key, z.unknown().optional()])),
   })
   .superRefine((value, context) => {
@@ -233,7 +251,8 @@ function expectation(issue: { message: string; path: readonly PropertyKey[] }): 
   const message = issue.message.replace(/^Invalid input: /, '').replace(/, received .*$/, '');
   if (message === 'Invalid input') return EXPECTED_FORM[String(issue.path[0])] ?? 'expected a different kind of value (see docs/configuration.md)';
   const bound = /^Too (?:small|big): expected (\w+) to (?:be|have) (.+)$/.exec(message);
-  if (bound) return `expected ${bound[1] === 'array' ? 'a list with' : `a ${bound[1]}`} ${bound[2]!.replace('>=', 'at least ').replace('<=', 'at most ').replace('>', 'more than ').replace('<', 'less than ')}`;
+  if (bound)
+    return `expected ${bound[1] === 'array' ? 'a list with' : `a ${bound[1]}`} ${bound[2]!.replace('>=', 'at least ').replace('<=', 'at most ').replace('>', 'more than ').replace('<', 'less than ')}`;
   const option = /^Invalid option: expected one of (.+)$/.exec(message);
   if (option) return `expected one of ${option[1]!.split('|').join(', ')}`;
   const type = /^expected (\w+)$/.exec(message);
@@ -292,7 +311,6 @@ export function defaultConfigPath(environment: NodeJS.ProcessEnv = process.env):
   return path.join(hermesHome(environment), 'config.yaml');
 }
 
-
 /** Parses YAML text and validates its `terminal:` section. */
 export function parseConfigText(text: string, file: string): TerminalConfig {
   let document: unknown;
@@ -327,7 +345,8 @@ export function loadConfig(options: { file?: string; environment?: NodeJS.Proces
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' && options.file === undefined) return { config: parseTerminalConfig({}), file: undefined };
-    const reason = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable' : code === 'EISDIR' ? 'is a folder' : `cannot be read (${code})`;
+    const reason =
+      code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable' : code === 'EISDIR' ? 'is a folder' : `cannot be read (${code})`;
     throw new ConfigError('', `config file ${file} ${reason}; pass an existing file with --config or remove the option`, { cause: error });
   }
   return { config: parseConfigText(text, file), file };

@@ -24,7 +24,7 @@ export function cidrWithin(inner: string, outer: string): boolean {
   const b = parseCidr(outer);
   if (!a || !b || a.prefix < b.prefix) return false;
   const mask = b.prefix === 0 ? 0 : (0xffffffff << (32 - b.prefix)) >>> 0;
-  return ((a.base & mask) >>> 0) === b.base;
+  return (a.base & mask) >>> 0 === b.base;
 }
 
 /** A `docker_egress_allow` entry split into its host (an address, a range or a name) and its port. */
@@ -49,7 +49,8 @@ export function egressExceptionProblem(entry: string, pool: string): string | un
   const cidr = parseCidr(host);
   if (!cidr) return undefined;
   const normal = `${host.split('/')[0]}/${cidr.prefix}`;
-  if (cidrWithin(normal, pool)) return `${entry} lies in terminal.docker_network_pool ${pool}, the sandboxes' own addresses, which no exception opens; remove it`;
+  if (cidrWithin(normal, pool))
+    return `${entry} lies in terminal.docker_network_pool ${pool}, the sandboxes' own addresses, which no exception opens; remove it`;
   if (cidr.prefix < 32 && cidrWithin(normal, LINK_LOCAL_RANGE)) {
     return `${entry} is a range in link-local ${LINK_LOCAL_RANGE} (cloud metadata), which a range never opens; name the one address a sandbox needs, e.g. 169.254.169.254:80`;
   }

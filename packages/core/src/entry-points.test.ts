@@ -83,7 +83,20 @@ describe('the entry points of @berth/core', () => {
   it('@berth/core/driver gives what only drivers and the runtime use, and nothing of the main entry', () => {
     const values = Object.keys(driver).sort();
     expect(values).toEqual(
-      ['CHANNELS_FOLDER', 'LAST_USED_FILE', 'LINK_LOCAL_RANGE', 'MIN_SECRET_LENGTH', 'assertSandboxDriver', 'cidrWithin', 'disksFolderOf', 'hasInstallationKey', 'isHostNameEntry', 'loadInstallationKey', 'sandboxName', 'splitEgressEntry'].sort(),
+      [
+        'CHANNELS_FOLDER',
+        'LAST_USED_FILE',
+        'LINK_LOCAL_RANGE',
+        'MIN_SECRET_LENGTH',
+        'assertSandboxDriver',
+        'cidrWithin',
+        'disksFolderOf',
+        'hasInstallationKey',
+        'isHostNameEntry',
+        'loadInstallationKey',
+        'sandboxName',
+        'splitEgressEntry',
+      ].sort(),
     );
     expect(values.filter((name) => name in core)).toEqual([]);
   });

@@ -49,7 +49,12 @@ export function createEnvironmentIndex(
   const byUser = new Map<string, UserVariable[]>();
   const refused: AmbiguousVariableError[] = [];
   const refuse = (variable: string, why: string): void => {
-    refused.push(new AmbiguousVariableError(variable, `variable ${variable} is not forwarded to any sandbox: ${why}; run "berth env --platform P --user ID" for the exact prefix of a user`));
+    refused.push(
+      new AmbiguousVariableError(
+        variable,
+        `variable ${variable} is not forwarded to any sandbox: ${why}; run "berth env --platform P --user ID" for the exact prefix of a user`,
+      ),
+    );
   };
 
   for (const [key, value] of Object.entries(environment)) {

@@ -90,8 +90,12 @@ export interface BerthPluginV1 {
 export function assertHost(host: unknown): asserts host is BerthHostV1 {
   const candidate = host as Partial<BerthHostV1> | null;
   if (candidate?.specificationVersion !== 'v1') throw new UnsupportedSpecificationError('host', candidate?.specificationVersion);
-  if (candidate.terminal?.specificationVersion !== 'v1') throw new UnsupportedSpecificationError('host terminal registry', candidate.terminal?.specificationVersion);
+  if (candidate.terminal?.specificationVersion !== 'v1')
+    throw new UnsupportedSpecificationError('host terminal registry', candidate.terminal?.specificationVersion);
   if (candidate.sessionSource !== undefined && candidate.sessionSource !== 'context' && candidate.sessionSource !== 'environment') {
-    throw new ConfigError('host.sessionSource', `host.sessionSource is ${describeForMessage(candidate.sessionSource)}: expected 'context' (runWithSession, the default) or 'environment' (one command per process)`);
+    throw new ConfigError(
+      'host.sessionSource',
+      `host.sessionSource is ${describeForMessage(candidate.sessionSource)}: expected 'context' (runWithSession, the default) or 'environment' (one command per process)`,
+    );
   }
 }

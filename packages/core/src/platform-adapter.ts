@@ -59,7 +59,10 @@ export function assertPlatformAdapter(adapter: unknown): asserts adapter is Plat
   assertPlatformName(String(candidate.platform));
   for (const method of ['normalize', 'folderName', 'envName', 'idFromEnvName'] as const) {
     if (typeof candidate[method] !== 'function') {
-      throw new IdentityError(String(candidate.platform), `platform adapter ${candidate.platform} has no ${method}() method; it does not implement the v1 contract`);
+      throw new IdentityError(
+        String(candidate.platform),
+        `platform adapter ${candidate.platform} has no ${method}() method; it does not implement the v1 contract`,
+      );
     }
   }
 }
@@ -77,7 +80,10 @@ export function assertBasicIdShape(platform: string, id: string): void {
   // Invisible, bidi-control and line-separator characters would make two ids look alike in every
   // listing, or reorder the line they are printed in.
   if (UNPRINTABLE_CHARACTERS.test(id)) {
-    throw new IdentityError(platform, `${platform} user id ${JSON.stringify(truncateForMessage(id))} contains invisible, bidi-control or line-separator characters; refused`);
+    throw new IdentityError(
+      platform,
+      `${platform} user id ${JSON.stringify(truncateForMessage(id))} contains invisible, bidi-control or line-separator characters; refused`,
+    );
   }
   if (id.isWellFormed && !id.isWellFormed()) {
     throw new IdentityError(platform, `${platform} user id contains a lone surrogate (not valid Unicode); refused`);

@@ -24,11 +24,15 @@ describe('redactor', () => {
 
   it('leaves no secret of at least the minimum length in its output (property)', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
-      fc.property(fc.array(fc.string({ minLength: MIN_SECRET_LENGTH, maxLength: 12 }), { minLength: 1, maxLength: 4 }), fc.array(fc.string({ maxLength: 8 })), (secrets, filler) => {
-        const text = filler.map((piece, index) => piece + secrets[index % secrets.length]).join('') + secrets.join('');
-        const output = createRedactor(secrets).redact(text);
-        for (const secret of secrets) expect(output.includes(secret)).toBe(false);
-      }),
+      fc.property(
+        fc.array(fc.string({ minLength: MIN_SECRET_LENGTH, maxLength: 12 }), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.string({ maxLength: 8 })),
+        (secrets, filler) => {
+          const text = filler.map((piece, index) => piece + secrets[index % secrets.length]).join('') + secrets.join('');
+          const output = createRedactor(secrets).redact(text);
+          for (const secret of secrets) expect(output.includes(secret)).toBe(false);
+        },
+      ),
     );
   });
 });

@@ -40,7 +40,9 @@ describe('environment resolution', () => {
   });
 
   it('honours a custom prefix', () => {
-    expect(variablesOf({ ACME_TELEGRAM_1_TOKEN: 'v', HERMES_USER_TELEGRAM_1_OTHER: 'w' }, 'telegram', '1', { docker_user_env_prefix: 'ACME' })).toEqual({ TOKEN: 'v' });
+    expect(variablesOf({ ACME_TELEGRAM_1_TOKEN: 'v', HERMES_USER_TELEGRAM_1_OTHER: 'w' }, 'telegram', '1', { docker_user_env_prefix: 'ACME' })).toEqual({
+      TOKEN: 'v',
+    });
   });
 
   it('does not give user ab the variables of user ab-cd or ab_cd (the naive prefix trap)', () => {
@@ -72,7 +74,13 @@ describe('environment resolution', () => {
       HERMES_USER__1_X: 'secret-5',
     });
     const names = resolver.index.refused.map((error) => error.variable).sort();
-    expect(names).toEqual(['HERMES_USER_SIGNAL_Z61_TOKEN', 'HERMES_USER_SIGNAL_ab_TOKEN', 'HERMES_USER_TELEGRAM_1', 'HERMES_USER_Tele_1_X', 'HERMES_USER__1_X']);
+    expect(names).toEqual([
+      'HERMES_USER_SIGNAL_Z61_TOKEN',
+      'HERMES_USER_SIGNAL_ab_TOKEN',
+      'HERMES_USER_TELEGRAM_1',
+      'HERMES_USER_Tele_1_X',
+      'HERMES_USER__1_X',
+    ]);
     for (const error of resolver.index.refused) {
       expect(error.message).toContain(error.variable);
       expect(error.message).not.toMatch(/secret-\d/);
@@ -80,9 +88,11 @@ describe('environment resolution', () => {
     expect(resolver.resolve({ session: { platform: 'signal', userId: 'a' } }).environment.variables).toEqual({});
   });
 
-  it('refuses user variables with reserved or internal names, or a NUL in the value, by name only; the user\'s other variables still arrive', () => {
+  it("refuses user variables with reserved or internal names, or a NUL in the value, by name only; the user's other variables still arrive", () => {
     const names = ['__berth_dir', '__berth_kept', '__BERTH_CWD', '__Berth_x', 'PATH', 'HOME', 'HOSTNAME', 'NUL_VALUE'];
-    const environment: Record<string, string> = Object.fromEntries(names.map((name) => [`HERMES_USER_TELEGRAM_7_${name}`, name === 'NUL_VALUE' ? 'secret\u0000x' : 'secret-value']));
+    const environment: Record<string, string> = Object.fromEntries(
+      names.map((name) => [`HERMES_USER_TELEGRAM_7_${name}`, name === 'NUL_VALUE' ? 'secret\u0000x' : 'secret-value']),
+    );
     environment.HERMES_USER_TELEGRAM_7_GITHUB_TOKEN = 'ghp_fine';
     const resolver = resolverFor(environment);
     expect(resolver.index.refused.map((error) => error.variable).sort()).toEqual(names.map((name) => `HERMES_USER_TELEGRAM_7_${name}`).sort());
@@ -104,7 +114,9 @@ describe('environment resolution', () => {
 
   it('refuses to forward a per-user variable to everybody, when the config is read (not at the first command)', () => {
     expect(() => resolverFor({ HERMES_USER_TELEGRAM_1_TOKEN: 'x' }, { docker_forward_env: ['HERMES_USER_TELEGRAM_1_TOKEN'] })).toThrow(ConfigError);
-    expect(() => resolverFor({}, { docker_user_env_prefix: 'TEAM', docker_forward_env: ['TEAM_TELEGRAM_1_TOKEN'] })).toThrow(/terminal\.docker_forward_env\.0 .*per-user variable/);
+    expect(() => resolverFor({}, { docker_user_env_prefix: 'TEAM', docker_forward_env: ['TEAM_TELEGRAM_1_TOKEN'] })).toThrow(
+      /terminal\.docker_forward_env\.0 .*per-user variable/,
+    );
   });
 
   it('names the exact prefix an operator writes for a user', () => {
@@ -143,6 +155,16 @@ describe('environment resolution', () => {
   });
 
   it('refuses an identity linked twice', () => {
-    expect(() => resolverFor({}, { docker_identity_links: [['telegram:1', 'signal:bob'], ['signal:bob', 'telegram:2']] })).toThrow(/already linked/);
+    expect(() =>
+      resolverFor(
+        {},
+        {
+          docker_identity_links: [
+            ['telegram:1', 'signal:bob'],
+            ['signal:bob', 'telegram:2'],
+          ],
+        },
+      ),
+    ).toThrow(/already linked/);
   });
 });

@@ -4,7 +4,6 @@ import path from 'node:path';
 import { BerthError, PathEscapeError } from './errors.js';
 import { INSTALLATION_KEY_FILE } from './host-layout.js';
 
-
 /** Hex digits of the keyed digest in a sandbox name: 96 bits. */
 const NAME_DIGITS = 24;
 

@@ -10,7 +10,11 @@ const config = (input: Record<string, unknown> = {}) => parseTerminalConfig({ sa
 
 describe('the resolver remembers requests', () => {
   it('gives the same session the same frozen request, and another session its own', () => {
-    const resolver = createSandboxResolver({ config: config(), registry: createPlatformRegistry(), environment: { HERMES_USER_TELEGRAM_1_TOKEN: 'one-secret' } });
+    const resolver = createSandboxResolver({
+      config: config(),
+      registry: createPlatformRegistry(),
+      environment: { HERMES_USER_TELEGRAM_1_TOKEN: 'one-secret' },
+    });
     const first = resolver.resolve({ session: { platform: 'telegram', userId: '1' } });
     expect(resolver.resolve({ session: { platform: 'telegram', userId: '1' } })).toBe(first);
     expect(runWithSession({ platform: 'telegram', userId: '1' }, () => resolver.resolve())).toBe(first);
@@ -37,18 +41,23 @@ describe('the resolver remembers requests', () => {
 
   it('refuses a session it cannot attribute every time, remembering nothing', () => {
     const resolver = createSandboxResolver({ config: config(), registry: createPlatformRegistry(), environment: {} });
-    for (let attempt = 0; attempt < 3; attempt++) expect(() => resolver.resolve({ session: { sessionKey: 'agent:main:direct:5' } })).toThrow(/session\.dmScope: per-channel-peer/);
+    for (let attempt = 0; attempt < 3; attempt++)
+      expect(() => resolver.resolve({ session: { sessionKey: 'agent:main:direct:5' } })).toThrow(/session\.dmScope: per-channel-peer/);
   });
 
   it('stays right past the number of sessions it remembers', () => {
     const resolver = createSandboxResolver({ config: config(), registry: createPlatformRegistry(), environment: { HERMES_USER_TELEGRAM_7_T: 'seven' } });
-    for (let user = 0; user < 5000; user++) expect(resolver.resolve({ session: { platform: 'telegram', userId: String(user) } }).scope.key).toBe(`user:telegram:${user}`);
+    for (let user = 0; user < 5000; user++)
+      expect(resolver.resolve({ session: { platform: 'telegram', userId: String(user) } }).scope.key).toBe(`user:telegram:${user}`);
     expect(resolver.resolve({ session: { platform: 'telegram', userId: '7' } }).environment.variables).toEqual({ T: 'seven' });
     expect(resolver.resolve({ session: { platform: 'telegram', userId: '0' } }).scope.key).toBe('user:telegram:0');
   });
 
   it('answers as a resolver that remembers nothing, for any order of many sessions', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
-    const session = fc.record({ platform: fc.constantFrom('telegram', 'whatsapp', 'signal'), userId: fc.constantFrom('1', '2', '+15550001', 'ab', 'AB', 'ab-cd') });
+    const session = fc.record({
+      platform: fc.constantFrom('telegram', 'whatsapp', 'signal'),
+      userId: fc.constantFrom('1', '2', '+15550001', 'ab', 'AB', 'ab-cd'),
+    });
     fc.assert(
       fc.property(fc.array(session, { minLength: 1, maxLength: 60 }), (sessions) => {
         const environment = { HERMES_USER_TELEGRAM_1_T: 'a', HERMES_USER_SIGNAL_AB_T: 'b' };

@@ -70,10 +70,20 @@ export function createSandboxResolver(options: {
   // while they still hold the values it was made with. Refusals are never remembered.
   const remembered = new Map<string, { readonly request: SandboxRequest; readonly forwarded: ReadonlyArray<string | undefined> }>();
   const forwardedValues = (): Array<string | undefined> => config.docker_forward_env.map((name) => index.environment[name]);
-  const sameValues = (a: ReadonlyArray<string | undefined>, b: ReadonlyArray<string | undefined>): boolean => a.every((value, position) => value === b[position]);
+  const sameValues = (a: ReadonlyArray<string | undefined>, b: ReadonlyArray<string | undefined>): boolean =>
+    a.every((value, position) => value === b[position]);
   const resolve: SandboxResolver['resolve'] = (resolveOptions = {}) => {
     const session = resolveOptions.session ?? getActiveSession();
-    const key = JSON.stringify([session?.platform, session?.userId, session?.chatId, session?.sessionKey, session?.taskId, session !== undefined, resolveOptions.taskId, resolveOptions.sessionRequired === true]);
+    const key = JSON.stringify([
+      session?.platform,
+      session?.userId,
+      session?.chatId,
+      session?.sessionKey,
+      session?.taskId,
+      session !== undefined,
+      resolveOptions.taskId,
+      resolveOptions.sessionRequired === true,
+    ]);
     const forwarded = forwardedValues();
     const hit = remembered.get(key);
     if (hit && sameValues(hit.forwarded, forwarded)) {
@@ -83,7 +93,16 @@ export function createSandboxResolver(options: {
       return hit.request;
     }
     const request = freezeRequest(
-      forScope(resolveScope({ userSandbox: config.docker_user_sandbox, registry, links, ...(session ? { session } : {}), taskId: resolveOptions.taskId, sessionRequired: resolveOptions.sessionRequired })),
+      forScope(
+        resolveScope({
+          userSandbox: config.docker_user_sandbox,
+          registry,
+          links,
+          ...(session ? { session } : {}),
+          taskId: resolveOptions.taskId,
+          sessionRequired: resolveOptions.sessionRequired,
+        }),
+      ),
     );
     remembered.delete(key);
     if (remembered.size >= REMEMBERED_REQUESTS) remembered.delete(remembered.keys().next().value!);

@@ -85,7 +85,9 @@ describe('scope and paths', () => {
 
   it('refuses a session that names nobody when the caller serves many people, and keeps the task layout for a single-user caller', () => {
     for (const target of [{}, { session: {} }, { session: { taskId: 'abc' } }, { taskId: 'abc' }]) {
-      expect(() => resolver().resolve({ ...target, sessionRequired: true })).toThrow(/serves many people, but its session names no platform, user, chat or session key/);
+      expect(() => resolver().resolve({ ...target, sessionRequired: true })).toThrow(
+        /serves many people, but its session names no platform, user, chat or session key/,
+      );
       expect(resolver().resolve(target).scope.kind).toBe('task');
     }
     // A session that names someone is unaffected; docker_user_sandbox: false is the operator's choice of one shared layout.

@@ -51,7 +51,11 @@ export function taskFolderName(taskId: string): string {
 }
 
 function slugOf(readable: string, key: string): string {
-  const clean = readable.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+  const clean = readable
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
   return `${clean || 'x'}-${shortDigest(key)}`;
 }
 
@@ -159,11 +163,15 @@ export function resolveScope(options: ResolveScopeOptions): SandboxScope {
     }
   }
   if (present(userId)) {
-    throw new SessionAttributionError('the session names a sender id but no platform, so Berth cannot tell whose sandbox it is; the host must pass platform with userId (e.g. telegram)');
+    throw new SessionAttributionError(
+      'the session names a sender id but no platform, so Berth cannot tell whose sandbox it is; the host must pass platform with userId (e.g. telegram)',
+    );
   }
   if (present(platform) && present(chatId)) return taskScope(chatScopeKey(platform, chatId, options.registry));
   if (present(chatId)) {
-    throw new SessionAttributionError('the session names a chat but no platform, so Berth cannot tell which conversation it is; the host must pass platform with chatId (e.g. telegram)');
+    throw new SessionAttributionError(
+      'the session names a chat but no platform, so Berth cannot tell which conversation it is; the host must pass platform with chatId (e.g. telegram)',
+    );
   }
   throw new SessionAttributionError(
     `the session names the platform ${JSON.stringify(truncateForMessage(String(platform)))} but no user, chat or session key, so Berth cannot tell whose sandbox it is; the host must pass userId or chatId with the platform`,

@@ -84,10 +84,20 @@ describe('classifySessionKey', () => {
 describe('whose sandbox a session key gives (properties)', () => {
   it('a direct key of either OpenClaw shape or the Python gateway gives exactly the user it names', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
-      fc.property(segment, channel, fc.option(segment.filter((value) => !['direct', 'dm', 'group', 'channel', 'thread', 'topic'].includes(value)), { nil: undefined }), fc.constantFrom('direct', 'dm'), peer, (agent, platform, account, word, id) => {
-        const key = ['agent', agent, platform, ...(account === undefined ? [] : [account]), word, id].join(':');
-        expect(scopeOf(key)).toEqual({ scope: `user:${platform}:${id}` });
-      }),
+      fc.property(
+        segment,
+        channel,
+        fc.option(
+          segment.filter((value) => !['direct', 'dm', 'group', 'channel', 'thread', 'topic'].includes(value)),
+          { nil: undefined },
+        ),
+        fc.constantFrom('direct', 'dm'),
+        peer,
+        (agent, platform, account, word, id) => {
+          const key = ['agent', agent, platform, ...(account === undefined ? [] : [account]), word, id].join(':');
+          expect(scopeOf(key)).toEqual({ scope: `user:${platform}:${id}` });
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -104,7 +114,9 @@ describe('whose sandbox a session key gives (properties)', () => {
     );
   });
 
-  it('each conversation gets its own sandbox: never a user, never another conversation, never the shared default', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
+  it('each conversation gets its own sandbox: never a user, never another conversation, never the shared default', {
+    timeout: PROPERTY_TEST_TIMEOUT_MS,
+  }, () => {
     const seen = new Map<string, string>();
     fc.assert(
       fc.property(segment, channel, conversationWord, segment, fc.option(segment, { nil: undefined }), (agent, platform, word, id, topic) => {
@@ -136,7 +148,9 @@ describe('whose sandbox a session key gives (properties)', () => {
     const directShape = /^agent:[^:]+:[a-z][a-z0-9]{0,31}(?::[^:]+)?:(?:direct|dm):[^\n]+$/;
     const text = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 80 }),
-      fc.array(fc.oneof(segment, fc.constantFrom('agent', 'direct', 'dm', 'DIRECT', 'group', 'main', 'telegram', 'cron', 'hook', '')), { maxLength: 7 }).map((parts) => parts.join(':')),
+      fc
+        .array(fc.oneof(segment, fc.constantFrom('agent', 'direct', 'dm', 'DIRECT', 'group', 'main', 'telegram', 'cron', 'hook', '')), { maxLength: 7 })
+        .map((parts) => parts.join(':')),
     );
     fc.assert(
       fc.property(text, (key) => {

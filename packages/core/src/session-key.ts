@@ -46,7 +46,10 @@ function refused(shape: string, reason: string): SessionKeyMeaning {
 
 function unknownShape(parts: readonly string[]): SessionKeyMeaning {
   const shape = shapeOf(parts);
-  return refused(shape, `session key of shape ${shape} is not one Berth recognises, so it cannot tell whose sandbox the command belongs to; direct chats need keys like agent:<agent>:<channel>:direct:<peer>: ${PER_CHANNEL_PEER_FIX}`);
+  return refused(
+    shape,
+    `session key of shape ${shape} is not one Berth recognises, so it cannot tell whose sandbox the command belongs to; direct chats need keys like agent:<agent>:<channel>:direct:<peer>: ${PER_CHANNEL_PEER_FIX}`,
+  );
 }
 
 /** `kind` at `parts[at]` followed by a non-empty id: a direct chat or a conversation there. */

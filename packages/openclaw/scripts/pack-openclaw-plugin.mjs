@@ -31,7 +31,8 @@ for (const built of ['dist/index.js', 'dist/backend.js']) {
 function run(command, args, cwd) {
   const result = spawnSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (result.error) fail(`${command} could not start (${result.error.message}); is it on PATH?`);
-  if (result.status !== 0) fail(`${command} ${args.join(' ')} failed (exit ${result.status}): ${(result.stderr || result.stdout).trim().split('\n').slice(-5).join(' | ')}`);
+  if (result.status !== 0)
+    fail(`${command} ${args.join(' ')} failed (exit ${result.status}): ${(result.stderr || result.stdout).trim().split('\n').slice(-5).join(' | ')}`);
   return result.stdout;
 }
 
@@ -121,7 +122,8 @@ try {
     }
   };
   prune(modules);
-  if (lstatSync(path.join(modules, '@berth', 'gateway-plugin', 'dist', 'cli.js')).isFile() === false) fail('the socket client (gateway-plugin dist/cli.js) is missing from the bundle');
+  if (lstatSync(path.join(modules, '@berth', 'gateway-plugin', 'dist', 'cli.js')).isFile() === false)
+    fail('the socket client (gateway-plugin dist/cli.js) is missing from the bundle');
 
   const packed = run('npm', ['pack', '--silent', '--pack-destination', work], stage).trim().split('\n').pop();
   mkdirSync(outDir, { recursive: true });

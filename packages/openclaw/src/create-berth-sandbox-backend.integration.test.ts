@@ -47,7 +47,11 @@ async function containersUnderRoot(): Promise<Dockerode.ContainerInfo[]> {
 }
 
 /** Spawns a handle's exec spec the way OpenClaw's process supervisor does: argv, exact env, cwd, stdin closed. */
-async function spawnExec(handle: OpenClawSandboxBackendHandle, command: string, workdir = '/workspace'): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function spawnExec(
+  handle: OpenClawSandboxBackendHandle,
+  command: string,
+  workdir = '/workspace',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const spec = await handle.buildExecSpec({ command, workdir, env: { PATH: '/usr/bin:/bin', HOME: '/workspace' }, usePty: false });
   return new Promise((resolve, reject) => {
     const child = spawn(spec.argv[0]!, spec.argv.slice(1), { env: spec.env as NodeJS.ProcessEnv, cwd: spec.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -76,20 +80,30 @@ beforeAll(async () => {
   handles.alice = await backend.registration.factory(factoryParams(keyOf(alice), hostWorkspace));
   handles.bob = await backend.registration.factory(factoryParams(keyOf(bob), path.join(root, 'openclaw-workspace-bob')));
   bridge = handles.alice.createFsBridge!({
-    sandbox: { workspaceDir: hostWorkspace, agentWorkspaceDir: path.join(root, 'agent-workspace'), workspaceAccess: 'none', containerName: handles.alice.runtimeId, containerWorkdir: '/workspace' },
+    sandbox: {
+      workspaceDir: hostWorkspace,
+      agentWorkspaceDir: path.join(root, 'agent-workspace'),
+      workspaceAccess: 'none',
+      containerName: handles.alice.runtimeId,
+      containerWorkdir: '/workspace',
+    },
   });
 });
 
 afterAll(async () => {
   await backend?.close();
-  for (const container of await containersUnderRoot()) await docker.getContainer(container.Id).remove({ force: true, v: true }).catch(() => {});
+  for (const container of await containersUnderRoot())
+    await docker
+      .getContainer(container.Id)
+      .remove({ force: true, v: true })
+      .catch(() => {});
   // Each user's disk (container_disk) is mounted under the root: unmounted first.
   await releaseDisksUnder(root);
   rmSync(root, { recursive: true, force: true });
 });
 
 describe('the berth sandbox backend, as OpenClaw drives it', () => {
-  it('runs a spawned command in the session user\'s own sandbox with their own variables, masked', async () => {
+  it("runs a spawned command in the session user's own sandbox with their own variables, masked", async () => {
     const run = await spawnExec(handles.alice!, 'printf alice > /workspace/own.txt; echo "token=[$GITHUB_TOKEN]"; pwd; id -u');
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toBe('token=[***]\n/workspace\n0\n');
@@ -98,14 +112,19 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
   });
 
   it('keeps two users apart: folders, containers, tokens', async () => {
-    const run = await spawnExec(handles.bob!, `printf "$GITHUB_TOKEN" > /workspace/token.txt; cat ${workspaceOf(alice)}/own.txt /workspace/../telegram@${alice}/workspace/own.txt 2>&1; ls /workspace`);
+    const run = await spawnExec(
+      handles.bob!,
+      `printf "$GITHUB_TOKEN" > /workspace/token.txt; cat ${workspaceOf(alice)}/own.txt /workspace/../telegram@${alice}/workspace/own.txt 2>&1; ls /workspace`,
+    );
     expect(run.stdout).not.toContain('alice');
     expect(run.stdout).toContain('No such file');
     expect(readFileSync(path.join(workspaceOf(bob), 'token.txt'), 'utf8')).toBe(tokens.bob);
     expect(existsSync(path.join(workspaceOf(alice), 'token.txt'))).toBe(false);
     const containers = await containersUnderRoot();
     expect(containers).toHaveLength(2);
-    expect(new Set(containers.map((container) => container.Mounts.find((mount) => mount.Destination === '/workspace')?.Source))).toEqual(new Set([workspaceOf(alice), workspaceOf(bob)]));
+    expect(new Set(containers.map((container) => container.Mounts.find((mount) => mount.Destination === '/workspace')?.Source))).toEqual(
+      new Set([workspaceOf(alice), workspaceOf(bob)]),
+    );
     expect(handles.alice!.runtimeId).not.toBe(handles.bob!.runtimeId);
     for (const handle of [handles.alice!, handles.bob!]) expect(handle.runtimeId).not.toMatch(new RegExp(`${alice}|${bob}|telegram`));
     for (const container of containers) {
@@ -123,11 +142,11 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     expect(await handles.alice!.validateWorkdir!('/workspace/missing')).toBeNull();
   });
 
-  it('passes the command\'s exit status through', async () => {
+  it("passes the command's exit status through", async () => {
     expect((await spawnExec(handles.alice!, 'exit 7')).code).toBe(7);
   });
 
-  it('runs OpenClaw\'s own scripts in the sandbox with arguments and input', async () => {
+  it("runs OpenClaw's own scripts in the sandbox with arguments and input", async () => {
     const result = await handles.alice!.runShellCommand({ script: 'printf "%s|" "$1" "$2"; cat', args: ['one word', "it's"], stdin: 'from stdin' });
     expect(result).toMatchObject({ code: 0 });
     expect(result.stdout.toString()).toBe("one word|it's|from stdin");
@@ -135,7 +154,7 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     expect((await handles.alice!.runShellCommand({ script: 'exit 3', allowFailure: true })).code).toBe(3);
   });
 
-  it('writes and reads files through the fs bridge in the user\'s workspace, bytes exact', async () => {
+  it("writes and reads files through the fs bridge in the user's workspace, bytes exact", async () => {
     const bytes = Buffer.from(Array.from({ length: 256 }, (_, index) => index));
     await bridge.writeFile({ filePath: '/workspace/notes/binary.bin', data: bytes });
     expect(readFileSync(path.join(workspaceOf(alice), 'notes', 'binary.bin')).equals(bytes)).toBe(true);
@@ -174,9 +193,12 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     await expect(bridge.readFile({ filePath: '/workspace/notes' })).rejects.toMatchObject({ code: 'EISDIR' });
   });
 
-  it('maps OpenClaw\'s host workspace paths onto /workspace and refuses paths outside it', async () => {
+  it("maps OpenClaw's host workspace paths onto /workspace and refuses paths outside it", async () => {
     expect(bridge.resolvePath({ filePath: path.join(hostWorkspace, 'x', 'y.txt') })).toEqual({ containerPath: '/workspace/x/y.txt', relativePath: 'x/y.txt' });
-    expect(bridge.resolvePath({ filePath: 'y.txt', cwd: path.join(hostWorkspace, 'x') })).toEqual({ containerPath: '/workspace/x/y.txt', relativePath: 'x/y.txt' });
+    expect(bridge.resolvePath({ filePath: 'y.txt', cwd: path.join(hostWorkspace, 'x') })).toEqual({
+      containerPath: '/workspace/x/y.txt',
+      relativePath: 'x/y.txt',
+    });
     await bridge.writeFile({ filePath: path.join(hostWorkspace, 'mapped.txt'), data: 'mapped' });
     expect(readFileSync(path.join(workspaceOf(alice), 'mapped.txt'), 'utf8')).toBe('mapped');
     expect(existsSync(path.join(hostWorkspace, 'mapped.txt'))).toBe(false);
@@ -210,7 +232,9 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     const cliSocket = path.join(root, 'cli-run', 'berth.sock');
     const cli = createBerthSandboxBackend({ pluginConfig: { ...pluginConfig, socket: cliSocket }, environment });
     try {
-      expect(await cli.registration.manager!.describeRuntime({ entry: { containerName: handles.alice!.runtimeId }, config: {} })).toMatchObject({ running: true });
+      expect(await cli.registration.manager!.describeRuntime({ entry: { containerName: handles.alice!.runtimeId }, config: {} })).toMatchObject({
+        running: true,
+      });
       expect(existsSync(cliSocket)).toBe(false);
     } finally {
       await cli.close();

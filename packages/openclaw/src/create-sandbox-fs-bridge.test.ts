@@ -14,23 +14,34 @@ const unused: SandboxShell = {
 };
 const bridge = createSandboxFsBridge({ shell: unused, hostWorkspaceDir: '/srv/openclaw/sandboxes/workspace-1' });
 
-describe('the fs bridge\'s paths', () => {
+describe("the fs bridge's paths", () => {
   it('keeps sandbox paths inside /workspace and reads relative ones from the working folder', () => {
     expect(bridge.resolvePath({ filePath: '/workspace/a/../b.txt' })).toEqual({ containerPath: '/workspace/b.txt', relativePath: 'b.txt' });
     expect(bridge.resolvePath({ filePath: 'notes/c.txt' })).toEqual({ containerPath: '/workspace/notes/c.txt', relativePath: 'notes/c.txt' });
-    expect(bridge.resolvePath({ filePath: 'c.txt', cwd: '/workspace/notes' })).toEqual({ containerPath: '/workspace/notes/c.txt', relativePath: 'notes/c.txt' });
+    expect(bridge.resolvePath({ filePath: 'c.txt', cwd: '/workspace/notes' })).toEqual({
+      containerPath: '/workspace/notes/c.txt',
+      relativePath: 'notes/c.txt',
+    });
     expect(bridge.resolvePath({ filePath: '/workspace/' })).toEqual({ containerPath: '/workspace', relativePath: '' });
   });
 
-  it('reads a path in OpenClaw\'s own host workspace as the same place in the sandbox', () => {
-    expect(bridge.resolvePath({ filePath: '/srv/openclaw/sandboxes/workspace-1/src/x.ts' })).toEqual({ containerPath: '/workspace/src/x.ts', relativePath: 'src/x.ts' });
-    expect(bridge.resolvePath({ filePath: 'x.ts', cwd: '/srv/openclaw/sandboxes/workspace-1/src' })).toEqual({ containerPath: '/workspace/src/x.ts', relativePath: 'src/x.ts' });
+  it("reads a path in OpenClaw's own host workspace as the same place in the sandbox", () => {
+    expect(bridge.resolvePath({ filePath: '/srv/openclaw/sandboxes/workspace-1/src/x.ts' })).toEqual({
+      containerPath: '/workspace/src/x.ts',
+      relativePath: 'src/x.ts',
+    });
+    expect(bridge.resolvePath({ filePath: 'x.ts', cwd: '/srv/openclaw/sandboxes/workspace-1/src' })).toEqual({
+      containerPath: '/workspace/src/x.ts',
+      relativePath: 'src/x.ts',
+    });
     expect(bridge.pathMappings).toEqual([{ hostRoot: '/srv/openclaw/sandboxes/workspace-1', containerRoot: '/workspace' }]);
   });
 
   it('refuses every way out of /workspace, with a line naming the path', () => {
     for (const filePath of ['/etc/passwd', '/workspace/../root/.ssh/id_rsa', '../x', '/workspacex/y', '/srv/openclaw/sandboxes/workspace-10/x', '/']) {
-      expect(() => bridge.resolvePath({ filePath })).toThrow(/is outside the sandbox's \/workspace; the file tools work in \/workspace \(use exec for other folders\)$/);
+      expect(() => bridge.resolvePath({ filePath })).toThrow(
+        /is outside the sandbox's \/workspace; the file tools work in \/workspace \(use exec for other folders\)$/,
+      );
     }
     expect(() => bridge.resolvePath({ filePath: 'x', cwd: '/tmp' })).toThrow(/\/tmp\/x is outside/);
     expect(() => bridge.resolvePath({ filePath: '  ' })).toThrow(/empty path/);
@@ -52,7 +63,13 @@ describe("the fs bridge's bounds", () => {
       const result = spawnSync('sh', ['-c', script, 'berth-openclaw', ...(options.args ?? []).map(toHost)], { input: options.stdin ?? '', timeout: 20_000 });
       afterEachRun();
       const stdout = result.stdout.toString('utf8');
-      return { exitCode: result.status ?? 124, stdout, stderr: result.stderr.toString('utf8'), timedOut: result.status === null, truncated: stdout.length > outputLimit };
+      return {
+        exitCode: result.status ?? 124,
+        stdout,
+        stderr: result.stderr.toString('utf8'),
+        timedOut: result.status === null,
+        truncated: stdout.length > outputLimit,
+      };
     },
   });
 
@@ -63,7 +80,10 @@ describe("the fs bridge's bounds", () => {
     truncateSync(path.join(folder, 'huge'), 2 ** 40);
     for (const name of ['big', 'huge']) {
       runs = 0;
-      await expect(bridge.readFile({ filePath: `/workspace/${name}` })).rejects.toMatchObject({ code: 'EFBIG', message: expect.stringMatching(/^File exceeds 10000 bytes/) });
+      await expect(bridge.readFile({ filePath: `/workspace/${name}` })).rejects.toMatchObject({
+        code: 'EFBIG',
+        message: expect.stringMatching(/^File exceeds 10000 bytes/),
+      });
       await expect(bridge.readFile({ filePath: `/workspace/${name}`, maxBytes: 2 ** 50 })).rejects.toMatchObject({ code: 'EFBIG' });
       expect(runs).toBe(2);
     }
@@ -80,7 +100,10 @@ describe("the fs bridge's bounds", () => {
     expect(await bridge.readFile({ filePath: '/workspace/steady' })).toEqual(bytes);
     writeFileSync(path.join(folder, 'growing'), bytes);
     afterEachRun = () => appendFileSync(path.join(folder, 'growing'), 'more');
-    await expect(bridge.readFile({ filePath: '/workspace/growing' })).rejects.toMatchObject({ code: 'EAGAIN', message: expect.stringMatching(/changed size while it was read/) });
+    await expect(bridge.readFile({ filePath: '/workspace/growing' })).rejects.toMatchObject({
+      code: 'EAGAIN',
+      message: expect.stringMatching(/changed size while it was read/),
+    });
     writeFileSync(path.join(folder, 'shrinking'), bytes);
     afterEachRun = () => truncateSync(path.join(folder, 'shrinking'), 5000);
     await expect(bridge.readFile({ filePath: '/workspace/shrinking' })).rejects.toMatchObject({ code: 'EAGAIN' });

@@ -35,7 +35,8 @@ echo "$size"
 dd if="$1" bs="$2" skip="$3" count="$4" 2>/dev/null | base64`;
 
 /** Refuses (exit 1, naming it) a file that exists and is not a regular file: a FIFO or a device would block the writer or reader. */
-const REGULAR_OR_ABSENT = (argument: string) => `if [ -e "${argument}" ] && [ ! -f "${argument}" ] && [ ! -d "${argument}" ]; then echo "not a regular file: ${argument}" >&2; exit 1; fi`;
+const REGULAR_OR_ABSENT = (argument: string) =>
+  `if [ -e "${argument}" ] && [ ! -f "${argument}" ] && [ ! -d "${argument}" ]; then echo "not a regular file: ${argument}" >&2; exit 1; fi`;
 
 /** $1 file, $2 "1" to create missing parents; stdin is the content. Writes in place, keeping an existing file's mode. */
 const WRITE_SCRIPT = `${PARENT}
@@ -157,7 +158,11 @@ export function createSandboxFsBridge(options: CreateSandboxFsBridgeOptions): Op
     }
     const normalized = containerPath.length > 1 ? containerPath.replace(/\/+$/, '') : containerPath;
     if (!isInside(SANDBOX_WORKSPACE, normalized)) {
-      throw new SandboxFsError('EACCES', normalized, `${normalized} is outside the sandbox's ${SANDBOX_WORKSPACE}; the file tools work in ${SANDBOX_WORKSPACE} (use exec for other folders)`);
+      throw new SandboxFsError(
+        'EACCES',
+        normalized,
+        `${normalized} is outside the sandbox's ${SANDBOX_WORKSPACE}; the file tools work in ${SANDBOX_WORKSPACE} (use exec for other folders)`,
+      );
     }
     return normalized;
   };
@@ -165,18 +170,30 @@ export function createSandboxFsBridge(options: CreateSandboxFsBridgeOptions): Op
   const fail = (result: SandboxScriptResult, action: string, containerPath: string): never => {
     const code = EXIT_CODES[result.exitCode];
     if (code) throw new SandboxFsError(code, containerPath, `Sandbox FS error (${code}): cannot ${action} ${containerPath}`);
-    if (result.timedOut) throw new SandboxFsError('ETIMEDOUT', containerPath, `cannot ${action} ${containerPath}: the sandbox did not answer within terminal.timeout`);
+    if (result.timedOut)
+      throw new SandboxFsError('ETIMEDOUT', containerPath, `cannot ${action} ${containerPath}: the sandbox did not answer within terminal.timeout`);
     const detail = result.stderr.trim().split('\n')[0] || `exit status ${result.exitCode}`;
     throw new SandboxFsError('EIO', containerPath, `cannot ${action} ${containerPath} in the sandbox: ${detail}`);
   };
 
-  const run = async (script: string, args: string[], action: string, containerPath: string, extra: { stdin?: Buffer | string; signal?: AbortSignal | undefined } = {}) => {
-    const result = await shell.run(script, { args, ...(extra.stdin !== undefined ? { stdin: extra.stdin } : {}), ...(extra.signal ? { signal: extra.signal } : {}) });
+  const run = async (
+    script: string,
+    args: string[],
+    action: string,
+    containerPath: string,
+    extra: { stdin?: Buffer | string; signal?: AbortSignal | undefined } = {},
+  ) => {
+    const result = await shell.run(script, {
+      args,
+      ...(extra.stdin !== undefined ? { stdin: extra.stdin } : {}),
+      ...(extra.signal ? { signal: extra.signal } : {}),
+    });
     if (result.exitCode !== 0) fail(result, action, containerPath);
     return result;
   };
 
-  const toBytes = (data: Buffer | string, encoding: BufferEncoding | undefined): Buffer => (Buffer.isBuffer(data) ? data : Buffer.from(data, encoding ?? 'utf8'));
+  const toBytes = (data: Buffer | string, encoding: BufferEncoding | undefined): Buffer =>
+    Buffer.isBuffer(data) ? data : Buffer.from(data, encoding ?? 'utf8');
 
   // Chunks whose base64 form fits the output limit (4 characters per 3 bytes, with room for line ends).
   const blockSize = 4096;
@@ -205,21 +222,39 @@ export function createSandboxFsBridge(options: CreateSandboxFsBridgeOptions): Op
       // applies then, and a caller's larger one never lifts it.
       const limit = Math.min(maxBytes ?? readLimit, readLimit);
       const tooLarge = (): never => {
-        throw new SandboxFsError('EFBIG', containerPath, `File exceeds ${limit} bytes: ${containerPath}${maxBytes === undefined || maxBytes > readLimit ? ' (the sandbox file tools read at most that much; use exec for larger files)' : ''}`);
+        throw new SandboxFsError(
+          'EFBIG',
+          containerPath,
+          `File exceeds ${limit} bytes: ${containerPath}${maxBytes === undefined || maxBytes > readLimit ? ' (the sandbox file tools read at most that much; use exec for larger files)' : ''}`,
+        );
       };
       const chunks: Buffer[] = [];
       let total = 0;
       let size: number | undefined;
       for (let chunk = 0; size === undefined || total < size; chunk++) {
-        const result = await shell.run(READ_SCRIPT, { args: [containerPath, String(blockSize), String(chunk * blocksPerChunk), String(blocksPerChunk), String(limit)], ...(signal ? { signal } : {}) });
+        const result = await shell.run(READ_SCRIPT, {
+          args: [containerPath, String(blockSize), String(chunk * blocksPerChunk), String(blocksPerChunk), String(limit)],
+          ...(signal ? { signal } : {}),
+        });
         if (result.exitCode === 48) tooLarge();
         if (result.exitCode !== 0) fail(result, 'read', containerPath);
-        if (result.truncated) throw new SandboxFsError('EFBIG', containerPath, `cannot read ${containerPath}: a chunk exceeded terminal.docker_output_limit; raise it or read the file with exec`);
+        if (result.truncated)
+          throw new SandboxFsError(
+            'EFBIG',
+            containerPath,
+            `cannot read ${containerPath}: a chunk exceeded terminal.docker_output_limit; raise it or read the file with exec`,
+          );
         const newline = result.stdout.indexOf('\n');
         const now = Number(result.stdout.slice(0, newline));
-        if (!Number.isSafeInteger(now) || now < 0) throw new SandboxFsError('EIO', containerPath, `cannot read ${containerPath}: the sandbox did not say its size`);
+        if (!Number.isSafeInteger(now) || now < 0)
+          throw new SandboxFsError('EIO', containerPath, `cannot read ${containerPath}: the sandbox did not say its size`);
         // A file that grows or shrinks while it is read in chunks would come back torn (or, growing, never end).
-        if (size !== undefined && now !== size) throw new SandboxFsError('EAGAIN', containerPath, `cannot read ${containerPath}: it changed size while it was read (${size} then ${now} bytes); read it again once it is written`);
+        if (size !== undefined && now !== size)
+          throw new SandboxFsError(
+            'EAGAIN',
+            containerPath,
+            `cannot read ${containerPath}: it changed size while it was read (${size} then ${now} bytes); read it again once it is written`,
+          );
         size = now;
         if (size > limit) tooLarge();
         const part = Buffer.from(result.stdout.slice(newline + 1), 'base64');
@@ -242,7 +277,11 @@ export function createSandboxFsBridge(options: CreateSandboxFsBridgeOptions): Op
 
     async createFileExclusive({ filePath, cwd, data, encoding, mkdir, signal }) {
       const containerPath = toContainerPath(filePath, cwd);
-      const result = await shell.run(CREATE_SCRIPT, { args: [containerPath, mkdir === false ? '0' : '1'], stdin: toBytes(data, encoding), ...(signal ? { signal } : {}) });
+      const result = await shell.run(CREATE_SCRIPT, {
+        args: [containerPath, mkdir === false ? '0' : '1'],
+        stdin: toBytes(data, encoding),
+        ...(signal ? { signal } : {}),
+      });
       if (result.exitCode === 47) return 'exists';
       if (result.exitCode !== 0) fail(result, 'create', containerPath);
       return 'created';

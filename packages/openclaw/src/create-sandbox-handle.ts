@@ -104,4 +104,3 @@ export function createSandboxHandle(options: CreateSandboxHandleOptions): OpenCl
     createFsBridge: ({ sandbox }) => createSandboxFsBridge({ shell, hostWorkspaceDir: sandbox.workspaceDir || options.hostWorkspaceDir }),
   };
 }
-

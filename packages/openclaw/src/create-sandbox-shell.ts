@@ -20,7 +20,10 @@ export interface SandboxShell {
    * warm shell session, with `stdin` (bytes that are not UTF-8 travel base64-encoded and are
    * decoded inside the sandbox). The session's `cd` and `export` are not changed.
    */
-  run(script: string, options?: { readonly args?: readonly string[]; readonly stdin?: Buffer | string; readonly signal?: AbortSignal }): Promise<SandboxScriptResult>;
+  run(
+    script: string,
+    options?: { readonly args?: readonly string[]; readonly stdin?: Buffer | string; readonly signal?: AbortSignal },
+  ): Promise<SandboxScriptResult>;
   /** The most output bytes a script may print per stream (`docker_output_limit`). */
   readonly outputLimit: number;
 }

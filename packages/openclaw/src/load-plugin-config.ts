@@ -60,7 +60,8 @@ export function loadPluginConfig(pluginConfig: unknown, environment: Readonly<Re
     }
     const key = [PLUGIN_CONFIG_KEY, ...issue.path.map(String)].join('.');
     const given = issue.path.reduce<unknown>((value, part) => (value as Record<PropertyKey, unknown> | undefined)?.[part as PropertyKey], pluginConfig);
-    const expected = issue.path[0] === 'terminal' ? 'a mapping of terminal settings' : issue.path[0] === 'client' ? '"auto", "perl" or "node"' : 'a non-empty path';
+    const expected =
+      issue.path[0] === 'terminal' ? 'a mapping of terminal settings' : issue.path[0] === 'client' ? '"auto", "perl" or "node"' : 'a non-empty path';
     throw new ConfigError(key, `${key} is ${describeForMessage(given)}: expected ${expected}`);
   }
   const plugin = parsed.data;

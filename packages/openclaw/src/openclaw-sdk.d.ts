@@ -4,7 +4,9 @@
 
 declare module 'openclaw/plugin-sdk/plugin-entry' {
   /** OpenClaw's entry helper for non-channel plugins: returns the entry object it loads. */
-  export function definePluginEntry(options: import('./openclaw-sdk-types.js').OpenClawPluginEntryOptions): import('./openclaw-sdk-types.js').OpenClawPluginEntry;
+  export function definePluginEntry(
+    options: import('./openclaw-sdk-types.js').OpenClawPluginEntryOptions,
+  ): import('./openclaw-sdk-types.js').OpenClawPluginEntry;
 }
 
 declare module 'openclaw/plugin-sdk/sandbox' {

@@ -30,12 +30,29 @@ describe.each(['docker', 'podman'] as const)('the OpenClaw bridge on %s, attacke
   beforeAll(async () => {
     mkdirSync(hostWorkspace, { recursive: true });
     backend = createBerthSandboxBackend({
-      pluginConfig: { terminal: { backend: engine, docker_image: IMAGE, sandbox_dir: sandboxDir, docker_network: false, lifetime_seconds: 0, container_disk: 0, timeout: 60 }, socket: path.join(root, 'run', 'berth.sock') },
+      pluginConfig: {
+        terminal: { backend: engine, docker_image: IMAGE, sandbox_dir: sandboxDir, docker_network: false, lifetime_seconds: 0, container_disk: 0, timeout: 60 },
+        socket: path.join(root, 'run', 'berth.sock'),
+      },
       environment: { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: path.join(root, 'hermes') },
     });
     await backend.start();
-    handle = await backend.registration.factory({ sessionKey, scopeKey: `${sessionKey}:workspace:attack`, workspaceDir: hostWorkspace, agentWorkspaceDir: path.join(root, 'agent'), cfg: { scope: 'session', workspaceAccess: 'none', backend: 'berth' } });
-    bridge = handle.createFsBridge!({ sandbox: { workspaceDir: hostWorkspace, agentWorkspaceDir: path.join(root, 'agent'), workspaceAccess: 'none', containerName: handle.runtimeId, containerWorkdir: '/workspace' } });
+    handle = await backend.registration.factory({
+      sessionKey,
+      scopeKey: `${sessionKey}:workspace:attack`,
+      workspaceDir: hostWorkspace,
+      agentWorkspaceDir: path.join(root, 'agent'),
+      cfg: { scope: 'session', workspaceAccess: 'none', backend: 'berth' },
+    });
+    bridge = handle.createFsBridge!({
+      sandbox: {
+        workspaceDir: hostWorkspace,
+        agentWorkspaceDir: path.join(root, 'agent'),
+        workspaceAccess: 'none',
+        containerName: handle.runtimeId,
+        containerWorkdir: '/workspace',
+      },
+    });
     expect((await handle.runShellCommand({ script: 'echo ready' })).stdout.toString()).toBe('ready\n');
   });
 
@@ -43,14 +60,20 @@ describe.each(['docker', 'podman'] as const)('the OpenClaw bridge on %s, attacke
     await backend?.close();
     const all = await client.listContainers({ all: true, filters: { label: ['dev.berth.managed-by=berth'] } });
     for (const container of all.filter((info) => (info.Labels?.['dev.berth.workspace'] ?? '').startsWith(sandboxDir))) {
-      await client.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+      await client
+        .getContainer(container.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
     }
     await releaseDisksUnder(sandboxDir);
     rmSync(root, { recursive: true, force: true });
   });
 
   it("refuses at once to read a 1 TB sparse file for a tool that gives no maxBytes, and the gateway's memory stays put", async () => {
-    const made = await handle.runShellCommand({ script: 'dd if=/dev/zero of=/workspace/huge bs=1 count=0 seek=1099511627776 2>/dev/null || truncate -s 1099511627776 /workspace/huge; stat -c %s /workspace/huge' });
+    const made = await handle.runShellCommand({
+      script:
+        'dd if=/dev/zero of=/workspace/huge bs=1 count=0 seek=1099511627776 2>/dev/null || truncate -s 1099511627776 /workspace/huge; stat -c %s /workspace/huge',
+    });
     expect(made.stdout.toString()).toBe('1099511627776\n');
     const before = process.memoryUsage().rss;
     const started = performance.now();
@@ -69,7 +92,10 @@ describe.each(['docker', 'podman'] as const)('the OpenClaw bridge on %s, attacke
 
   it('refuses a file that grows while it is read in chunks, rather than read on and on', async () => {
     // A writer appending in the sandbox while the bridge reads (each chunk is one command).
-    await handle.runShellCommand({ script: 'head -c 4000000 /dev/zero > /workspace/growing; (i=0; while [ $i -lt 600 ]; do head -c 100000 /dev/zero >> /workspace/growing; sleep 0.05; i=$((i+1)); done) >/dev/null 2>&1 &' });
+    await handle.runShellCommand({
+      script:
+        'head -c 4000000 /dev/zero > /workspace/growing; (i=0; while [ $i -lt 600 ]; do head -c 100000 /dev/zero >> /workspace/growing; sleep 0.05; i=$((i+1)); done) >/dev/null 2>&1 &',
+    });
     const read = await bridge.readFile({ filePath: '/workspace/growing' }).then(
       (bytes) => bytes.length,
       (error: unknown) => error,
@@ -82,10 +108,14 @@ describe.each(['docker', 'podman'] as const)('the OpenClaw bridge on %s, attacke
   it("copying or overwriting a FIFO is refused at once, and the user's next command is not stuck behind it", async () => {
     await handle.runShellCommand({ script: 'mkfifo /workspace/pipe' });
     const started = performance.now();
-    await expect(bridge.copyFile!({ sourcePath: '/workspace/pipe', destinationPath: '/workspace/copy' })).rejects.toMatchObject({ message: expect.stringMatching(/not a regular file/) });
+    await expect(bridge.copyFile!({ sourcePath: '/workspace/pipe', destinationPath: '/workspace/copy' })).rejects.toMatchObject({
+      message: expect.stringMatching(/not a regular file/),
+    });
     await expect(bridge.writeFile({ filePath: '/workspace/pipe', data: 'x' })).rejects.toMatchObject({ message: expect.stringMatching(/not a regular file/) });
     await handle.runShellCommand({ script: 'echo hello > /workspace/plain' });
-    await expect(bridge.copyFile!({ sourcePath: '/workspace/plain', destinationPath: '/workspace/pipe' })).rejects.toMatchObject({ message: expect.stringMatching(/not a regular file/) });
+    await expect(bridge.copyFile!({ sourcePath: '/workspace/plain', destinationPath: '/workspace/pipe' })).rejects.toMatchObject({
+      message: expect.stringMatching(/not a regular file/),
+    });
     expect((await handle.runShellCommand({ script: 'echo next' })).stdout.toString()).toBe('next\n');
     // Well before terminal.timeout (60 s), which is where a blocked copy would have ended.
     expect(performance.now() - started).toBeLessThan(20_000);

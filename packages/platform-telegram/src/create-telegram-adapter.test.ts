@@ -9,15 +9,26 @@ const adapter = createTelegramAdapter();
 describe('createTelegramAdapter', () => {
   it('gives every positive id up to 2^52 - 1 itself as id, folder and env form, whichever way it arrives', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: TELEGRAM_MAX_USER_ID }).filter((id) => ![777000, 1087968824, 136817688].includes(id)), (number) => {
-        const digits = String(number);
-        for (const raw of [number, BigInt(number), digits, `telegram:${digits}`, `tg:${digits}`, { id: number, is_bot: false, first_name: 'A' }, { message: { from: { id: number } } }]) {
-          expect(adapter.normalize(raw)).toBe(digits);
-        }
-        expect(adapter.folderName(digits)).toBe(digits);
-        expect(adapter.envName(digits)).toBe(digits);
-        expect(adapter.idFromEnvName(digits)).toBe(digits);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: TELEGRAM_MAX_USER_ID }).filter((id) => ![777000, 1087968824, 136817688].includes(id)),
+        (number) => {
+          const digits = String(number);
+          for (const raw of [
+            number,
+            BigInt(number),
+            digits,
+            `telegram:${digits}`,
+            `tg:${digits}`,
+            { id: number, is_bot: false, first_name: 'A' },
+            { message: { from: { id: number } } },
+          ]) {
+            expect(adapter.normalize(raw)).toBe(digits);
+          }
+          expect(adapter.folderName(digits)).toBe(digits);
+          expect(adapter.envName(digits)).toBe(digits);
+          expect(adapter.idFromEnvName(digits)).toBe(digits);
+        },
+      ),
     );
   });
 

@@ -104,7 +104,9 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
     const shown = describeForMessage(value);
     if (!Number.isInteger(value)) throw refuse(`telegram sender ${shown} is not an integer; Telegram user ids are whole numbers like 123456789`);
     if (!Number.isSafeInteger(value)) {
-      throw refuse(`telegram sender ${shown} is beyond the safe-integer range, so it was already rounded when it became a number; pass the id as a string or a bigint`);
+      throw refuse(
+        `telegram sender ${shown} is beyond the safe-integer range, so it was already rounded when it became a number; pass the id as a string or a bigint`,
+      );
     }
     if (value < 0) throw chatRefusal(shown, String(-value));
     return checkRange(String(value), shown);
@@ -138,8 +140,7 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
     throw refuse(`telegram ${where} is ${describeForMessage(value)}, not a user id; expected a number or a string of digits`);
   };
 
-  const own = (object: object, key: string): unknown =>
-    Object.hasOwn(object, key) ? (object as Record<string, unknown>)[key] : undefined;
+  const own = (object: object, key: string): unknown => (Object.hasOwn(object, key) ? (object as Record<string, unknown>)[key] : undefined);
   const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value);
 
   const fromUser = (user: unknown, where: string): string => {

@@ -8,7 +8,9 @@ testPlatformAdapter({
   senders: fc.oneof(
     fc.integer({ min: -(2 ** 45), max: TELEGRAM_MAX_USER_ID }),
     fc.integer({ min: 1, max: 99_999 }).map(String),
-    fc.bigInt({ min: 1n, max: 2n ** 53n }).map((id) => ({ message: { message_id: 1, from: { id: Number(id), is_bot: false, first_name: 'A' }, chat: { id: Number(id), type: 'private' } } })),
+    fc
+      .bigInt({ min: 1n, max: 2n ** 53n })
+      .map((id) => ({ message: { message_id: 1, from: { id: Number(id), is_bot: false, first_name: 'A' }, chat: { id: Number(id), type: 'private' } } })),
   ),
   vectors: {
     valid: [
@@ -26,11 +28,23 @@ testPlatformAdapter({
       {
         raw: {
           update_id: 10_000,
-          message: { message_id: 1, date: 1, from: { id: 987654321, is_bot: false, first_name: 'Bo' }, chat: { id: -1001234567890, type: 'supergroup' }, text: 'ls' },
+          message: {
+            message_id: 1,
+            date: 1,
+            from: { id: 987654321, is_bot: false, first_name: 'Bo' },
+            chat: { id: -1001234567890, type: 'supergroup' },
+            text: 'ls',
+          },
         },
         id: '987654321',
       },
-      { raw: { update_id: 2, edited_message: { message_id: 3, from: { id: 111222333, is_bot: false, first_name: 'C' }, chat: { id: 111222333, type: 'private' } } }, id: '111222333' },
+      {
+        raw: {
+          update_id: 2,
+          edited_message: { message_id: 3, from: { id: 111222333, is_bot: false, first_name: 'C' }, chat: { id: 111222333, type: 'private' } },
+        },
+        id: '111222333',
+      },
       { raw: { update_id: 4, callback_query: { id: 'q1', from: { id: '444555666', is_bot: false, first_name: 'D' }, data: 'x' } }, id: '444555666' },
       { raw: { update_id: 5, poll_answer: { poll_id: 'p', user: { id: 777888999, is_bot: false, first_name: 'E' }, option_ids: [0] } }, id: '777888999' },
     ],
@@ -54,7 +68,10 @@ testPlatformAdapter({
       { raw: '../123', reason: /not a user id/ },
       { raw: 'x'.repeat(10_240), reason: /too long/ },
       { raw: 777000, reason: /many people/ },
-      { raw: { message: { from: { id: 1087968824, is_bot: true, first_name: 'Group' }, sender_chat: { id: -1001, type: 'supergroup' } } }, reason: /on behalf of a chat/ },
+      {
+        raw: { message: { from: { id: 1087968824, is_bot: true, first_name: 'Group' }, sender_chat: { id: -1001, type: 'supergroup' } } },
+        reason: /on behalf of a chat/,
+      },
       { raw: { channel_post: { message_id: 1, sender_chat: { id: -1002, type: 'channel' }, chat: { id: -1002, type: 'channel' } } }, reason: /channel post/ },
       { raw: { id: 99, is_bot: true, first_name: 'SomeBot' }, reason: /is a bot.*allowBots/ },
       { raw: { message: { message_id: 1, chat: { id: 1, type: 'private' } } }, reason: /no sender/ },

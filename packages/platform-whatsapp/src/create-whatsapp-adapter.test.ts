@@ -16,7 +16,17 @@ describe('createWhatsAppAdapter', () => {
       fc.property(e164, fc.nat({ max: 99 }), (digits, device) => {
         const id = `+${digits}`;
         const spaced = `+${digits.slice(0, 2)} ${digits.slice(2, 5)}-${digits.slice(5)}`;
-        for (const raw of [id, digits, spaced, `whatsapp:${id}`, `wa:${digits}`, `${digits}@s.whatsapp.net`, `${digits}:${device}@s.whatsapp.net`, `${digits}@c.us`, { wa_id: digits }]) {
+        for (const raw of [
+          id,
+          digits,
+          spaced,
+          `whatsapp:${id}`,
+          `wa:${digits}`,
+          `${digits}@s.whatsapp.net`,
+          `${digits}:${device}@s.whatsapp.net`,
+          `${digits}@c.us`,
+          { wa_id: digits },
+        ]) {
           expect(adapter.normalize(raw), JSON.stringify(raw)).toBe(id);
         }
         expect(adapter.folderName(id)).toBe(id);
@@ -96,7 +106,7 @@ describe('identity links, seen from the Telegram and WhatsApp adapters', () => {
     HERMES_USER_WHATSAPP_447700900124_GITHUB_TOKEN: 'ghp_of_a_stranger',
   };
 
-  it('gives one person one sandbox from either app, with both identities\' variables, the first identity winning', () => {
+  it("gives one person one sandbox from either app, with both identities' variables, the first identity winning", () => {
     // The operator types canonical ids (a platform alias is no ambiguity); the messages come in as the platforms send them.
     const config = parseTerminalConfig({ sandbox_dir: sandboxDir, docker_identity_links: [['tg:123456789', 'whatsapp:+447700900123']] });
     const resolver = createSandboxResolver({ config, registry: registry(), environment });
@@ -120,7 +130,9 @@ describe('identity links, seen from the Telegram and WhatsApp adapters', () => {
         ['whatsapp:+447700900123', 'telegram:987654321'],
       ],
     });
-    expect(() => createSandboxResolver({ config, registry: registry(), environment })).toThrow(/docker_identity_links\.1 links whatsapp:\+447700900123, which is already linked/);
+    expect(() => createSandboxResolver({ config, registry: registry(), environment })).toThrow(
+      /docker_identity_links\.1 links whatsapp:\+447700900123, which is already linked/,
+    );
   });
 
   it.each([
@@ -131,7 +143,9 @@ describe('identity links, seen from the Telegram and WhatsApp adapters', () => {
   ])('refuses a link entry an operator typed in a form the adapter had to interpret (%s), showing the form to type', (typed, canonical) => {
     const config = parseTerminalConfig({ sandbox_dir: sandboxDir, docker_identity_links: [['telegram:123456789', typed]] });
     const attempt = () => createSandboxResolver({ config, registry: registry(), environment });
-    expect(attempt).toThrow(`terminal.docker_identity_links.0.1: ${typed} is not written the way Berth writes that identity: it would be read as ${canonical}; type exactly that`);
+    expect(attempt).toThrow(
+      `terminal.docker_identity_links.0.1: ${typed} is not written the way Berth writes that identity: it would be read as ${canonical}; type exactly that`,
+    );
   });
 
   it('refuses a link to something that is not a user, naming the entry', () => {

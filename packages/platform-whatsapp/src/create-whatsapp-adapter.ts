@@ -62,8 +62,7 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
   }
   const { internationalPrefix, resolveLinkedId } = parsed.data;
 
-  const refuse = (message: string, cause?: unknown): IdentityError =>
-    new IdentityError('whatsapp', message, cause === undefined ? undefined : { cause });
+  const refuse = (message: string, cause?: unknown): IdentityError => new IdentityError('whatsapp', message, cause === undefined ? undefined : { cause });
 
   const fromDigits = (digits: string, shown: string): string => {
     if (E164_DIGITS.test(digits)) return `+${digits}`;
@@ -103,22 +102,33 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
   const fromLinkedId = (number: string, shown: string): string => {
     const linkedId = `${number}@lid`;
     if (resolveLinkedId === undefined) {
-      throw refuse(`whatsapp sender ${shown} is a linked id (LID), which hides the phone number, and no resolveLinkedId lookup was given; Berth does not guess — pass one to createWhatsAppAdapter`);
+      throw refuse(
+        `whatsapp sender ${shown} is a linked id (LID), which hides the phone number, and no resolveLinkedId lookup was given; Berth does not guess — pass one to createWhatsAppAdapter`,
+      );
     }
     let answer: unknown;
     try {
       answer = resolveLinkedId(linkedId);
     } catch (error) {
-      throw refuse(`whatsapp sender ${shown} is a linked id and the resolveLinkedId lookup failed (${truncateForMessage(error instanceof Error ? error.message : String(error))}); fix the host's lookup`, error);
+      throw refuse(
+        `whatsapp sender ${shown} is a linked id and the resolveLinkedId lookup failed (${truncateForMessage(error instanceof Error ? error.message : String(error))}); fix the host's lookup`,
+        error,
+      );
     }
     if (answer === undefined || answer === null || answer === '') {
-      throw refuse(`whatsapp sender ${shown} is a linked id (LID) that the host's lookup cannot map to a phone number; it is refused rather than guessed — record its number in the host's contact store`);
+      throw refuse(
+        `whatsapp sender ${shown} is a linked id (LID) that the host's lookup cannot map to a phone number; it is refused rather than guessed — record its number in the host's contact store`,
+      );
     }
-    if (typeof answer !== 'string') throw refuse(`whatsapp resolveLinkedId returned ${describeForMessage(answer)} for ${shown}; it must return a phone number string or undefined`);
+    if (typeof answer !== 'string')
+      throw refuse(`whatsapp resolveLinkedId returned ${describeForMessage(answer)} for ${shown}; it must return a phone number string or undefined`);
     try {
       return fromString(answer, false);
     } catch (error) {
-      throw refuse(`whatsapp resolveLinkedId mapped ${shown} to ${describeForMessage(answer)}, which is not a phone number: ${(error as Error).message}`, error);
+      throw refuse(
+        `whatsapp resolveLinkedId mapped ${shown} to ${describeForMessage(answer)}, which is not a phone number: ${(error as Error).message}`,
+        error,
+      );
     }
   };
 
@@ -152,7 +162,9 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
         return fromDigits(match[1]!, shown);
       }
       default:
-        throw refuse(`whatsapp sender ${shown} is on server ${JSON.stringify(truncateForMessage(server, 30))}, which is not a WhatsApp user server; expected @s.whatsapp.net, @c.us or @lid`);
+        throw refuse(
+          `whatsapp sender ${shown} is on server ${JSON.stringify(truncateForMessage(server, 30))}, which is not a WhatsApp user server; expected @s.whatsapp.net, @c.us or @lid`,
+        );
     }
   };
 
@@ -180,14 +192,13 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
     throw refuse(`whatsapp ${where} is ${describeForMessage(value)}, not a phone number or JID`);
   };
 
-  const own = (object: object, key: string): unknown =>
-    Object.hasOwn(object, key) ? (object as Record<string, unknown>)[key] : undefined;
+  const own = (object: object, key: string): unknown => (Object.hasOwn(object, key) ? (object as Record<string, unknown>)[key] : undefined);
   const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null && !Array.isArray(value);
 
   const fromObject = (object: object): string => {
     const key = own(object, 'key');
     if (isObject(key)) {
-      if (own(key, 'fromMe') === true) throw refuse('whatsapp message was sent by the gateway\'s own account (key.fromMe), not by a user');
+      if (own(key, 'fromMe') === true) throw refuse("whatsapp message was sent by the gateway's own account (key.fromMe), not by a user");
       const remoteJid = own(key, 'remoteJid');
       if (typeof remoteJid === 'string' && remoteJid.toLowerCase() === 'status@broadcast') {
         throw refuse('whatsapp message is a status update (status@broadcast), not a message to the gateway; it gets no sandbox');
@@ -201,7 +212,7 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
     if (waId !== undefined) return fromScalar(waId, 'wa_id');
     const from = own(object, 'from');
     if (from !== undefined) return fromScalar(from, 'from');
-    throw refuse('whatsapp sender object has no key, wa_id or from field; pass the sender\'s phone number or JID');
+    throw refuse("whatsapp sender object has no key, wa_id or from field; pass the sender's phone number or JID");
   };
 
   const normalize = (rawSender: unknown): string => {
@@ -210,7 +221,7 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
         return fromObject(rawSender);
       } catch (error) {
         if (error instanceof IdentityError) throw error;
-        throw refuse('whatsapp sender object could not be read; pass the sender\'s phone number or JID', error);
+        throw refuse("whatsapp sender object could not be read; pass the sender's phone number or JID", error);
       }
     }
     return fromScalar(rawSender, 'sender');

@@ -39,12 +39,18 @@ export function autoMaxRunning(settings: Pick<SandboxSettings, 'container_memory
 }
 
 /** The cap on running sandboxes the settings mean on this host; 0 means none. */
-export function maxRunningOf(settings: Pick<SandboxSettings, 'docker_max_running' | 'container_memory' | 'container_cpu' | 'docker_pids_limit'>, host: HostSize): number {
+export function maxRunningOf(
+  settings: Pick<SandboxSettings, 'docker_max_running' | 'container_memory' | 'container_cpu' | 'docker_pids_limit'>,
+  host: HostSize,
+): number {
   return settings.docker_max_running === 'auto' ? autoMaxRunning(settings, host) : settings.docker_max_running;
 }
 
 /** What `berth doctor` shows: the running sandboxes' limits added up, against the host. */
-export function capacityReport(settings: Pick<SandboxSettings, 'docker_max_running' | 'container_memory' | 'container_cpu' | 'docker_pids_limit'>, host: HostSize) {
+export function capacityReport(
+  settings: Pick<SandboxSettings, 'docker_max_running' | 'container_memory' | 'container_cpu' | 'docker_pids_limit'>,
+  host: HostSize,
+) {
   const running = maxRunningOf(settings, host);
   return {
     maxRunning: running,

@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { copyTree } from './copy-tree.js';
 
 /** Makes, in the folder named by its argument, 1500 folders one in another (7500 bytes of path) and a file at the bottom. */
-const DEEP_TREE = "const fs = require('fs'); fs.mkdirSync(process.argv[1], { recursive: true }); process.chdir(process.argv[1]); for (let i = 0; i < 1500; i++) { fs.mkdirSync('aaaa'); process.chdir('aaaa'); } fs.writeFileSync('f', 'bottom')";
+const DEEP_TREE =
+  "const fs = require('fs'); fs.mkdirSync(process.argv[1], { recursive: true }); process.chdir(process.argv[1]); for (let i = 0; i < 1500; i++) { fs.mkdirSync('aaaa'); process.chdir('aaaa'); } fs.writeFileSync('f', 'bottom')";
 
 const folders: string[] = [];
 afterEach(() => {
@@ -43,7 +44,11 @@ describe('copyTree', () => {
     const { source, target } = pair();
     execFileSync(process.execPath, ['-e', DEEP_TREE, '.'], { cwd: source });
     await copyTree(source, target);
-    const depth = execFileSync(process.execPath, ['-e', "let n = 0; while (require('fs').existsSync('aaaa')) { process.chdir('aaaa'); n++; } console.log(n, require('fs').readFileSync('f', 'utf8'))"], { cwd: target }).toString();
+    const depth = execFileSync(
+      process.execPath,
+      ['-e', "let n = 0; while (require('fs').existsSync('aaaa')) { process.chdir('aaaa'); n++; } console.log(n, require('fs').readFileSync('f', 'utf8'))"],
+      { cwd: target },
+    ).toString();
     expect(depth).toBe('1500 bottom\n');
   });
 

@@ -4,7 +4,15 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPlatformRegistry, createSandboxResolver, EngineUnavailableError, ImageNotFoundError, parseTerminalConfig, SandboxError, type SandboxRequest } from '@berth/core';
+import {
+  createPlatformRegistry,
+  createSandboxResolver,
+  EngineUnavailableError,
+  ImageNotFoundError,
+  parseTerminalConfig,
+  SandboxError,
+  type SandboxRequest,
+} from '@berth/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runtime.js';
 import { sandboxSettings } from './sandbox-settings.js';
@@ -34,7 +42,15 @@ function setUp(settings: Record<string, unknown> = {}, environment: Record<strin
   return { sandboxDir, config, request };
 }
 
-function runtimeOver(driver: FakeDriver, config: ReturnType<typeof parseTerminalConfig>, extra: { reapIntervalMs?: number; shellReadyTimeoutMs?: number; logger?: { info: (line: string) => void; warn: (line: string) => void; error: (line: string) => void } } = {}): SandboxRuntime {
+function runtimeOver(
+  driver: FakeDriver,
+  config: ReturnType<typeof parseTerminalConfig>,
+  extra: {
+    reapIntervalMs?: number;
+    shellReadyTimeoutMs?: number;
+    logger?: { info: (line: string) => void; warn: (line: string) => void; error: (line: string) => void };
+  } = {},
+): SandboxRuntime {
   // The fake engine's sandboxes have a launch FIFO but no launcher: no waiting for one.
   const runtime = createSandboxRuntime({ driver, settings: sandboxSettings(config), reapIntervalMs: 0, firstLaunchWaitMs: 0, ...extra });
   runtimes.push(runtime);
@@ -50,7 +66,7 @@ function warnings() {
 const creates = (driver: FakeDriver) => driver.calls.filter((call) => call.startsWith('create '));
 
 describe('the sandbox runtime', () => {
-  it('runs a command in the scope\'s own sandbox, with its exit code and streams apart, and masks its secrets', async () => {
+  it("runs a command in the scope's own sandbox, with its exit code and streams apart, and masks its secrets", async () => {
     const { config, request } = setUp({}, { HERMES_USER_TELEGRAM_11_GITHUB_TOKEN: 'ghp_secret_value_11' });
     const driver = createFakeDriver();
     const runtime = runtimeOver(driver, config);
@@ -80,7 +96,9 @@ describe('the sandbox runtime', () => {
     const restarted = runtimeOver(driver, config);
     expect((await restarted.doExec(request('13'), { command: 'echo again' })).stdout).toBe('again\n');
     expect(creates(driver)).toHaveLength(1);
-    expect(await restarted.list()).toEqual([expect.objectContaining({ scopeKey: 'user:telegram:13', kind: 'user', platform: 'telegram', userId: '13', state: 'running' })]);
+    expect(await restarted.list()).toEqual([
+      expect.objectContaining({ scopeKey: 'user:telegram:13', kind: 'user', platform: 'telegram', userId: '13', state: 'running' }),
+    ]);
   });
 
   it('recreates a sandbox removed under a live session, once, with the files kept', async () => {
@@ -152,7 +170,9 @@ describe('the sandbox runtime', () => {
     const { config, request } = setUp({ docker_max_running: 2 });
     const driver = createFakeDriver();
     const logs: string[] = [];
-    const runtime = runtimeOver(driver, config, { logger: { info: (line) => void logs.push(line), warn: (line) => void logs.push(line), error: (line) => void logs.push(line) } });
+    const runtime = runtimeOver(driver, config, {
+      logger: { info: (line) => void logs.push(line), warn: (line) => void logs.push(line), error: (line) => void logs.push(line) },
+    });
     for (const user of ['41', '42']) await runtime.doExec(request(user), { command: 'true' });
     const first = [...driver.sandboxes.keys()][0]!;
     driver.stopDelayMs = 400;
@@ -172,7 +192,15 @@ describe('the sandbox runtime', () => {
     // 3 GB of memory per sandbox on the host this driver describes (8 GB): 2 fit.
     const { config, request } = setUp({ container_memory: 3072 });
     const driver = createFakeDriver();
-    driver.describe = async () => ({ engine: 'fake', endpoint: 'fake', discovery: 'given', version: '1', apiVersion: '1', warnings: [], host: { memoryMb: 8192, cpus: 16 } });
+    driver.describe = async () => ({
+      engine: 'fake',
+      endpoint: 'fake',
+      discovery: 'given',
+      version: '1',
+      apiVersion: '1',
+      warnings: [],
+      host: { memoryMb: 8192, cpus: 16 },
+    });
     const runtime = runtimeOver(driver, config);
     for (const user of ['24', '25', '26']) await runtime.doExec(request(user), { command: 'true' });
     expect(Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]))).toEqual({ '24': 'stopped', '25': 'running', '26': 'running' });
@@ -185,7 +213,10 @@ describe('the sandbox runtime', () => {
     await runtime.doExec(request('27'), { command: 'true' });
     await runtime.doExec(request('28'), { command: 'true' });
     const refused = await runtime.doExec(request('29'), { command: 'true' }).catch((error: unknown) => error);
-    expect(refused).toMatchObject({ code: 'SANDBOX_LIMIT', message: expect.stringMatching(/already has 2 sandboxes, the most terminal\.docker_max_sandboxes \(2\) allows/) });
+    expect(refused).toMatchObject({
+      code: 'SANDBOX_LIMIT',
+      message: expect.stringMatching(/already has 2 sandboxes, the most terminal\.docker_max_sandboxes \(2\) allows/),
+    });
     expect(driver.sandboxes.size).toBe(2);
     // An existing user still gets theirs.
     expect((await runtime.doExec(request('27'), { command: 'echo mine' })).stdout).toBe('mine\n');
@@ -238,7 +269,7 @@ describe('the sandbox runtime', () => {
     expect(await restarted.reap()).toEqual(['user:telegram:33']);
   });
 
-  it('refuses a sandbox of its name that is not Berth\'s sandbox for the scope', async () => {
+  it("refuses a sandbox of its name that is not Berth's sandbox for the scope", async () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
     const runtime = runtimeOver(driver, config);
@@ -257,7 +288,11 @@ describe('the sandbox runtime', () => {
       [LABELS.configHash]: 'old',
     });
     // The same scope served by another installation (other folders) is not touched.
-    const foreign = driver.plant('berth-telegram-42-fedcba9876543210', { [LABELS.managedBy]: MANAGED_BY, [LABELS.scope]: 'user:telegram:42', [LABELS.workspace]: '/elsewhere/workspace' });
+    const foreign = driver.plant('berth-telegram-42-fedcba9876543210', {
+      [LABELS.managedBy]: MANAGED_BY,
+      [LABELS.scope]: 'user:telegram:42',
+      [LABELS.workspace]: '/elsewhere/workspace',
+    });
     expect((await runtime.doExec(request('42'), { command: 'echo ok' })).stdout).toBe('ok\n');
     expect(driver.calls).toContain(`rename ${legacy.id} ${runtime.containerName(request('42'))}`);
     expect(driver.sandboxes.has(foreign.id)).toBe(true);
@@ -285,7 +320,7 @@ describe('the sandbox runtime', () => {
     await expect(runtime2.doExec(request('52'), { command: 'true' })).rejects.toMatchObject({ code: 'ENGINE_ERROR' });
   });
 
-  it('kills a timed-out command\'s process tree (exit 124) and keeps the session usable', async () => {
+  it("kills a timed-out command's process tree (exit 124) and keeps the session usable", async () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
     const runtime = runtimeOver(driver, config);
@@ -330,7 +365,7 @@ describe('the sandbox runtime', () => {
     expect(creates(driver)).toHaveLength(1);
   });
 
-  it('runs one exec per command, and restarts nothing, when a new sandbox\'s shell never answers (an image whose shell cannot hold a session)', async () => {
+  it("runs one exec per command, and restarts nothing, when a new sandbox's shell never answers (an image whose shell cannot hold a session)", async () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
     const { logs, logger } = warnings();
@@ -342,7 +377,7 @@ describe('the sandbox runtime', () => {
     expect(logs.join('\n')).toMatch(/cannot hold a session .*running one exec per command/);
   });
 
-  it("keeps what a background job writes after its command ended out of every later result, and cd/export going", async () => {
+  it('keeps what a background job writes after its command ended out of every later result, and cd/export going', async () => {
     const { config, request } = setUp();
     const driver = createFakeDriver();
     const runtime = runtimeOver(driver, config);
@@ -352,7 +387,9 @@ describe('the sandbox runtime', () => {
     folders.push(signals);
     const go = path.join(signals, 'go');
     const done = path.join(signals, 'done');
-    const first = await runtime.doExec(request('54'), { command: `cd /; export KEEP=yes; (while [ ! -e ${go} ]; do sleep 0.05; done; echo LATE; echo LATE >&2; : > ${done}) & echo now` });
+    const first = await runtime.doExec(request('54'), {
+      command: `cd /; export KEEP=yes; (while [ ! -e ${go} ]; do sleep 0.05; done; echo LATE; echo LATE >&2; : > ${done}) & echo now`,
+    });
     expect(first.stdout).toBe('now\n');
     writeFileSync(go, '');
     await expect.poll(() => existsSync(done), { timeout: 20_000 }).toBe(true);
@@ -391,7 +428,7 @@ describe('the sandbox runtime', () => {
     expect((await runtime.doExec(request('55'), { command: 'pwd; echo $A' })).stdout).toBe('/\n1\n');
   });
 
-  it('tells the truth when a command deletes the session\'s state folder, and runs the next command in a new shell', async () => {
+  it("tells the truth when a command deletes the session's state folder, and runs the next command in a new shell", async () => {
     const { config, request } = setUp();
     const runtime = runtimeOver(createFakeDriver(), config);
     await runtime.doExec(request('56'), { command: 'export GONE=soon' });
@@ -434,7 +471,12 @@ describe('the sandbox runtime', () => {
     await gateway.doExec(request('63'), { command: 'true' });
     // Enough files that the deletion takes a while.
     const many = path.join(paths.workspace, 'many');
-    execFileSync('sh', ['-c', 'mkdir -p "$1" && cd "$1" && i=0; while [ $i -lt 40 ]; do mkdir d$i && (cd d$i && touch $(seq 1 1000)); i=$((i+1)); done', 'sh', many]);
+    execFileSync('sh', [
+      '-c',
+      'mkdir -p "$1" && cd "$1" && i=0; while [ $i -lt 40 ]; do mkdir d$i && (cd d$i && touch $(seq 1 1000)); i=$((i+1)); done',
+      'sh',
+      many,
+    ]);
     writeFileSync(path.join(paths.workspace, 'old.txt'), 'old');
     const purge = cli.remove('user:telegram:63', { purge: true, paths });
     // Once the sandbox is gone and the deletion runs, the user's next command is refused at once.

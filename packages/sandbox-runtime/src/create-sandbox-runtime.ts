@@ -100,7 +100,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       if (!driver.capabilities.hostFolders) return task();
       const purging = (): SandboxError | undefined =>
         isBeingPurged(paths)
-          ? new SandboxError('SANDBOX_PURGING', `the files of ${path.basename(paths.folder)} are being deleted (berth rm --purge), so Berth did not ${purpose}; send the command again once the purge is done`)
+          ? new SandboxError(
+              'SANDBOX_PURGING',
+              `the files of ${path.basename(paths.folder)} are being deleted (berth rm --purge), so Berth did not ${purpose}; send the command again once the purge is done`,
+            )
           : undefined;
       const lock = await lockScope(paths, { waitMs: SCOPE_LOCK_WAIT_MS, purpose, giveUp: purging });
       try {
@@ -155,7 +158,12 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     entry.lastRecorded = entry.lastUsed;
     touchLastUsed(entry.paths.workspace);
   };
-  const policies = createStoppingPolicies(context, { adopt: inventory.adoptExisting, stop: (entry) => stopEntry(entry), settled, ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}) });
+  const policies = createStoppingPolicies(context, {
+    adopt: inventory.adoptExisting,
+    stop: (entry) => stopEntry(entry),
+    settled,
+    ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
+  });
   const shells = createShellSessions(context, lifecycle, policies.enforceMaxRunning);
   stopEntry = (entry) => lifecycle.stop(entry, () => shells.drop(entry));
   const runCommand = createCommandRunner(context, shells);
@@ -168,7 +176,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     const { scope } = request;
     let entry = context.entries.get(scope.key);
     if (!entry) {
-      const owner = scope.kind === 'user' ? { kind: 'user' as const, platform: scope.primary.platform, userId: scope.primary.id } : { kind: 'task' as const, taskId: scope.taskId };
+      const owner =
+        scope.kind === 'user'
+          ? { kind: 'user' as const, platform: scope.primary.platform, userId: scope.primary.id }
+          : { kind: 'task' as const, taskId: scope.taskId };
       entry = newEntry(scope.key, owner, settings.docker_exec_mode === 'exec' ? { mode: 'exec' } : {});
       context.entries.set(scope.key, entry);
     }
@@ -233,7 +244,13 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         if (removeOptions.purge && removeOptions.paths && driver.capabilities.hostFolders) {
           // The sandboxes go once the scope is locked and its tombstone is down, so that nothing
           // makes them again (and fills the folders) while the files are deleted.
-          await purgeScope({ paths: removeOptions.paths, disks: context.disks, removeSandboxes, beforePurge: driver.beforePurge?.bind(driver), logger: options.logger });
+          await purgeScope({
+            paths: removeOptions.paths,
+            disks: context.disks,
+            removeSandboxes,
+            beforePurge: driver.beforePurge?.bind(driver),
+            logger: options.logger,
+          });
         } else {
           await removeSandboxes();
           if (removeOptions.purge) await driver.purgeStorage?.(scopeKey);
@@ -259,7 +276,11 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       closed = true;
       policies.close();
       // Only the refresh timer: the egress tables stay, since the sandboxes keep running.
-      if (egress) void egress.then((firewall) => firewall.close(), () => undefined);
+      if (egress)
+        void egress.then(
+          (firewall) => firewall.close(),
+          () => undefined,
+        );
       for (const entry of context.entries.values()) shells.drop(entry);
       await driver.close?.();
     },

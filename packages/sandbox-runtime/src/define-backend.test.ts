@@ -58,7 +58,9 @@ describe('defineBackend', () => {
     expect(shared).toMatchObject({ code: 'OPTIONS_INVALID' });
     expect((shared as Error).message).toMatch(/^createFakeBackend: option namePrefix is invalid: expected letters, digits, "_", "\." or "-"$/);
     expect((refusal({ settings: {}, processList: 'yes' }) as Error).message).toMatch(/^createFakeBackend: option processList is invalid: /);
-    expect((refusal({ settings: {}, sandboxRoot: 'relative/root' }) as Error).message).toBe('createFakeBackend: option sandboxRoot is invalid: expected an absolute folder');
+    expect((refusal({ settings: {}, sandboxRoot: 'relative/root' }) as Error).message).toBe(
+      'createFakeBackend: option sandboxRoot is invalid: expected an absolute folder',
+    );
     expect((refusal({}) as Error).message).toBe('createFakeBackend: option settings is invalid: expected the sandbox settings (sandboxSettings(config))');
   });
 

@@ -21,15 +21,30 @@ export interface BackendOptions extends Pick<SandboxRuntimeOptions, (typeof RUNT
  * engine's options (and may narrow one, as Kubernetes does `namePrefix`).
  */
 export const backendOptionsSchema = z.object({
-  settings: z.custom<SandboxSettingsInput>((value) => value !== null && typeof value === 'object', { message: 'expected the sandbox settings (sandboxSettings(config))' }),
+  settings: z.custom<SandboxSettingsInput>((value) => value !== null && typeof value === 'object', {
+    message: 'expected the sandbox settings (sandboxSettings(config))',
+  }),
   image: z.string().min(1).regex(/^\S+$/, { message: 'expected an image reference without spaces' }).optional(),
   // process.env is no plain object, which z.record refuses.
-  environment: z.custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), { message: 'expected the environment as an object of strings' }).optional(),
-  logger: z.custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function')).optional(),
+  environment: z
+    .custom<Readonly<Record<string, string | undefined>>>((value) => value === undefined || (value !== null && typeof value === 'object'), {
+      message: 'expected the environment as an object of strings',
+    })
+    .optional(),
+  logger: z
+    .custom<HostLogger>((value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as HostLogger).warn === 'function'))
+    .optional(),
   onProgress: z.custom<(event: ProgressEvent) => void>((value) => value === undefined || typeof value === 'function').optional(),
-  namePrefix: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' }).optional(),
+  namePrefix: z
+    .string()
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$/, { message: 'expected letters, digits, "_", "." or "-"' })
+    .optional(),
   labels: z.record(z.string(), z.string()).optional(),
-  sandboxRoot: z.string().min(1).refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' }).optional(),
+  sandboxRoot: z
+    .string()
+    .min(1)
+    .refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' })
+    .optional(),
   reapIntervalMs: z.number().int().min(0).optional(),
 });
 

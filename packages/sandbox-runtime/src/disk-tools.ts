@@ -36,9 +36,10 @@ export function run(file: string, args: readonly string[], okCodes: readonly num
 export function diskUnenforcedReason(limitMb: number, hostFolders: boolean): string | undefined {
   // 0 is the operator's choice (berth doctor names it as a risk); without host folders the driver sizes its storage.
   if (limitMb === 0 || !hostFolders) return undefined;
-  const hint = 'a user can fill the host\'s disk through /workspace and /root';
+  const hint = "a user can fill the host's disk through /workspace and /root";
   if (process.platform !== 'linux') return `terminal.container_disk is not enforced: per-user disks need Linux; ${hint}`;
-  if (process.getuid?.() !== 0) return `terminal.container_disk is not enforced: mounting a per-user disk needs root, and the gateway runs as uid ${process.getuid?.()}; ${hint}`;
+  if (process.getuid?.() !== 0)
+    return `terminal.container_disk is not enforced: mounting a per-user disk needs root, and the gateway runs as uid ${process.getuid?.()}; ${hint}`;
   const missing = TOOLS.filter((tool) => !findTool(tool));
   if (missing.length > 0) return `terminal.container_disk is not enforced: ${missing.join(', ')} not found (install e2fsprogs and mount); ${hint}`;
   if (!existsSync('/dev/loop-control')) return `terminal.container_disk is not enforced: this host has no loop devices (/dev/loop-control); ${hint}`;

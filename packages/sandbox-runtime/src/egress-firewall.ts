@@ -64,13 +64,14 @@ export const TABLE_CHECK_SECONDS = 10;
 /** Why the egress policy cannot be enforced by this process, or `undefined`. */
 export function egressUnenforcedReason(options: { network: boolean; poolNetworks: boolean; engine: string }): string | undefined {
   if (!options.network) return undefined;
-  const risk = "sandboxes can reach the gateway host, private networks and cloud metadata (169.254.169.254)";
+  const risk = 'sandboxes can reach the gateway host, private networks and cloud metadata (169.254.169.254)';
   if (!options.poolNetworks) {
     const why = 'rootless user-mode networking, a remote engine, or a cluster';
     return `the egress policy is not enforced: ${options.engine} sandboxes here are not on networks of terminal.docker_network_pool on this host (${why}); ${risk}`;
   }
   if (process.platform !== 'linux') return `the egress policy is not enforced: it needs Linux nftables; ${risk}`;
-  if (process.getuid?.() !== 0) return `the egress policy is not enforced: firewall rules need root, and the gateway runs as uid ${process.getuid?.()}; ${risk}`;
+  if (process.getuid?.() !== 0)
+    return `the egress policy is not enforced: firewall rules need root, and the gateway runs as uid ${process.getuid?.()}; ${risk}`;
   if (!findNft()) return `the egress policy is not enforced: nft not found (install nftables); ${risk}`;
   return undefined;
 }
@@ -110,7 +111,9 @@ export function createEgressFirewall(options: {
             if (cidrWithin(exception.cidr, options.pool)) {
               const address = exception.cidr.replace(/\/32$/, '');
               const why = "no exception opens the sandboxes' own addresses";
-              logger?.warn(`berth: terminal.docker_egress_allow: ${entry} resolves to ${address}, inside terminal.docker_network_pool ${options.pool}; skipped (${why})`);
+              logger?.warn(
+                `berth: terminal.docker_egress_allow: ${entry} resolves to ${address}, inside terminal.docker_network_pool ${options.pool}; skipped (${why})`,
+              );
               continue;
             }
             exceptions.push(exception);
@@ -194,9 +197,14 @@ export function createEgressFirewall(options: {
     await installPool();
     await refresh(true);
     clearInterval(watcher);
-    watcher = setInterval(() => void putBackMissing().catch((error: unknown) => logger?.warn(`berth: ${(error as Error).message}`)), TABLE_CHECK_SECONDS * 1000);
+    watcher = setInterval(
+      () => void putBackMissing().catch((error: unknown) => logger?.warn(`berth: ${(error as Error).message}`)),
+      TABLE_CHECK_SECONDS * 1000,
+    );
     watcher.unref();
-    logger?.info(`berth: egress rules for ${options.pool} in nftables tables inet ${egressTableName(options.pool)} and inet ${tableOf()} (${JSON.parse(current).length} exception(s))`);
+    logger?.info(
+      `berth: egress rules for ${options.pool} in nftables tables inet ${egressTableName(options.pool)} and inet ${tableOf()} (${JSON.parse(current).length} exception(s))`,
+    );
   };
 
   return {

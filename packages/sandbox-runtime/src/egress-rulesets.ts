@@ -104,7 +104,9 @@ export function installationRuleset(options: { tag: string; exceptions: readonly
   const table = installationTableName(options.tag);
   const single = (exception: EgressException): boolean => exception.cidr.endsWith('/32');
   const ported = (list: readonly EgressException[]): string[] =>
-    list.filter((exception) => exception.port !== undefined).flatMap((exception) => ['tcp', 'udp'].map((protocol) => `${exception.cidr} . ${protocol} . ${exception.port}`));
+    list
+      .filter((exception) => exception.port !== undefined)
+      .flatMap((exception) => ['tcp', 'udp'].map((protocol) => `${exception.cidr} . ${protocol} . ${exception.port}`));
   const whole = (list: readonly EgressException[]): string[] => list.filter((exception) => exception.port === undefined).map((exception) => exception.cidr);
   const exact = options.exceptions.filter(single);
   const ranges = options.exceptions.filter((exception) => !single(exception));

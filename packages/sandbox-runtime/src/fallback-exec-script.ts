@@ -15,7 +15,13 @@ export const FALLBACK_PRELUDE = programText(fallbackExec);
  * (applied on the first command, and again when `changed`, over what earlier commands left),
  * and the command.
  */
-export function buildFallbackInput(options: { marker: string; command: string; cwd?: string; variables: Readonly<Record<string, string>>; changed: boolean }): string {
+export function buildFallbackInput(options: {
+  marker: string;
+  command: string;
+  cwd?: string;
+  variables: Readonly<Record<string, string>>;
+  changed: boolean;
+}): string {
   return `__berth_env=${quoteShell(buildEnvironmentScript(options.variables))}
 __berth_apply=${options.changed ? 1 : 0}
 __berth_c=${quoteShell(buildCommandFile(options.command, options.cwd))}

@@ -23,7 +23,10 @@ let procChecked = false;
 export function assertDescriptorPaths(): void {
   if (procChecked) return;
   if (!existsSync('/proc/self/fd')) {
-    throw new SandboxError('HOST_UNSUPPORTED', "Berth works in a sandbox's host folders only through descriptors (/proc/self/fd), which this host lacks; run the gateway on Linux with /proc mounted");
+    throw new SandboxError(
+      'HOST_UNSUPPORTED',
+      "Berth works in a sandbox's host folders only through descriptors (/proc/self/fd), which this host lacks; run the gateway on Linux with /proc mounted",
+    );
   }
   procChecked = true;
 }

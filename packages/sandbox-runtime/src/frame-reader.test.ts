@@ -16,7 +16,12 @@ describe('FrameReader', () => {
       const sink = createHeadTailBuffer(1000);
       let status: number | undefined;
       let started = false;
-      reader.expect(id, sink, (value) => (status = value), () => (started = true));
+      reader.expect(
+        id,
+        sink,
+        (value) => (status = value),
+        () => (started = true),
+      );
       reader.push(bytes.subarray(0, cut));
       reader.push(bytes.subarray(cut));
       expect(started).toBe(true);

@@ -75,7 +75,10 @@ export function createHeadTailBuffer(limit: number): HeadTailBuffer {
     },
     parts() {
       if (ringBytes === 0 || !ring) return { head: Buffer.concat(head).toString('utf8'), cut: 0, tail: '' };
-      const tail = ringStart + ringBytes <= tailLimit ? ring.subarray(ringStart, ringStart + ringBytes) : Buffer.concat([ring.subarray(ringStart), ring.subarray(0, (ringStart + ringBytes) % tailLimit)]);
+      const tail =
+        ringStart + ringBytes <= tailLimit
+          ? ring.subarray(ringStart, ringStart + ringBytes)
+          : Buffer.concat([ring.subarray(ringStart), ring.subarray(0, (ringStart + ringBytes) % tailLimit)]);
       const cut = total - headBytes - ringBytes;
       // Nothing cut: decode in one piece, so a character split between head and ring survives.
       if (cut === 0) return { head: Buffer.concat([...head, tail]).toString('utf8'), cut: 0, tail: '' };

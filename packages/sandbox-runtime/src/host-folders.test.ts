@@ -48,7 +48,7 @@ describe('prepareHostFolders', () => {
     expect(await readdir(outside)).toEqual([]);
   });
 
-  it('refuses paths not directly inside the root, and names that are Berth\'s own', async () => {
+  it("refuses paths not directly inside the root, and names that are Berth's own", async () => {
     await expect(prepareHostFolders(pathsOf(path.join(base, 'docker'), '.berth-locks'))).rejects.toBeInstanceOf(PathEscapeError);
     const root = path.join(base, 'docker');
     await expect(prepareHostFolders({ ...pathsOf(root, 'x'), folder: path.join(root, 'a', 'b') })).rejects.toBeInstanceOf(PathEscapeError);

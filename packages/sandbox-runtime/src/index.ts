@@ -2,7 +2,16 @@ export { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions }
 export type { ProgressEvent } from './runtime-context.js';
 export { backendOptionsSchema, defineBackend, type BackendDefinition, type BackendOptions } from './define-backend.js';
 export { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
-export { buildSandboxSpec, CHANNELS_TARGET, HOME_TARGET, KEEP_ALIVE_COMMAND, LABELS, MANAGED_BY, WORKSPACE_TARGET, type BuildSandboxSpecOptions } from './sandbox-spec.js';
+export {
+  buildSandboxSpec,
+  CHANNELS_TARGET,
+  HOME_TARGET,
+  KEEP_ALIVE_COMMAND,
+  LABELS,
+  MANAGED_BY,
+  WORKSPACE_TARGET,
+  type BuildSandboxSpecOptions,
+} from './sandbox-spec.js';
 export { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
 export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './exec-channel-events.js';
 export { isProcessIdentityGone, processIdentity } from './process-identity.js';

@@ -6,7 +6,7 @@ const launcher = KEEP_ALIVE_COMMAND.join(' ');
 const DOCKER_INIT = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
 
 describe('whether a sandbox is busy', () => {
-  it('reads the launcher as it is built, its sleep, a waiting shell and the engine\'s own processes as idle', () => {
+  it("reads the launcher as it is built, its sleep, a waiting shell and the engine's own processes as idle", () => {
     expect(isIdleProcess(launcher)).toBe(true);
     expect(isIdleProcess(`/sbin/docker-init -- ${launcher}`, DOCKER_INIT)).toBe(true);
     expect(isIdleProcess('sleep 3600')).toBe(true);

@@ -34,6 +34,10 @@ export function maskOutput(buffer: HeadTailBuffer, secrets: readonly string[] | 
   if (!redactor.active) return buffer.text();
   const { head, cut, tail } = buffer.parts();
   if (cut === 0) return redactor.redact(head);
-  const edges = maskEdges(redactor.redact(head), redactor.redact(tail), secrets.filter((secret) => secret.length >= MIN_SECRET_LENGTH));
+  const edges = maskEdges(
+    redactor.redact(head),
+    redactor.redact(tail),
+    secrets.filter((secret) => secret.length >= MIN_SECRET_LENGTH),
+  );
   return `${edges.head}${cutNotice(cut, limit)}${edges.tail}`;
 }

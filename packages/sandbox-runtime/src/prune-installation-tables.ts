@@ -24,7 +24,10 @@ const bridgeless = new Map<string, number>();
  * more, until its next refresh puts it back.
  */
 export async function pruneInstallationTables(keep: string, now = Date.now()): Promise<string[]> {
-  const tables = (await nft(['list', 'tables'])).split('\n').map((line) => /^table inet (berth_inst_[0-9a-f]{6})$/.exec(line.trim())?.[1]).filter((name): name is string => name !== undefined);
+  const tables = (await nft(['list', 'tables']))
+    .split('\n')
+    .map((line) => /^table inet (berth_inst_[0-9a-f]{6})$/.exec(line.trim())?.[1])
+    .filter((name): name is string => name !== undefined);
   const interfaces = hostInterfaces();
   const removed: string[] = [];
   for (const table of tables) {

@@ -44,7 +44,10 @@ describe('purgeScope', () => {
     symlinkSync(path.join(outside, 'keep.txt'), path.join(paths.home, 'file-link'));
     await lockScope(paths, { waitMs: 0, purpose: 'test' }).then((lock) => lock.release());
     let tombstoneFirst = false;
-    await purgeScope({ paths, disks, removeSandboxes: async () => {
+    await purgeScope({
+      paths,
+      disks,
+      removeSandboxes: async () => {
         tombstoneFirst = isBeingPurged(paths);
       },
     });
@@ -65,7 +68,11 @@ describe('purgeScope', () => {
       paths,
       disks,
       removeSandboxes: async () => {
-        refusal = await lockScope(paths, { waitMs: 60_000, purpose: 'start it', giveUp: () => (isBeingPurged(paths) ? new Error('being purged') : undefined) }).catch((error: unknown) => error);
+        refusal = await lockScope(paths, {
+          waitMs: 60_000,
+          purpose: 'start it',
+          giveUp: () => (isBeingPurged(paths) ? new Error('being purged') : undefined),
+        }).catch((error: unknown) => error);
       },
     });
     expect(refusal).toMatchObject({ message: 'being purged' });
@@ -79,7 +86,11 @@ describe('purgeScope', () => {
     const mounted = path.join(paths.workspace, 'mounted');
     mkdirSync(mounted);
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'berth-test', mounted]);
-    const where = (): string => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((line) => line.split(' ')[4] ?? '').find((line) => line.endsWith('/workspace/mounted') && line.startsWith(paths.root)) ?? mounted;
+    const where = (): string =>
+      readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .map((line) => line.split(' ')[4] ?? '')
+        .find((line) => line.endsWith('/workspace/mounted') && line.startsWith(paths.root)) ?? mounted;
     try {
       const failure = await purgeScope({ paths, disks, removeSandboxes: async () => undefined }).catch((error: unknown) => error);
       expect(failure).toMatchObject({ code: 'PURGE_INCOMPLETE' });

@@ -124,7 +124,9 @@ export async function finishInterruptedPurge(paths: SandboxPaths, logger?: HostL
     logger?.info(`berth: finishing the interrupted purge of ${name} before its sandbox starts again`);
     const report = await removeTree(purgeFd, name);
     if (report.leftCount > 0) {
-      throw incomplete(`an interrupted purge of ${name} left ${report.leftCount} files that cannot be deleted (${report.left.join('; ')}); fix that and run berth rm --purge again`);
+      throw incomplete(
+        `an interrupted purge of ${name} left ${report.leftCount} files that cannot be deleted (${report.left.join('; ')}); fix that and run berth rm --purge again`,
+      );
     }
   } finally {
     closeQuietly(purgeFd);

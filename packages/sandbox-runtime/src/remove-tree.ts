@@ -87,7 +87,16 @@ export async function removeTree(parent: number, name: string): Promise<RemoveTr
   const stack: Frame[] = [];
   const push = (fd: number, frameParent: number, frameName: string, relative: string): void => {
     unlockFolder(fd);
-    stack.push({ fd, dir: opendirSync(descriptorPath(fd)), parent: frameParent, name: frameName, relative, removedBefore: removed, leftBefore: leftCount, walks: 1 });
+    stack.push({
+      fd,
+      dir: opendirSync(descriptorPath(fd)),
+      parent: frameParent,
+      name: frameName,
+      relative,
+      removedBefore: removed,
+      leftBefore: leftCount,
+      walks: 1,
+    });
   };
   try {
     push(top.fd, parent, name, name);
@@ -153,7 +162,13 @@ export async function removeTree(parent: number, name: string): Promise<RemoveTr
         // Entries moved up from deeper down, or put there meanwhile: walked again while that helps
         // (not for what this walk already found it could not delete, which is said once).
         if (code === 'ENOTEMPTY' && leftCount === frame.leftBefore && (removed > frame.removedBefore || frame.walks < 3)) {
-          stack[stack.length - 1] = { ...frame, dir: opendirSync(descriptorPath(frame.fd)), removedBefore: removed, leftBefore: leftCount, walks: frame.walks + 1 };
+          stack[stack.length - 1] = {
+            ...frame,
+            dir: opendirSync(descriptorPath(frame.fd)),
+            removedBefore: removed,
+            leftBefore: leftCount,
+            walks: frame.walks + 1,
+          };
         } else {
           if (code !== 'ENOENT' && code !== 'ENOTEMPTY') note(frame.relative, code ?? 'not deleted');
           closeQuietly(frame.fd);

@@ -55,7 +55,10 @@ export async function resolveEgressEntry(entry: string): Promise<ResolvedEntry> 
   try {
     addresses = (await withTimeout(lookup(host, { all: true, family: 4 }), RESOLVE_TIMEOUT_MS, `resolving ${host}`)).map((found) => found.address);
   } catch (error) {
-    throw new SandboxError('EGRESS_ALLOW_UNRESOLVED', `terminal.docker_egress_allow: ${entry} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'no answer'})`);
+    throw new SandboxError(
+      'EGRESS_ALLOW_UNRESOLVED',
+      `terminal.docker_egress_allow: ${entry} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'no answer'})`,
+    );
   }
   let ttl: number | undefined;
   try {

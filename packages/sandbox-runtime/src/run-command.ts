@@ -28,7 +28,10 @@ export function nameOf(context: RuntimeContext, request: SandboxRequest): string
  * once when the sandbox or its shell was gone before the command started (it cannot have run),
  * and masks the scope's secrets in what comes back — the one place Berth masks.
  */
-export function createCommandRunner(context: RuntimeContext, shells: ShellSessions): (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest) => Promise<ExecResult> {
+export function createCommandRunner(
+  context: RuntimeContext,
+  shells: ShellSessions,
+): (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest) => Promise<ExecResult> {
   const { settings, logger } = context;
 
   // A new installation's key is made only once the engine has answered: a command that fails for
@@ -72,7 +75,12 @@ export function createCommandRunner(context: RuntimeContext, shells: ShellSessio
       exitCode: final.timedOut ? TIMEOUT_EXIT_CODE : final.status,
       stdout: maskOutput(final.stdout, secrets, settings.docker_output_limit),
       // A notice about an earlier loss comes first; one about this command's own doing, last.
-    stderr: notice === '' ? stderr : notice === STATE_LOST_NOTICE ? `${notice}${stderr}` : `${stderr}${stderr.endsWith('\n') || stderr === '' ? '' : '\n'}${notice}`,
+      stderr:
+        notice === ''
+          ? stderr
+          : notice === STATE_LOST_NOTICE
+            ? `${notice}${stderr}`
+            : `${stderr}${stderr.endsWith('\n') || stderr === '' ? '' : '\n'}${notice}`,
       timedOut: final.timedOut,
       truncated: final.stdout.truncated || final.stderr.truncated,
       durationMs: performance.now() - started,

@@ -37,7 +37,15 @@ export async function runExecOnce(options: {
     timedOut = true;
     options.kill().catch(() => undefined);
   }, options.timeoutMs);
-  channel.write(buildFallbackInput({ marker, command: options.command, variables: options.variables, changed: options.environmentChanged, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}) }));
+  channel.write(
+    buildFallbackInput({
+      marker,
+      command: options.command,
+      variables: options.variables,
+      changed: options.environmentChanged,
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    }),
+  );
   if (options.stdin && options.stdin.length > 0) channel.write(options.stdin);
   channel.end();
   await closed;

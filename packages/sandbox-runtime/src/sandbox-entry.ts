@@ -40,7 +40,11 @@ export interface SandboxEntry {
 }
 
 /** A fresh entry; `known` fills in what an adopted sandbox already has. */
-export function newEntry(scopeKey: string, owner: SandboxEntry['owner'], known: Partial<Pick<SandboxEntry, 'name' | 'containerId' | 'running' | 'lastUsed' | 'mode' | 'paths'>> = {}): SandboxEntry {
+export function newEntry(
+  scopeKey: string,
+  owner: SandboxEntry['owner'],
+  known: Partial<Pick<SandboxEntry, 'name' | 'containerId' | 'running' | 'lastUsed' | 'mode' | 'paths'>> = {},
+): SandboxEntry {
   return {
     scopeKey,
     name: known.name ?? '',

@@ -97,7 +97,10 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
    * this installation's folders: another gateway on the engine may serve the same scope key.
    */
   const adoptRenamed = async (entry: SandboxEntry, request: SandboxRequest, sandboxes: Awaited<ReturnType<typeof find>>): Promise<boolean> => {
-    const other = sandboxes.find((sandbox) => sandbox.labels[LABELS.scope] === entry.scopeKey && sandbox.labels[LABELS.workspace] === request.paths.workspace && sandbox.name !== entry.name);
+    const other = sandboxes.find(
+      (sandbox) =>
+        sandbox.labels[LABELS.scope] === entry.scopeKey && sandbox.labels[LABELS.workspace] === request.paths.workspace && sandbox.name !== entry.name,
+    );
     if (!other) return false;
     try {
       await driver.rename(other.id, entry.name);
@@ -160,7 +163,9 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
         assertRoomForAnother(request, sandboxes);
         // The scope's lock from its folders to its start: a purge in another process waits for
         // it, then finds (and removes) the sandbox; one under way is never re-populated.
-        const id = await context.holdScope(request.paths, `start the sandbox of ${request.scope.key}`, () => context.limitCreate(() => create(entry, request, spec)));
+        const id = await context.holdScope(request.paths, `start the sandbox of ${request.scope.key}`, () =>
+          context.limitCreate(() => create(entry, request, spec)),
+        );
         if (id === '') {
           // Another process holds the name; the engine may not show it until its create completes.
           await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
@@ -171,7 +176,10 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
         return id;
       }
       if (found.labels[LABELS.managedBy] !== MANAGED_BY || found.labels[LABELS.scope] !== request.scope.key) {
-        throw new SandboxError('SANDBOX_NAME_TAKEN', `sandbox ${entry.name} exists but is not Berth's sandbox for ${request.scope.key}; rename or remove it, or set another name prefix`);
+        throw new SandboxError(
+          'SANDBOX_NAME_TAKEN',
+          `sandbox ${entry.name} exists but is not Berth's sandbox for ${request.scope.key}; rename or remove it, or set another name prefix`,
+        );
       }
       if (found.labels[LABELS.configHash] !== configHash) {
         if (found.state === 'running' && (!driver.capabilities.processList || (await driver.isBusy(found.id)))) {

@@ -56,7 +56,12 @@ export const CHANNELS_TARGET = '/run/berth';
 export const KEEP_ALIVE_COMMAND = ['/bin/sh', '-c', fillTemplate(programLine(keepAlive), { CHANNELS: CHANNELS_TARGET })] as const;
 
 /** The ownership labels of a scope's sandbox: who it belongs to (for `berth ls`) and where its files are. */
-export function scopeLabels(options: { scope: SandboxScope; paths: SandboxPaths; engine: string; extra?: Readonly<Record<string, string>> }): Record<string, string> {
+export function scopeLabels(options: {
+  scope: SandboxScope;
+  paths: SandboxPaths;
+  engine: string;
+  extra?: Readonly<Record<string, string>>;
+}): Record<string, string> {
   const { scope, paths } = options;
   return {
     ...options.extra,
@@ -72,7 +77,9 @@ export function scopeLabels(options: { scope: SandboxScope; paths: SandboxPaths;
 
 /** Who a sandbox belongs to, read back from its labels. */
 export function ownerOf(labels: Readonly<Record<string, string>>): Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId'> {
-  return labels[LABELS.kind] === 'task' ? { kind: 'task', taskId: labels[LABELS.task] ?? '' } : { kind: 'user', platform: labels[LABELS.platform] ?? '', userId: labels[LABELS.user] ?? '' };
+  return labels[LABELS.kind] === 'task'
+    ? { kind: 'task', taskId: labels[LABELS.task] ?? '' }
+    : { kind: 'user', platform: labels[LABELS.platform] ?? '', userId: labels[LABELS.user] ?? '' };
 }
 
 /** A `docker_volumes` entry, `host:container[:ro|rw]`. */
@@ -85,10 +92,18 @@ export function parseVolume(volume: string): { source: string; target: string; r
 export function hashSpec(value: unknown): string {
   const canonical = (item: unknown): unknown => {
     if (Array.isArray(item)) return item.map(canonical);
-    if (item && typeof item === 'object') return Object.fromEntries(Object.keys(item).sort().map((key) => [key, canonical((item as Record<string, unknown>)[key])]));
+    if (item && typeof item === 'object')
+      return Object.fromEntries(
+        Object.keys(item)
+          .sort()
+          .map((key) => [key, canonical((item as Record<string, unknown>)[key])]),
+      );
     return item;
   };
-  return createHash('sha256').update(JSON.stringify(canonical(value))).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(value)))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** What {@link buildSandboxSpec} needs. */
@@ -116,7 +131,12 @@ export interface BuildSandboxSpecOptions {
  */
 export function buildSandboxSpec(options: BuildSandboxSpecOptions): { spec: SandboxSpec; configHash: string } {
   const { settings } = options;
-  const labels = scopeLabels({ scope: options.scope, paths: options.paths, engine: options.engine, ...(options.extraLabels ? { extra: options.extraLabels } : {}) });
+  const labels = scopeLabels({
+    scope: options.scope,
+    paths: options.paths,
+    engine: options.engine,
+    ...(options.extraLabels ? { extra: options.extraLabels } : {}),
+  });
   const spec: SandboxSpec = {
     name: options.name,
     image: options.image,

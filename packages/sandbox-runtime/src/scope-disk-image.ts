@@ -34,7 +34,8 @@ export async function removeUnder(folder: string, name: string): Promise<void> {
   }
   try {
     const report = await removeTree(fd, name);
-    if (report.leftCount > 0) throw new SandboxError('DISK_CLEANUP', `${report.leftCount} files of ${path.join(folder, name)} could not be deleted (${report.left.join('; ')})`);
+    if (report.leftCount > 0)
+      throw new SandboxError('DISK_CLEANUP', `${report.leftCount} files of ${path.join(folder, name)} could not be deleted (${report.left.join('; ')})`);
   } finally {
     closeQuietly(fd);
   }
@@ -106,7 +107,9 @@ export async function mountOnFolder(files: DiskLayout, logger: HostLogger | unde
   }
   await mkdir(files.folder, { recursive: true, mode: 0o700 });
   await mountImage(files.image, files.folder);
-  await removeUnder(files.disks, path.basename(files.moved)).catch((error: unknown) => logger?.warn(`berth: ${error instanceof Error ? error.message : String(error)}`));
+  await removeUnder(files.disks, path.basename(files.moved)).catch((error: unknown) =>
+    logger?.warn(`berth: ${error instanceof Error ? error.message : String(error)}`),
+  );
 }
 
 /**
@@ -138,6 +141,8 @@ export async function resize(files: DiskLayout, mounted: boolean, limitMb: numbe
     }
     logger?.info(`berth: the disk of ${name} is now ${limitMb} MB (was ${Math.round(size / MB)} MB)`);
   } catch (error) {
-    logger?.warn(`berth: the disk of ${name} stays at ${Math.round(size / MB)} MB, not terminal.container_disk (${limitMb} MB): ${error instanceof Error ? error.message : String(error)}`);
+    logger?.warn(
+      `berth: the disk of ${name} stays at ${Math.round(size / MB)} MB, not terminal.container_disk (${limitMb} MB): ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }

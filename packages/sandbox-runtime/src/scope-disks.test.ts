@@ -37,7 +37,10 @@ function fill(file: string, mb: number): { written: number; error: string } {
   }
 }
 
-const isMountPoint = (folder: string): boolean => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').some((line) => line.split(' ')[4] === folder);
+const isMountPoint = (folder: string): boolean =>
+  readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .some((line) => line.split(' ')[4] === folder);
 
 describe('diskUnenforcedReason', () => {
   it('says why the limit cannot hold for a gateway that is not root, and nothing for 0 or drivers without host folders', () => {
@@ -82,7 +85,10 @@ describe.skipIf(!root)('scope disks (root: real loop devices)', () => {
     writeFileSync(path.join(paths.workspace, 'notes.txt'), 'kept\n', { mode: 0o640 });
     writeFileSync(path.join(paths.workspace, 'blob'), Buffer.alloc(40 * 1024 * 1024, 1));
     const small = createScopeDisks({ limitMb: 32, engine: 'docker', hostFolders: true });
-    await expect(small.ensure(paths)).rejects.toMatchObject({ code: 'DISK_TOO_SMALL', message: expect.stringMatching(/do not fit in terminal\.container_disk \(32 MB\).*nothing was changed/) });
+    await expect(small.ensure(paths)).rejects.toMatchObject({
+      code: 'DISK_TOO_SMALL',
+      message: expect.stringMatching(/do not fit in terminal\.container_disk \(32 MB\).*nothing was changed/),
+    });
     expect(isMountPoint(paths.folder)).toBe(false);
     expect(readFileSync(path.join(paths.workspace, 'notes.txt'), 'utf8')).toBe('kept\n');
     expect(existsSync(path.join(path.dirname(paths.root), 'disks', 'docker', 'telegram@3.ext4'))).toBe(false);
@@ -126,14 +132,16 @@ describe.skipIf(!root)('scope disks (root: real loop devices)', () => {
       }
     };
     await Promise.all([locked(() => first.ensure(paths)), locked(() => second.ensure(paths)), locked(() => first.ensure(paths))]);
-    const stacked = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((line) => line.split(' ')[4] === paths.folder);
+    const stacked = readFileSync('/proc/self/mountinfo', 'utf8')
+      .split('\n')
+      .filter((line) => line.split(' ')[4] === paths.folder);
     expect(stacked).toHaveLength(1);
     await first.purge(paths);
     expect(isMountPoint(paths.folder)).toBe(false);
     expect(existsSync(path.join(path.dirname(paths.root), 'disks', 'docker', 'telegram@5.ext4'))).toBe(false);
   });
 
-  it("gives a new user the spare disk made ahead, made again after, and never one of another size", async () => {
+  it('gives a new user the spare disk made ahead, made again after, and never one of another size', async () => {
     const alice = pathsOf('7');
     const sandboxDir = alice.root.replace(/\/docker$/, '');
     const disksFolder = path.join(sandboxDir, 'disks', 'docker');

@@ -105,7 +105,8 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     const quick = mountState(files.folder, files.image);
     if (quick === 'mine' && (await stat(files.image)).size === limitMb * MB) return;
     if (quick === 'foreign') {
-      if (!warnedForeign.has(files.folder)) logger?.warn(`berth: ${files.folder} is a mount point of the operator's; Berth leaves it and applies no container_disk there`);
+      if (!warnedForeign.has(files.folder))
+        logger?.warn(`berth: ${files.folder} is a mount point of the operator's; Berth leaves it and applies no container_disk there`);
       warnedForeign.add(files.folder);
       return;
     }

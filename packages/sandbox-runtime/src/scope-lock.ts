@@ -47,7 +47,10 @@ function flockDescriptor(fd: number, waitSeconds: number): Promise<boolean> {
     child.on('error', (error: NodeJS.ErrnoException) => {
       reject(
         error.code === 'ENOENT'
-          ? new SandboxError('LOCK_UNAVAILABLE', "flock (util-linux) is not installed, and Berth locks a sandbox's host files with it so that no two processes change them at once; install util-linux")
+          ? new SandboxError(
+              'LOCK_UNAVAILABLE',
+              "flock (util-linux) is not installed, and Berth locks a sandbox's host files with it so that no two processes change them at once; install util-linux",
+            )
           : error,
       );
     });
@@ -107,7 +110,10 @@ export async function lockScope(paths: Pick<SandboxPaths, 'root' | 'folder'>, op
       const reason = options.giveUp?.();
       if (reason) throw reason;
       if (Date.now() >= deadline) {
-        throw new SandboxError('SCOPE_BUSY', `another Berth process still works on the files of ${path.basename(paths.folder)} after ${Math.round(options.waitMs / 1000)} s, so Berth could not ${options.purpose}; retry in a moment`);
+        throw new SandboxError(
+          'SCOPE_BUSY',
+          `another Berth process still works on the files of ${path.basename(paths.folder)} after ${Math.round(options.waitMs / 1000)} s, so Berth could not ${options.purpose}; retry in a moment`,
+        );
       }
     }
   } catch (error) {
@@ -136,9 +142,12 @@ function openLockFile(folder: number, name: string, location: string): number {
       }
     }
     const why =
-      code === 'EROFS' ? 'the file system is read-only (EROFS); remount it read-write'
-        : code === 'ENOSPC' ? 'no space is left on the device (ENOSPC); free some space'
-          : code === 'ELOOP' ? 'it is a symbolic link; move it away'
+      code === 'EROFS'
+        ? 'the file system is read-only (EROFS); remount it read-write'
+        : code === 'ENOSPC'
+          ? 'no space is left on the device (ENOSPC); free some space'
+          : code === 'ELOOP'
+            ? 'it is a symbolic link; move it away'
             : `${code ?? 'error'}; check the folder's owner and permissions`;
     throw new SandboxError('LOCK_FAILED', `Berth could not open the lock file ${location}: ${why}`);
   }

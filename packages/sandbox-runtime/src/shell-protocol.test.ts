@@ -10,9 +10,12 @@ const sh = (script: string): Buffer => execFileSync('/bin/sh', ['-c', script]);
 describe('quoteShell', () => {
   it('round-trips any text without NUL through a real shell', { timeout: PROPERTY_TEST_TIMEOUT_MS }, () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary' }).filter((value) => !value.includes('\0')), (value) => {
-        expect(sh(`printf '%s' ${quoteShell(value)}`).toString('utf8')).toBe(Buffer.from(value, 'utf8').toString('utf8'));
-      }),
+      fc.property(
+        fc.string({ unit: 'binary' }).filter((value) => !value.includes('\0')),
+        (value) => {
+          expect(sh(`printf '%s' ${quoteShell(value)}`).toString('utf8')).toBe(Buffer.from(value, 'utf8').toString('utf8'));
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -30,7 +33,7 @@ describe('encodePrintfFormat', () => {
       }),
       { numRuns: 60 },
     );
-    const tricky = Buffer.from("\u0000123 %d %s \\n \\0 ' \"", 'utf8');
+    const tricky = Buffer.from('\u0000123 %d %s \\n \\0 \' "', 'utf8');
     expect([...sh(`printf ${encodePrintfFormat(tricky)}`)]).toEqual([...tricky]);
     for (const option of ['-', '-n x', '--', '-\0']) {
       expect(sh(`printf ${encodePrintfFormat(Buffer.from(option))}`).toString()).toBe(option);
@@ -52,16 +55,52 @@ describe('buildEnvironmentScript', () => {
 
 describe('isPlainProgram and needsOwnShell', () => {
   it('takes one program with plain words for one, and nothing the shell has to do', () => {
-    for (const command of ['/bin/true', 'ls -la /workspace', 'git status', 'python3 -m pytest -x tests/unit', 'npm run build --if-present', 'make -j4 CC=gcc']) {
+    for (const command of [
+      '/bin/true',
+      'ls -la /workspace',
+      'git status',
+      'python3 -m pytest -x tests/unit',
+      'npm run build --if-present',
+      'make -j4 CC=gcc',
+    ]) {
       expect(isPlainProgram(command), command).toBe(true);
     }
-    for (const command of ['cd /tmp', 'export A=1', 'A=1 env', 'echo hi', 'true', 'ls *.ts', 'ls ~', 'cat a > b', 'a | b', 'a; b', 'a && b', 'a &', 'echo "$HOME"', "ls 'x y'", ' ls', 'ls\n', 'if x', 'exec ls', 'source venv/bin/activate', '. ./env', 'kill 1', 'read x', 'ls # note', 'ls $(pwd)', 'ls `pwd`', 'ls \\x', '']) {
+    for (const command of [
+      'cd /tmp',
+      'export A=1',
+      'A=1 env',
+      'echo hi',
+      'true',
+      'ls *.ts',
+      'ls ~',
+      'cat a > b',
+      'a | b',
+      'a; b',
+      'a && b',
+      'a &',
+      'echo "$HOME"',
+      "ls 'x y'",
+      ' ls',
+      'ls\n',
+      'if x',
+      'exec ls',
+      'source venv/bin/activate',
+      '. ./env',
+      'kill 1',
+      'read x',
+      'ls # note',
+      'ls $(pwd)',
+      'ls `pwd`',
+      'ls \\x',
+      '',
+    ]) {
       expect(isPlainProgram(command), command).toBe(false);
     }
   });
 
   it("sends a command that reads the shell's own id or its parent's to a shell of its own", () => {
-    for (const command of ['echo $$', 'kill ${$}', 'echo $PPID', 'echo ${PPID}', 'tmp=/tmp/x.$$; touch "$tmp"']) expect(needsOwnShell(command), command).toBe(true);
+    for (const command of ['echo $$', 'kill ${$}', 'echo $PPID', 'echo ${PPID}', 'tmp=/tmp/x.$$; touch "$tmp"'])
+      expect(needsOwnShell(command), command).toBe(true);
     for (const command of ['echo $HOME', 'ls', 'printf "%s$" x']) expect(needsOwnShell(command), command).toBe(false);
   });
 });

@@ -45,10 +45,12 @@ export function needsOwnShell(command: string): boolean {
 
 /** Builtins and words whose meaning needs the shell, so a command starting with one is never exec'd. */
 const SHELL_WORDS = new Set(
-  ('. alias bg break builtin caller cd command compgen complete continue declare dirs disown echo enable eval exec exit export false fc fg ' +
+  (
+    '. alias bg break builtin caller cd command compgen complete continue declare dirs disown echo enable eval exec exit export false fc fg ' +
     'getopts hash help history jobs kill let local logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source ' +
     'suspend test time times trap true type typeset ulimit umask unalias unset wait case do done elif else esac fi for function if in ' +
-    'select then until while').split(' '),
+    'select then until while'
+  ).split(' '),
 );
 
 /**

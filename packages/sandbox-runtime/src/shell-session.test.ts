@@ -41,7 +41,14 @@ afterEach(async () => {
   }
 });
 
-async function open(variables: Record<string, string> = {}): Promise<{ session: ShellSession; shellPid: number; run: (command: string, extra?: { stdin?: string; timeoutMs?: number; cwd?: string; variables?: Record<string, string> }) => Promise<{ status: number; stdout: string; stderr: string; timedOut: boolean }> }> {
+async function open(variables: Record<string, string> = {}): Promise<{
+  session: ShellSession;
+  shellPid: number;
+  run: (
+    command: string,
+    extra?: { stdin?: string; timeoutMs?: number; cwd?: string; variables?: Record<string, string> },
+  ) => Promise<{ status: number; stdout: string; stderr: string; timedOut: boolean }>;
+}> {
   const channel = localChannel();
   const session = await ShellSession.open({ channel, variables, cwd: '/tmp' });
   sessions.push(session);
@@ -120,7 +127,7 @@ describe('ShellSession on the host shell', () => {
     expect((await run('pwd; echo $KEPT')).stdout).toBe('/\n1\n');
   });
 
-  it('runs a plain program as the child itself, with its own status and streams, and keeps the session\'s cd and export', async () => {
+  it("runs a plain program as the child itself, with its own status and streams, and keeps the session's cd and export", async () => {
     const { run } = await open();
     await run('cd / && export KEPT=1');
     expect(await run('/bin/echo plain')).toMatchObject({ status: 0, stdout: 'plain\n', stderr: '' });
@@ -143,7 +150,10 @@ describe('ShellSession on the host shell', () => {
       const listing = (await run('read -r l < /proc/self/stat; ls -l "/proc/${l%% *}/fd"', stdin === undefined ? {} : { stdin })).stdout;
       return new Map([...listing.matchAll(/ (\d+) -> (.*)$/gm)].map(([, fd, target]) => [Number(fd), target!]));
     };
-    for (const [stdin, input] of [[undefined, '/dev/null'], ['x', `${session.stateDir}/in`]] as const) {
+    for (const [stdin, input] of [
+      [undefined, '/dev/null'],
+      ['x', `${session.stateDir}/in`],
+    ] as const) {
       const given = await descriptors(stdin);
       expect(given.get(0)).toBe(input);
       // Not the gateway's channel (the next command's script), not the spares' FIFOs or the state

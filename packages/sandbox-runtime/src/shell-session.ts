@@ -102,7 +102,13 @@ export class ShellSession {
   environmentNames: string[];
   private closeListeners: Array<() => void> = [];
 
-  private constructor(options: { channel: ExecChannel; stateDir: string; stdoutReader: FrameReader; stderrReader: FrameReader; variables: Readonly<Record<string, string>> }) {
+  private constructor(options: {
+    channel: ExecChannel;
+    stateDir: string;
+    stdoutReader: FrameReader;
+    stderrReader: FrameReader;
+    variables: Readonly<Record<string, string>>;
+  }) {
     this.channel = options.channel;
     this.stateDir = options.stateDir;
     this.stdoutReader = options.stdoutReader;
@@ -156,7 +162,10 @@ export class ShellSession {
       failReady = reject;
       if (closedEarly) return reject(new SessionClosedError(false, "the sandbox's /bin/sh ended before it was ready; check that the image has /bin/sh"));
       const readyTimeoutMs = options.readyTimeoutMs ?? SHELL_READY_TIMEOUT_MS;
-      const timer = setTimeout(() => reject(new SandboxError('SANDBOX_SHELL_UNUSABLE', `the sandbox's /bin/sh did not answer within ${readyTimeoutMs} ms`)), readyTimeoutMs);
+      const timer = setTimeout(
+        () => reject(new SandboxError('SANDBOX_SHELL_UNUSABLE', `the sandbox's /bin/sh did not answer within ${readyTimeoutMs} ms`)),
+        readyTimeoutMs,
+      );
       let pending = 2;
       const done = (): void => {
         if (--pending === 0) {
@@ -210,7 +219,12 @@ export class ShellSession {
     const id = markerId();
     const stdout = createHeadTailBuffer(options.outputLimit);
     const stderr = createHeadTailBuffer(options.outputLimit);
-    let script = buildCommandScript({ id, command: options.command, ...(options.cwd !== undefined ? { cwd: options.cwd } : {}), ...(options.stdin !== undefined ? { stdin: options.stdin } : {}) });
+    let script = buildCommandScript({
+      id,
+      command: options.command,
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+      ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+    });
     const key = environmentDigest(options.variables);
     if (key !== this.environmentKey) {
       script = buildEnvironmentUpdate(options.variables, this.environmentNames) + script;
@@ -238,7 +252,18 @@ export class ShellSession {
         if (fromStdout) status = value;
         else flags = endFlags;
         if (--pending === 0) {
-          settle({ result: { status, stdout, stderr, timedOut, leftovers: flags.includes('L'), stateNotSaved: flags.includes('T'), stateLost: flags.includes('G'), stateDeleted: flags.includes('D') } });
+          settle({
+            result: {
+              status,
+              stdout,
+              stderr,
+              timedOut,
+              leftovers: flags.includes('L'),
+              stateNotSaved: flags.includes('T'),
+              stateLost: flags.includes('G'),
+              stateDeleted: flags.includes('D'),
+            },
+          });
         }
       };
       const onClosed = (): void => {
@@ -246,10 +271,20 @@ export class ShellSession {
           settle({ result: { status: TIMEOUT_EXIT_CODE, stdout, stderr, timedOut } });
           return;
         }
-        settle({ error: new SessionClosedError(started, started ? 'the sandbox stopped while the command ran; run it again' : 'the sandbox shell ended before the command started') });
+        settle({
+          error: new SessionClosedError(
+            started,
+            started ? 'the sandbox stopped while the command ran; run it again' : 'the sandbox shell ended before the command started',
+          ),
+        });
       };
       this.closeListeners.push(onClosed);
-      this.stdoutReader.expect(id, stdout, (value, endFlags) => onEnd(value, true, endFlags), () => (started = true));
+      this.stdoutReader.expect(
+        id,
+        stdout,
+        (value, endFlags) => onEnd(value, true, endFlags),
+        () => (started = true),
+      );
       // stderr has no start marker: one chunk fewer through the engine per command. Its frame
       // starts now; nothing else writes to it between commands, as a process a command leaves
       // holding it retires the session (flag L), and what arrived since the last frame ended

@@ -30,29 +30,33 @@ export interface ShellSessions {
 export function createShellSessions(context: RuntimeContext, lifecycle: SandboxLifecycle, acquired: (entry: SandboxEntry) => Promise<void>): ShellSessions {
   const { driver, settings, logger } = context;
 
-  const channelOpener = (entry: SandboxEntry): OpenExecChannel => (command, options) => {
-    const id = entry.containerId;
-    if (!id) return Promise.reject(new SessionClosedError(false, `sandbox ${entry.name} has no container`));
-    return driver.openChannel(id, command, options);
-  };
+  const channelOpener =
+    (entry: SandboxEntry): OpenExecChannel =>
+    (command, options) => {
+      const id = entry.containerId;
+      if (!id) return Promise.reject(new SessionClosedError(false, `sandbox ${entry.name} has no container`));
+      return driver.openChannel(id, command, options);
+    };
 
   // The sandbox's own shells (the session and the kill shell) start through its launcher when it
   // has one (fifo-channel.ts); otherwise, or when the launcher does not answer, through the
   // engine's exec, and this sandbox's shells keep to the exec until it is started again.
-  const shellOpener = (entry: SandboxEntry): OpenExecChannel => async (command, options) => {
-    if (driver.capabilities.hostFolders && entry.paths && !entry.shellsByExec) {
-      // A sandbox just started may take a while to reach its launcher on a busy machine: its
-      // first shells wait longer for it than later ones, which find it reading.
-      const channel = await openFifoChannel(channelsFolderOf(entry.paths.folder), entry.launcherAnswered ? {} : { readerWaitMs: context.firstLaunchWaitMs });
-      if (channel) {
-        entry.launcherAnswered = true;
-        return channel;
+  const shellOpener =
+    (entry: SandboxEntry): OpenExecChannel =>
+    async (command, options) => {
+      if (driver.capabilities.hostFolders && entry.paths && !entry.shellsByExec) {
+        // A sandbox just started may take a while to reach its launcher on a busy machine: its
+        // first shells wait longer for it than later ones, which find it reading.
+        const channel = await openFifoChannel(channelsFolderOf(entry.paths.folder), entry.launcherAnswered ? {} : { readerWaitMs: context.firstLaunchWaitMs });
+        if (channel) {
+          entry.launcherAnswered = true;
+          return channel;
+        }
+        entry.shellsByExec = true;
+        logger?.info(`berth: the launcher of ${entry.name} did not answer; its shells go through the engine's exec until it is started again`);
       }
-      entry.shellsByExec = true;
-      logger?.info(`berth: the launcher of ${entry.name} did not answer; its shells go through the engine's exec until it is started again`);
-    }
-    return channelOpener(entry)(command, options);
-  };
+      return channelOpener(entry)(command, options);
+    };
 
   const drop: ShellSessions['drop'] = (entry) => {
     entry.shellsByExec = false;
@@ -110,7 +114,12 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     const decidesMode = startedNow && entry.mode !== 'session';
     const channel = await shellOpener(entry)(['/bin/sh'], { workingDir: WORKSPACE_TARGET });
     try {
-      const session = await ShellSession.open({ channel, variables: request.environment.variables, readyTimeoutMs: context.shellReadyTimeoutMs, ...(entry.retired ? { successorOf: entry.retired } : {}) });
+      const session = await ShellSession.open({
+        channel,
+        variables: request.environment.variables,
+        readyTimeoutMs: context.shellReadyTimeoutMs,
+        ...(entry.retired ? { successorOf: entry.retired } : {}),
+      });
       entry.retired = undefined;
       entry.session = session;
       entry.mode = 'session';

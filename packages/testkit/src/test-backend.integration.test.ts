@@ -38,11 +38,15 @@ async function runSuite(flaws: readonly string[], titles: readonly string[]): Pr
   try {
     const pattern = titles.map(escapeRegExp).join('|');
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(process.execPath, [vitestBin, 'run', '--config', 'test/flawed-backend.vitest.config.ts', '-t', pattern, '--reporter=json', `--outputFile=${report}`], {
-        cwd: packageRoot,
-        env: { ...process.env, BERTH_TESTKIT_FLAWS: flaws.join(','), BERTH_TESTKIT_FLAWED_NETWORK: network },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [vitestBin, 'run', '--config', 'test/flawed-backend.vitest.config.ts', '-t', pattern, '--reporter=json', `--outputFile=${report}`],
+        {
+          cwd: packageRoot,
+          env: { ...process.env, BERTH_TESTKIT_FLAWS: flaws.join(','), BERTH_TESTKIT_FLAWED_NETWORK: network },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       child.on('error', reject);

@@ -210,7 +210,12 @@ describe('fuzz: generated configurations give a valid start or a ConfigError, ne
     return fc.oneof(fc.constantFrom(...samples), fc.anything({ maxDepth: 2 }), fc.integer(), fc.double(), fc.string(), fc.boolean());
   };
   const section = fc.record(
-    Object.fromEntries([...Object.keys(BAD_VALUES), 'unknown_key', 'Timeout'].map((key) => [key, key === 'platform_adapters' ? fc.constantFrom([], ['@berth/not-installed'], [''], 'x') : valueFor(key)])),
+    Object.fromEntries(
+      [...Object.keys(BAD_VALUES), 'unknown_key', 'Timeout'].map((key) => [
+        key,
+        key === 'platform_adapters' ? fc.constantFrom([], ['@berth/not-installed'], [''], 'x') : valueFor(key),
+      ]),
+    ),
     { requiredKeys: [] },
   );
   const config = fc.oneof(section, fc.anything({ maxDepth: 2 }));

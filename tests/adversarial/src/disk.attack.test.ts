@@ -25,24 +25,31 @@ describe.each(['docker', 'podman'] as const)('disk on %s: one user cannot fill t
   });
 
   it(`stops the user at container_disk (${DISK_MB} MB) across workspace and home, while another user keeps writing`, async () => {
-    const workspace = await gateway.run(filler, `dd if=/dev/zero of=/workspace/fill bs=1M count=${DISK_MB * 2} 2>&1 | grep -i 'space'; ls -l /workspace/fill | awk '{print "size=" $5}'`, { timeout: 60 });
+    const workspace = await gateway.run(
+      filler,
+      `dd if=/dev/zero of=/workspace/fill bs=1M count=${DISK_MB * 2} 2>&1 | grep -i 'space'; ls -l /workspace/fill | awk '{print "size=" $5}'`,
+      { timeout: 60 },
+    );
     expect(workspace.output).toMatch(/No space left on device/);
     expect(Number(/size=(\d+)/.exec(workspace.output)?.[1])).toBeLessThanOrEqual(DISK_MB * 1024 * 1024);
     const home = await gateway.run(filler, 'dd if=/dev/zero of=/root/more bs=1M count=8 2>&1 | grep -ci "space"');
     expect(home.output).toBe('1\n');
-    const other = await gateway.run(neighbour, 'dd if=/dev/zero of=/workspace/ok bs=1M count=16 2>/dev/null; ls -l /workspace/ok | awk \'{print $5}\'');
+    const other = await gateway.run(neighbour, "dd if=/dev/zero of=/workspace/ok bs=1M count=16 2>/dev/null; ls -l /workspace/ok | awk '{print $5}'");
     expect(other.output).toBe(`${16 * 1024 * 1024}\n`);
   });
 
-  it('keeps the user\'s files, on the host as in the sandbox, and works again once they delete something', async () => {
+  it("keeps the user's files, on the host as in the sandbox, and works again once they delete something", async () => {
     const { workspace, home } = gateway.folderOf(filler);
     expect(readFileSync(path.join(workspace, 'keep.txt'), 'utf8')).toBe('precious\n');
     expect(readFileSync(path.join(home, '.profile-note'), 'utf8')).toBe('dotfile\n');
-    const again = await gateway.run(filler, 'rm -f /workspace/fill /root/more; echo fresh > /workspace/fresh.txt && cat /workspace/keep.txt /workspace/fresh.txt');
+    const again = await gateway.run(
+      filler,
+      'rm -f /workspace/fill /root/more; echo fresh > /workspace/fresh.txt && cat /workspace/keep.txt /workspace/fresh.txt',
+    );
     expect(again.output).toBe('precious\nfresh\n');
   });
 
-  it('shows each sandbox\'s use against the limit (berth ls)', async () => {
+  it("shows each sandbox's use against the limit (berth ls)", async () => {
     await gateway.run(filler, 'dd if=/dev/zero of=/workspace/twenty bs=1M count=20 2>/dev/null; sync');
     const sandboxes = await gateway.berth.backend.list();
     const mine = sandboxes.find((sandbox) => sandbox.scopeKey === gateway.folderOf(filler).scopeKey);
@@ -56,7 +63,10 @@ describe.each(['docker', 'podman'] as const)('disk on %s: one user cannot fill t
     expect(layer.output.trim().split('\n')).toHaveLength(4);
     for (const line of layer.output.trim().split('\n')) expect(line).toMatch(/Read-only file system/);
     for (const place of ['/tmp', '/var/tmp']) {
-      const filled = await gateway.run(filler, `dd if=/dev/zero of=${place}/fill bs=1M count=${TMP_MB * 4} 2>&1 | grep -ci space; ls -l ${place}/fill | awk '{print "size=" $5}'; rm -f ${place}/fill`);
+      const filled = await gateway.run(
+        filler,
+        `dd if=/dev/zero of=${place}/fill bs=1M count=${TMP_MB * 4} 2>&1 | grep -ci space; ls -l ${place}/fill | awk '{print "size=" $5}'; rm -f ${place}/fill`,
+      );
       expect(filled.output, place).toMatch(/^1\n/);
       expect(Number(/size=(\d+)/.exec(filled.output)?.[1]), place).toBeLessThanOrEqual(TMP_MB * 1024 * 1024);
     }

@@ -28,7 +28,9 @@ const hostAddresses = (): string[] =>
 
 /** The sandbox's own address and its network's gateway, read inside it. */
 async function addressesOf(gateway: AttackGateway, user: ReturnType<typeof randomTelegramUser>): Promise<{ own: string; gateway: string }> {
-  const output = (await gateway.run(user, "ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1; ip route | awk '/default/ {print $3}'")).output.trim().split('\n');
+  const output = (await gateway.run(user, "ip -4 -o addr show eth0 | awk '{print $4}' | cut -d/ -f1; ip route | awk '/default/ {print $3}'")).output
+    .trim()
+    .split('\n');
   return { own: output[0]!, gateway: output[1]! };
 }
 
@@ -147,7 +149,7 @@ describe.each(['docker', 'podman'] as const)('egress exceptions on %s never reop
     expect((await reopened.run(randomTelegramUser(), fetchFrom(lan, privateNet.port))).output).toBe(`reached ${lan}\n`);
   });
 
-  it('DNS is open only on the sandbox\'s own gateway, not on another sandbox\'s', async () => {
+  it("DNS is open only on the sandbox's own gateway, not on another sandbox's", async () => {
     const gateway = await start({});
     const [first, second] = [randomTelegramUser(), randomTelegramUser()];
     const firstNetwork = await addressesOf(gateway, first);
@@ -155,7 +157,11 @@ describe.each(['docker', 'podman'] as const)('egress exceptions on %s never reop
     const servers: net.Server[] = [];
     try {
       // Port 53 on each gateway address, TCP (aardvark-dns, where Podman runs it, answers UDP).
-      for (const [address, answer] of [[firstNetwork.gateway, 'first-gateway'], [secondNetwork.gateway, 'second-gateway']] as const) servers.push(await listen(address, 53, answer));
+      for (const [address, answer] of [
+        [firstNetwork.gateway, 'first-gateway'],
+        [secondNetwork.gateway, 'second-gateway'],
+      ] as const)
+        servers.push(await listen(address, 53, answer));
       expect((await gateway.run(second, `nc -w 3 ${secondNetwork.gateway} 53 2>&1 | tail -n 1`)).output).toBe('second-gateway\n');
       const other = await gateway.run(second, `nc -w 3 ${firstNetwork.gateway} 53 2>&1 | tail -n 1`);
       expect(other.output).not.toContain('first-gateway');

@@ -55,7 +55,9 @@ describe.each(['docker', 'podman'] as const)('egress on %s: the internet, but no
   beforeAll(async () => {
     gateway = await startAttackGateway({ config: { backend } });
     // Exceptions: one private service by address and port, and one port on the host's own bridge.
-    allowed = await startAttackGateway({ config: { backend, docker_egress_allow: [`192.168.253.${octet}:${privateNet.port}`, `${privateNet.hostAddress}:${hostPort}`] } });
+    allowed = await startAttackGateway({
+      config: { backend, docker_egress_allow: [`192.168.253.${octet}:${privateNet.port}`, `${privateNet.hostAddress}:${hostPort}`] },
+    });
   });
 
   afterAll(async () => {
@@ -75,11 +77,13 @@ describe.each(['docker', 'podman'] as const)('egress on %s: the internet, but no
     for (const address of targets) {
       // Control: the server answers on that address.
       const body = await new Promise<string>((resolve, reject) => {
-        http.get({ host: address, port: hostPort }, (response) => {
-          let text = '';
-          response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-          response.on('end', () => resolve(text));
-        }).on('error', reject);
+        http
+          .get({ host: address, port: hostPort }, (response) => {
+            let text = '';
+            response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+            response.on('end', () => resolve(text));
+          })
+          .on('error', reject);
       });
       expect(body, address).toBe('host-secret\n');
       const result = await gateway.run(user, fetchFrom(address, hostPort));
@@ -111,7 +115,7 @@ describe.each(['docker', 'podman'] as const)('egress on %s: the internet, but no
     expect(result.output).toBe('1\n0\n');
   });
 
-  it('puts the pool\'s table back within seconds when something outside removes it (a reload of the host\'s firewall), and the block holds again', async () => {
+  it("puts the pool's table back within seconds when something outside removes it (a reload of the host's firewall), and the block holds again", async () => {
     const table = egressTableName(ATTACK_NETWORK_POOL);
     const present = (): boolean => spawnSync('nft', ['list', 'table', 'inet', table], { stdio: 'ignore' }).status === 0;
     await gateway.run(user, 'true');

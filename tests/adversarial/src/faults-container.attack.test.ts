@@ -1,7 +1,17 @@
 import { ImageNotFoundError } from '@berth/core';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ATTACK_IMAGE, docker, randomTelegramUser, randomWhatsAppUser, startAttackGateway, thaw, timed, within, type AttackGateway } from './support/attack-gateway.js';
+import {
+  ATTACK_IMAGE,
+  docker,
+  randomTelegramUser,
+  randomWhatsAppUser,
+  startAttackGateway,
+  thaw,
+  timed,
+  within,
+  type AttackGateway,
+} from './support/attack-gateway.js';
 
 // Faults injected from outside (as an operator or a crash would) under a live session: the
 // next command must work and the user's files must be intact.
@@ -17,7 +27,11 @@ async function containerId(): Promise<string> {
 
 async function filesIntact(): Promise<void> {
   // The command's own timeout is 20 s; 40 s without an answer means it hangs.
-  const { value, ms } = await within(40_000, 'the first command after the fault', timed(() => gateway.run(user, 'cat /workspace/keep /root/keep; echo "cd=$(pwd)"', { timeout: 20 })));
+  const { value, ms } = await within(
+    40_000,
+    'the first command after the fault',
+    timed(() => gateway.run(user, 'cat /workspace/keep /root/keep; echo "cd=$(pwd)"', { timeout: 20 })),
+  );
   expect(value).toEqual({ output: `${marker}\n${marker}\ncd=/workspace\n`, returncode: 0 });
   console.log(`first command after the fault: ${Math.round(ms)} ms`);
 }
@@ -68,10 +82,13 @@ describe('faults: the image is deleted while sandboxes exist', () => {
 
   afterAll(async () => {
     await imageGateway?.cleanup();
-    await docker.getImage(image).remove({ force: true }).catch(() => undefined);
+    await docker
+      .getImage(image)
+      .remove({ force: true })
+      .catch(() => undefined);
   });
 
-  it('running sandboxes keep working; a new user\'s first command gets ImageNotFoundError naming the image', async () => {
+  it("running sandboxes keep working; a new user's first command gets ImageNotFoundError naming the image", async () => {
     const [repo, tag] = [image.slice(0, image.lastIndexOf(':')), 'latest'];
     await docker.getImage(ATTACK_IMAGE).tag({ repo, tag });
     imageGateway = await startAttackGateway({ config: { docker_image: image } });

@@ -36,14 +36,19 @@ afterAll(async () => {
   rmSync(sandboxDir, { recursive: true, force: true });
 });
 
-describe('faults: the sandbox root\'s disk is full or read-only', () => {
+describe("faults: the sandbox root's disk is full or read-only", () => {
   it('full: the writing command fails with one "No space left" line, files are intact, and writing works again once space returns', async () => {
-    const full = await gateway.run(owner, 'dd if=/dev/zero of=/workspace/big bs=64k count=64 2>&1 | grep -i "space"; echo more >> /workspace/keep; echo "append=$?"');
+    const full = await gateway.run(
+      owner,
+      'dd if=/dev/zero of=/workspace/big bs=64k count=64 2>&1 | grep -i "space"; echo more >> /workspace/keep; echo "append=$?"',
+    );
     expect(full.output).toMatch(/No space left on device/);
     expect(full.output.split('\n').filter((line) => /space/i.test(line))).toHaveLength(1);
     // A new user's first command still gets a sandbox (folders take no data blocks).
     const first = await gateway.attempt(newcomer, 'echo hello');
-    expect(first instanceof Error ? first.message.split('\n') : first.output).toEqual(first instanceof Error ? [expect.stringMatching(/space|ENOSPC/i)] : 'hello\n');
+    expect(first instanceof Error ? first.message.split('\n') : first.output).toEqual(
+      first instanceof Error ? [expect.stringMatching(/space|ENOSPC/i)] : 'hello\n',
+    );
     await gateway.run(owner, 'rm -f /workspace/big');
     const recovered = await gateway.run(owner, 'echo again > /workspace/again && cat /workspace/keep /workspace/again');
     expect(recovered.output).toMatch(/^keep\n(more\n)?again\n$/);

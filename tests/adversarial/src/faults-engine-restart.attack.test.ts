@@ -31,7 +31,8 @@ function foreignVitest(): number[] {
 async function waitForExclusiveEngine(): Promise<void> {
   const deadline = Date.now() + 240_000;
   while (foreignVitest().length > 0) {
-    if (Date.now() > deadline) throw new Error(`other test runs (pids ${foreignVitest().join(', ')}) kept using the engine for 4 minutes; run the attack suite alone`);
+    if (Date.now() > deadline)
+      throw new Error(`other test runs (pids ${foreignVitest().join(', ')}) kept using the engine for 4 minutes; run the attack suite alone`);
     await new Promise((resolve) => setTimeout(resolve, 2_000));
   }
 }

@@ -4,7 +4,16 @@ import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ATTACK_IMAGE, assertEngineReady, containersUnder, docker, randomTelegramUser, removeContainersUnder, temporarySandboxDir, within } from './support/attack-gateway.js';
+import {
+  ATTACK_IMAGE,
+  assertEngineReady,
+  containersUnder,
+  docker,
+  randomTelegramUser,
+  removeContainersUnder,
+  temporarySandboxDir,
+  within,
+} from './support/attack-gateway.js';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
 
 // The gateway as a child process, killed with SIGKILL in the middle of a command and started

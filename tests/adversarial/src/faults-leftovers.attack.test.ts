@@ -4,7 +4,16 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ATTACK_IMAGE, docker, randomTelegramUser, removeContainersUnder, startAttackGateway, temporarySandboxDir, within, type AttackGateway } from './support/attack-gateway.js';
+import {
+  ATTACK_IMAGE,
+  docker,
+  randomTelegramUser,
+  removeContainersUnder,
+  startAttackGateway,
+  temporarySandboxDir,
+  within,
+  type AttackGateway,
+} from './support/attack-gateway.js';
 
 // What a gateway killed at the wrong moment leaves on the host, and what a pid that is alive
 // again (reused, or pid 1 of a restarted gateway container) must not make Berth believe: each is
@@ -73,14 +82,18 @@ describe.each(['docker', 'podman'] as const)('leftovers on %s, with per-user dis
     const before = await startAttackGateway({ sandboxDir, config: { backend, container_disk: 0, docker_network: false } });
     try {
       // 1500 folders one in another, nested from four chains made and moved by short paths (a shell's cd stops at PATH_MAX).
-      const made = await before.run(user, 'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaaa/; i=$((i+1)); done) && mkdir -p "acc/$p" && echo bottom > "acc/${p}f" && for k in 1 2 3; do mkdir -p "b/$p" && mv acc "b/$p" && mv b acc || exit 1; done; echo made', { timeout: 120 });
+      const made = await before.run(
+        user,
+        'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaaa/; i=$((i+1)); done) && mkdir -p "acc/$p" && echo bottom > "acc/${p}f" && for k in 1 2 3; do mkdir -p "b/$p" && mv acc "b/$p" && mv b acc || exit 1; done; echo made',
+        { timeout: 120 },
+      );
       expect(made.output).toBe('made\n');
     } finally {
       await before.cleanup();
     }
     const after = await startAttackGateway({ sandboxDir, config: { backend, container_disk: 64, docker_network: false } });
     try {
-      const seen = await after.run(user, 'df -P /workspace | tail -1 | awk \'{print $2}\'', { timeout: 120 });
+      const seen = await after.run(user, "df -P /workspace | tail -1 | awk '{print $2}'", { timeout: 120 });
       // On its own disk of container_disk (64 MB, in 1 KiB blocks, less the file system's own).
       expect(Number(seen.output.trim())).toBeLessThan(70_000);
       // All of it, to the bottom (GNU find walks by descriptors, and -execdir reads the file from its own folder).
@@ -142,7 +155,11 @@ describe('spare networks of killed gateways (Docker)', () => {
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');
     await removeContainersUnder(sandboxDir);
-    for (const network of await networksOf(pids)) await docker.getNetwork(network.Id).remove().catch(() => undefined);
+    for (const network of await networksOf(pids))
+      await docker
+        .getNetwork(network.Id)
+        .remove()
+        .catch(() => undefined);
     // The gateways' users got disks of their own (container_disk's default): unmounted first.
     await releaseDisksUnder(sandboxDir);
     rmSync(sandboxDir, { recursive: true, force: true });
@@ -178,7 +195,7 @@ describe('spare networks of killed gateways (Docker)', () => {
     };
   }
 
-  it('a killed gateway\'s spare network is removed by the next gateway that makes one, not left for ten minutes', async () => {
+  it("a killed gateway's spare network is removed by the next gateway that makes one, not left for ten minutes", async () => {
     for (let round = 0; round < 3; round++) {
       const gateway = await startChild();
       expect(await gateway.run(randomTelegramUser().userId.toString(), 'echo up')).toMatchObject({ output: 'up\n' });

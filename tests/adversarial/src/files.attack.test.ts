@@ -37,9 +37,12 @@ afterAll(async () => {
   await gateway?.cleanup();
 });
 
-describe('files: one user cannot reach another user\'s workspace or home', () => {
-  it('reads by the host path of the other user\'s folder', async () => {
-    const result = await gateway.run(attacker, `cat ${victimFolder.workspace}/notes.txt ${victimFolder.home}/.secret; ls -la ${gateway.sandboxDir} ${path.dirname(victimFolder.folder)}`);
+describe("files: one user cannot reach another user's workspace or home", () => {
+  it("reads by the host path of the other user's folder", async () => {
+    const result = await gateway.run(
+      attacker,
+      `cat ${victimFolder.workspace}/notes.txt ${victimFolder.home}/.secret; ls -la ${gateway.sandboxDir} ${path.dirname(victimFolder.folder)}`,
+    );
     expect(result.returncode).not.toBe(0);
     expect(result.output).not.toContain(workspaceMarker);
     expect(result.output).not.toContain(homeMarker);
@@ -49,27 +52,36 @@ describe('files: one user cannot reach another user\'s workspace or home', () =>
     for (const line of lines) expect(line).toMatch(/No such file or directory$/);
   });
 
-  it('lists by .. out of /workspace and /root, and from the container\'s root', async () => {
-    const result = await gateway.run(attacker, 'ls -la /workspace/.. /workspace/../.. /root/../..; cd /workspace/../../../..; pwd; ls -R / 2>/dev/null | grep -c notes.txt; cat /workspace/../../../../*/workspace/notes.txt');
+  it("lists by .. out of /workspace and /root, and from the container's root", async () => {
+    const result = await gateway.run(
+      attacker,
+      'ls -la /workspace/.. /workspace/../.. /root/../..; cd /workspace/../../../..; pwd; ls -R / 2>/dev/null | grep -c notes.txt; cat /workspace/../../../../*/workspace/notes.txt',
+    );
     expect(result.output).not.toContain(workspaceMarker);
     expect(result.output).not.toContain(path.basename(victimFolder.folder));
     expect(result.output).toMatch(/^\/\n0\n/m);
   });
 
-  it('writes to the other user\'s host path: the write lands in the attacker\'s own container, never in the victim\'s folder', async () => {
-    await gateway.run(attacker, `mkdir -p ${victimFolder.workspace} ${victimFolder.home}; echo planted > ${victimFolder.workspace}/planted; echo planted > ${victimFolder.home}/planted; echo planted > /workspace/../../${path.basename(victimFolder.folder)}-planted`);
+  it("writes to the other user's host path: the write lands in the attacker's own container, never in the victim's folder", async () => {
+    await gateway.run(
+      attacker,
+      `mkdir -p ${victimFolder.workspace} ${victimFolder.home}; echo planted > ${victimFolder.workspace}/planted; echo planted > ${victimFolder.home}/planted; echo planted > /workspace/../../${path.basename(victimFolder.folder)}-planted`,
+    );
     expect(existsSync(path.join(victimFolder.workspace, 'planted'))).toBe(false);
     expect(existsSync(path.join(victimFolder.home, 'planted'))).toBe(false);
     expect(readdirSync(path.dirname(victimFolder.folder)).filter((name) => name.includes('planted'))).toEqual([]);
     await victimFilesIntact();
   });
 
-  it('deletes by host path and by ..: the victim\'s files survive', async () => {
-    await gateway.run(attacker, `rm -rf ${victimFolder.folder} ${victimFolder.workspace}/notes.txt /workspace/../${path.basename(victimFolder.folder)} /workspace/../../docker 2>&1; find / -name notes.txt -xdev 2>/dev/null | xargs rm -f`);
+  it("deletes by host path and by ..: the victim's files survive", async () => {
+    await gateway.run(
+      attacker,
+      `rm -rf ${victimFolder.folder} ${victimFolder.workspace}/notes.txt /workspace/../${path.basename(victimFolder.folder)} /workspace/../../docker 2>&1; find / -name notes.txt -xdev 2>/dev/null | xargs rm -f`,
+    );
     await victimFilesIntact();
   });
 
-  it('follows a symbolic link to the victim\'s host folder created inside its own workspace', async () => {
+  it("follows a symbolic link to the victim's host folder created inside its own workspace", async () => {
     const result = await gateway.run(
       attacker,
       `ln -s ${victimFolder.workspace} /workspace/link-abs; ln -s ../../${path.basename(victimFolder.folder)}/workspace /workspace/link-rel; ln -s ${victimFolder.home} /root/link-home; cat /workspace/link-abs/notes.txt /workspace/link-rel/notes.txt /root/link-home/.secret; echo planted > /workspace/link-abs/planted; ls /workspace/link-abs/`,
@@ -82,15 +94,20 @@ describe('files: one user cannot reach another user\'s workspace or home', () =>
     await victimFilesIntact();
   });
 
-  it('a symbolic link planted in the attacker\'s workspace is not followed when the attacker\'s sandbox is purged', async () => {
+  it("a symbolic link planted in the attacker's workspace is not followed when the attacker's sandbox is purged", async () => {
     const attackerFolder = gateway.folderOf(attacker);
     await gateway.run(attacker, `ln -s ${victimFolder.workspace} /workspace/link-purge; ln -s ${victimFolder.folder} /root/link-purge-home`);
-    await gateway.berth.backend.remove(attackerFolder.scopeKey, { purge: true, paths: gateway.berth.resolver.forScope(gateway.berth.resolver.scopeOf({ identity: gateway.berth.resolver.registry.resolve(attacker.platform, attacker.userId) })).paths });
+    await gateway.berth.backend.remove(attackerFolder.scopeKey, {
+      purge: true,
+      paths: gateway.berth.resolver.forScope(
+        gateway.berth.resolver.scopeOf({ identity: gateway.berth.resolver.registry.resolve(attacker.platform, attacker.userId) }),
+      ).paths,
+    });
     expect(existsSync(attackerFolder.folder)).toBe(false);
     await victimFilesIntact();
   });
 
-  it('hard-links the victim\'s file, or any file across the mounts, into its own workspace', async () => {
+  it("hard-links the victim's file, or any file across the mounts, into its own workspace", async () => {
     const result = await gateway.run(
       attacker,
       `ln ${victimFolder.workspace}/notes.txt /workspace/hl-host 2>&1; echo "host=$?"; echo mine > /root/own; ln /root/own /workspace/hl-cross 2>&1; echo "cross=$?"; ln /etc/passwd /workspace/hl-etc 2>&1; echo "etc=$?"`,
@@ -112,7 +129,7 @@ describe('files: one user cannot reach another user\'s workspace or home', () =>
     expect(result.output).not.toContain('sleep 300');
   });
 
-  it('the victim\'s folder on the host holds only what the victim wrote', () => {
+  it("the victim's folder on the host holds only what the victim wrote", () => {
     expect(readFileSync(path.join(victimFolder.workspace, 'notes.txt'), 'utf8')).toBe(`${workspaceMarker}\n`);
     expect(readdirSync(victimFolder.home)).toEqual(['.secret']);
   });

@@ -21,7 +21,7 @@ describe.each(['docker', 'podman'] as const)('a hostile shell on %s', (backend) 
     await gateway?.cleanup();
   });
 
-  it('a background job\'s late output never reaches a later result, and cd/export survive the new shell', async () => {
+  it("a background job's late output never reaches a later result, and cd/export survive the new shell", async () => {
     const first = await gateway.run(attacker, 'cd /tmp; export KEPT=yes; (sleep 1; echo LATE; echo LATE-ERR >&2) & echo started');
     expect(first.output).toBe('started\n');
     await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -49,8 +49,12 @@ describe.each(['docker', 'podman'] as const)('a hostile shell on %s', (backend) 
     await gateway.run(attacker, 'pkill yes || killall yes || true');
   });
 
-  it('/dev/zero written into the other channel FIFOs under /run/berth (the kill shell\'s) costs the gateway no CPU once the command ended', async () => {
-    const flood = await gateway.run(attacker, 'o=$(readlink /proc/$$/fd/1); e=$(readlink /proc/$$/fd/2); set --; for f in /run/berth/*.out /run/berth/*.err; do [ -p "$f" ] && [ "$f" != "$o" ] && [ "$f" != "$e" ] && set -- "$@" "$f"; done; for f in "$@"; do (cat /dev/zero > "$f" 2>/dev/null &); done; sleep 1; echo "flooding $#"', { timeout: 30 });
+  it("/dev/zero written into the other channel FIFOs under /run/berth (the kill shell's) costs the gateway no CPU once the command ended", async () => {
+    const flood = await gateway.run(
+      attacker,
+      'o=$(readlink /proc/$$/fd/1); e=$(readlink /proc/$$/fd/2); set --; for f in /run/berth/*.out /run/berth/*.err; do [ -p "$f" ] && [ "$f" != "$o" ] && [ "$f" != "$e" ] && set -- "$@" "$f"; done; for f in "$@"; do (cat /dev/zero > "$f" 2>/dev/null &); done; sleep 1; echo "flooding $#"',
+      { timeout: 30 },
+    );
     // Every channel but the command's own: the kill shell's stdout and stderr at least. They are
     // all found before the first is flooded: a kill shell retired for what its stdout got has its
     // names removed at once, and a loop that flooded as it went missed its stderr (seen under load).
@@ -70,7 +74,7 @@ describe.each(['docker', 'podman'] as const)('a hostile shell on %s', (backend) 
     await gateway.run(attacker, 'pkill cat || killall cat || true');
   });
 
-  it('the user\'s own trap … EXIT does not stop cd and export from persisting', async () => {
+  it("the user's own trap … EXIT does not stop cd and export from persisting", async () => {
     await gateway.run(attacker, "trap 'echo bye' EXIT; cd /var; export TRAPPED=1");
     expect((await gateway.run(attacker, 'pwd; echo "$TRAPPED"')).output).toBe('/var\n1\n');
   });
@@ -84,7 +88,7 @@ describe.each(['docker', 'podman'] as const)('a hostile shell on %s', (backend) 
     expect((await gateway.run(attacker, 'echo alive')).output).toBe('alive\n');
   });
 
-  it('deleting Berth\'s state folder in /tmp gives a truthful notice, and the next command runs in a fresh shell', async () => {
+  it("deleting Berth's state folder in /tmp gives a truthful notice, and the next command runs in a fresh shell", async () => {
     await gateway.run(attacker, 'cd /tmp; export GONE=1');
     const deleted = await gateway.run(attacker, 'rm -rf /tmp/.berth-*; echo deleted');
     expect(deleted.output).toMatch(/^deleted\n/);
@@ -93,14 +97,17 @@ describe.each(['docker', 'podman'] as const)('a hostile shell on %s', (backend) 
     expect(next.output).toBe('/workspace\n[]\n');
   });
 
-  it('writing into its own shell\'s control stream through /proc harms no one else, and timeouts still hold', async () => {
+  it("writing into its own shell's control stream through /proc harms no one else, and timeouts still hold", async () => {
     // Every process's stdin in the sandbox, the session shell's control pipe among them.
-    const injected = await gateway.run(attacker, "for fd in /proc/[0-9]*/fd/0; do printf 'echo INJECTED-$$ > /workspace/injected; echo __BERTH_forged_E_0\\n' > $fd 2>/dev/null & done; wait; echo sent");
+    const injected = await gateway.run(
+      attacker,
+      "for fd in /proc/[0-9]*/fd/0; do printf 'echo INJECTED-$$ > /workspace/injected; echo __BERTH_forged_E_0\\n' > $fd 2>/dev/null & done; wait; echo sent",
+    );
     expect(injected.output).toMatch(/sent/);
     const victimRun = await gateway.run(victim, 'echo victim-clean; ls /workspace');
     expect(victimRun.output).not.toContain('INJECTED');
     expect(victimRun.output.startsWith('victim-clean\n')).toBe(true);
-    const slow = await within(30_000, 'the attacker\'s timed-out command', gateway.run(attacker, 'sleep 30', { timeout: 2 }));
+    const slow = await within(30_000, "the attacker's timed-out command", gateway.run(attacker, 'sleep 30', { timeout: 2 }));
     expect(slow.returncode).toBe(124);
     const after = await gateway.run(attacker, 'echo after');
     expect(after.output).toContain('after');

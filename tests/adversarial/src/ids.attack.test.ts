@@ -29,7 +29,21 @@ function listing(folder: string): string[] {
 }
 
 /** Ids that a careless layout would turn into paths outside the root, or into one folder. */
-const traversal = ['..', `../${stem}`, `${stem}/b`, '/etc', '.', `./${stem}`, `${stem}/../..`, '%2E%2E', `signal@${stem}`, `${stem}\\..\\x`, `~${stem}`, ' ', `-${stem}`];
+const traversal = [
+  '..',
+  `../${stem}`,
+  `${stem}/b`,
+  '/etc',
+  '.',
+  `./${stem}`,
+  `${stem}/../..`,
+  '%2E%2E',
+  `signal@${stem}`,
+  `${stem}\\..\\x`,
+  `~${stem}`,
+  ' ',
+  `-${stem}`,
+];
 const caseAndFolding = [stem, stem.toUpperCase(), `${stem}-cd`, `${stem}_cd`, `${stem}.cd`, `${stem}%2Dcd`, `${stem}é`, `${stem}e\u0301`, `${stem}ß`];
 
 beforeAll(async () => {
@@ -48,7 +62,14 @@ afterAll(async () => {
 async function runAll(senders: readonly Sender[]): Promise<Array<{ sender: Sender; outcome: Awaited<ReturnType<AttackGateway['attempt']>> }>> {
   const outcomes = [];
   // Sequential: the point is the mapping, not concurrency (the storm case covers that).
-  for (const sender of senders) outcomes.push({ sender, outcome: await gateway.attempt(sender, `echo "mine=$(cat /workspace/owner 2>/dev/null)"; echo ${JSON.stringify(JSON.stringify(sender.userId))} > /workspace/owner`) });
+  for (const sender of senders)
+    outcomes.push({
+      sender,
+      outcome: await gateway.attempt(
+        sender,
+        `echo "mine=$(cat /workspace/owner 2>/dev/null)"; echo ${JSON.stringify(JSON.stringify(sender.userId))} > /workspace/owner`,
+      ),
+    });
   return outcomes;
 }
 
@@ -81,8 +102,23 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     expect(containerIds.size).toBe(senders.length);
   });
 
-  it('enormous (10 KB) and malformed ids (NUL, control, invisible, bidi-control and line-separator characters, lone surrogates) are refused with IdentityError, shown escaped; an empty id falls back to its chat\'s own sandbox', async () => {
-    const refused = ['x'.repeat(10_240), `${stem}\u0000`, `\u0000`, `${stem}\n..`, `${stem}\ud800`, '\udfff', `${stem}\u001b[2J`, `${stem}\u202e`, `${stem}\u200f`, `${stem}\u200b`, `\ufeff${stem}`, `${stem}\u2028x`, `${stem}\u2029`, `${stem}\u2066`];
+  it("enormous (10 KB) and malformed ids (NUL, control, invisible, bidi-control and line-separator characters, lone surrogates) are refused with IdentityError, shown escaped; an empty id falls back to its chat's own sandbox", async () => {
+    const refused = [
+      'x'.repeat(10_240),
+      `${stem}\u0000`,
+      `\u0000`,
+      `${stem}\n..`,
+      `${stem}\ud800`,
+      '\udfff',
+      `${stem}\u001b[2J`,
+      `${stem}\u202e`,
+      `${stem}\u200f`,
+      `${stem}\u200b`,
+      `\ufeff${stem}`,
+      `${stem}\u2028x`,
+      `${stem}\u2029`,
+      `${stem}\u2066`,
+    ];
     for (const userId of refused) {
       for (const platform of ['signal', 'telegram', 'whatsapp']) {
         const outcome = await gateway.attempt({ platform, userId }, 'echo should-not-run');
@@ -112,7 +148,7 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
     expect(taskContainer?.Labels?.['dev.berth.workspace']).toBe(path.join(sandboxDir, 'docker', 'task~chat%3Asignal%3Achat', 'workspace'));
   });
 
-  it('afterwards nothing exists outside {sandbox_dir}/docker but each scope\'s disk image, and every container mounts only its own two folders (and its own channel folder, read-only)', async () => {
+  it("afterwards nothing exists outside {sandbox_dir}/docker but each scope's disk image, and every container mounts only its own two folders (and its own channel folder, read-only)", async () => {
     const after = listing(parent).filter((entry) => !before.includes(entry));
     const root = path.join('gateway', 'sandboxes', 'docker');
     const disks = path.join('gateway', 'sandboxes', 'disks');
@@ -152,16 +188,25 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
       const folder = item.name;
       const entries = readdirSync(path.join(parent, root, folder), { withFileTypes: true });
       // The channel folder holds only FIFOs: the launch FIFO, and a channel's three for the moment it takes to start.
-      expect(entries.filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort()).toEqual(['.berth-channels', 'home', 'workspace']);
-      for (const entry of entries.filter((candidate) => !candidate.isDirectory())) expect({ name: entry.name, file: entry.isFile() }).toEqual({ name: expect.stringMatching(/^\.berth-/), file: true });
-      for (const entry of readdirSync(path.join(parent, root, folder, '.berth-channels'), { withFileTypes: true })) expect({ name: entry.name, fifo: entry.isFIFO() }).toEqual({ name: expect.stringMatching(/^(launch|[0-9a-f]{16}\.(in|out|err))$/), fifo: true });
+      expect(
+        entries
+          .filter((entry) => entry.isDirectory())
+          .map((entry) => entry.name)
+          .sort(),
+      ).toEqual(['.berth-channels', 'home', 'workspace']);
+      for (const entry of entries.filter((candidate) => !candidate.isDirectory()))
+        expect({ name: entry.name, file: entry.isFile() }).toEqual({ name: expect.stringMatching(/^\.berth-/), file: true });
+      for (const entry of readdirSync(path.join(parent, root, folder, '.berth-channels'), { withFileTypes: true }))
+        expect({ name: entry.name, fifo: entry.isFIFO() }).toEqual({ name: expect.stringMatching(/^(launch|[0-9a-f]{16}\.(in|out|err))$/), fifo: true });
     }
     for (const container of await gateway.containers()) {
       const info = await docker.getContainer(container.Id).inspect();
       const folder = path.dirname(info.Config.Labels['dev.berth.workspace'] ?? '');
       expect(path.dirname(folder)).toBe(path.join(sandboxDir, 'docker'));
       // Its own workspace and home, and its own channel folder read-only: nothing of anyone else's.
-      const mounts = info.Mounts.map((mount) => ({ source: mount.Source, target: mount.Destination, writable: mount.RW })).sort((a, b) => a.target.localeCompare(b.target));
+      const mounts = info.Mounts.map((mount) => ({ source: mount.Source, target: mount.Destination, writable: mount.RW })).sort((a, b) =>
+        a.target.localeCompare(b.target),
+      );
       expect(mounts).toEqual([
         { source: path.join(folder, 'home'), target: '/root', writable: true },
         { source: path.join(folder, '.berth-channels'), target: '/run/berth', writable: false },

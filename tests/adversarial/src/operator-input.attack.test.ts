@@ -25,14 +25,17 @@ function cli(args: readonly string[], config: string): Promise<{ status: number;
   mkdirSync(folder, { recursive: true });
   writeFileSync(path.join(folder, 'config.yaml'), config);
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', HOME: folder, HERMES_HOME: folder, TERMINAL_SANDBOX_DIR: path.join(folder, 'sandboxes') }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { PATH: process.env.PATH ?? '', HOME: folder, HERMES_HOME: folder, TERMINAL_SANDBOX_DIR: path.join(folder, 'sandboxes') }, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );
   });
 }
 
 describe('identities an operator types are canonical or refused', () => {
-  it('a link to a WhatsApp number without + is refused at register(), naming the entry and the form to type; no stranger gets the Telegram user\'s sandbox', async () => {
+  it("a link to a WhatsApp number without + is refused at register(), naming the entry and the form to type; no stranger gets the Telegram user's sandbox", async () => {
     const telegram = randomTelegramUser();
     const outcome = await startAttackGateway({
       config: { docker_network: false, docker_identity_links: [[`telegram:${telegram.userId}`, 'whatsapp:2025550123']] },
@@ -46,21 +49,28 @@ describe('identities an operator types are canonical or refused', () => {
     }
     expect(outcome).toBeInstanceOf(ConfigError);
     expect((outcome as ConfigError).key).toBe('terminal.docker_identity_links.0.1');
-    expect((outcome as Error).message).toMatch(/whatsapp:2025550123 is not written the way Berth writes that identity: it would be read as whatsapp:\+2025550123; type exactly that/);
+    expect((outcome as Error).message).toMatch(
+      /whatsapp:2025550123 is not written the way Berth writes that identity: it would be read as whatsapp:\+2025550123; type exactly that/,
+    );
     expect((outcome as Error).message.split('\n')).toHaveLength(1);
   });
 
   it('berth exec --platform whatsapp --user 2025550123 exits 125 with one line showing the canonical form, and makes nothing', async () => {
-    const run = await cli(['exec', '--platform', 'whatsapp', '--user', '2025550123', '--', 'echo', 'ran'], `terminal:\n  docker_image: ${ATTACK_IMAGE}\n  docker_network: false\n`);
+    const run = await cli(
+      ['exec', '--platform', 'whatsapp', '--user', '2025550123', '--', 'echo', 'ran'],
+      `terminal:\n  docker_image: ${ATTACK_IMAGE}\n  docker_network: false\n`,
+    );
     expect(run.status).toBe(125);
     expect(run.stdout).toBe('');
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
-    expect(run.stderr).toMatch(/--platform whatsapp --user 2025550123 is not written the way Berth writes that identity: it would be read as --platform whatsapp --user \+2025550123/);
+    expect(run.stderr).toMatch(
+      /--platform whatsapp --user 2025550123 is not written the way Berth writes that identity: it would be read as --platform whatsapp --user \+2025550123/,
+    );
   });
 });
 
 describe('variables that would break a sandbox', () => {
-  it('user variables named __berth_dir, __berth_kept, __BERTH_CWD, PATH or HOME are refused by name; that user\'s commands keep working', async () => {
+  it("user variables named __berth_dir, __berth_kept, __BERTH_CWD, PATH or HOME are refused by name; that user's commands keep working", async () => {
     const user = randomTelegramUser();
     const prefix = `HERMES_USER_TELEGRAM_${user.userId}_`;
     const gateway = await startAttackGateway({
@@ -77,7 +87,10 @@ describe('variables that would break a sandbox', () => {
     gateways.push(gateway);
     const refused = gateway.berth.resolver.index.refused.map((error) => error.message);
     for (const name of ['__berth_dir', '__berth_kept', '__BERTH_CWD', 'PATH', 'HOME']) {
-      expect(refused.some((message) => message.startsWith(`variable ${prefix}${name} is not forwarded`) && !message.includes('/nowhere')), name).toBe(true);
+      expect(
+        refused.some((message) => message.startsWith(`variable ${prefix}${name} is not forwarded`) && !message.includes('/nowhere')),
+        name,
+      ).toBe(true);
     }
     await gateway.run(user, 'cd /tmp && export MOOD=calm');
     const result = await gateway.run(user, 'pwd; echo "$MOOD $HOME"; ls -d /workspace; test -n "$GITHUB_TOKEN" && echo token');
@@ -85,7 +98,9 @@ describe('variables that would break a sandbox', () => {
   });
 
   it('a docker_env value with a NUL byte is a ConfigError at register() naming the key, never every command failing later', async () => {
-    const outcome = await startAttackGateway({ config: { docker_network: false, docker_env: { LANG: 'C.UTF-8\u0000x' } } }).catch((error: unknown) => error as Error);
+    const outcome = await startAttackGateway({ config: { docker_network: false, docker_env: { LANG: 'C.UTF-8\u0000x' } } }).catch(
+      (error: unknown) => error as Error,
+    );
     if (!(outcome instanceof Error)) {
       gateways.push(outcome);
       const result = await outcome.run(randomTelegramUser(), 'echo ran').catch((error: unknown) => error as Error);

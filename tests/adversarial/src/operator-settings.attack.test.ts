@@ -25,8 +25,11 @@ function doctor(config: string, folder = hermesFolder()): Promise<{ status: numb
   mkdirSync(folder, { recursive: true });
   writeFileSync(path.join(folder, 'config.yaml'), config);
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, 'doctor'], { env: { PATH: process.env.PATH ?? '', HOME: folder, HERMES_HOME: folder, TERMINAL_SANDBOX_DIR: path.join(folder, 'sandboxes') }, timeout: 60_000 }, (error, stdout) =>
-      resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout }),
+    execFile(
+      process.execPath,
+      [CLI, 'doctor'],
+      { env: { PATH: process.env.PATH ?? '', HOME: folder, HERMES_HOME: folder, TERMINAL_SANDBOX_DIR: path.join(folder, 'sandboxes') }, timeout: 60_000 },
+      (error, stdout) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout }),
     );
   });
 }
@@ -57,7 +60,11 @@ describe('settings that undo the isolation, and capacity', () => {
       ['terminal.docker_runtime', /runsc is not installed/],
       ['terminal.docker_read_only', /writable layer unbounded/],
     ];
-    for (const [key, risk] of expected) expect(problems.some((line) => line.includes(key) && risk.test(line)), `${key} ${risk}`).toBe(true);
+    for (const [key, risk] of expected)
+      expect(
+        problems.some((line) => line.includes(key) && risk.test(line)),
+        `${key} ${risk}`,
+      ).toBe(true);
     expect(run.stdout).not.toMatch(/all is well/);
   });
 
@@ -85,7 +92,9 @@ describe('settings that undo the isolation, and capacity', () => {
   it('berth doctor with the defaults finds no isolation risk, and shows the sums of the limits against the host', async () => {
     const run = await doctor(`terminal:\n  docker_image: ${ATTACK_IMAGE}\n`);
     expect(run.stdout).toMatch(/^ok\s+isolation: no setting undoes/m);
-    expect(run.stdout).toMatch(/^ok\s+capacity: up to \d+ at once \(docker_max_running: auto\): their limits add up to \d+ of \d+ MB of memory, [\d.]+ of \d+ CPUs and \d+ of \d+ pids \(pid_max\)/m);
+    expect(run.stdout).toMatch(
+      /^ok\s+capacity: up to \d+ at once \(docker_max_running: auto\): their limits add up to \d+ of \d+ MB of memory, [\d.]+ of \d+ CPUs and \d+ of \d+ pids \(pid_max\)/m,
+    );
     expect(run.stdout).toMatch(/disk: each sandbox has a disk of 51200 MB \(container_disk\)/);
   });
 

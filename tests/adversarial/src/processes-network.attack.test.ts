@@ -33,7 +33,10 @@ async function victimProcesses(): Promise<string> {
 
 beforeAll(async () => {
   gateway = await startAttackGateway();
-  const setup = await gateway.run(victim, `printf '#!/bin/sh\\necho victim-listener\\n' > /workspace/reply.sh && chmod +x /workspace/reply.sh && (sleep 4242 >/dev/null 2>&1 &) && (nc -ll -p ${PORT} -e /workspace/reply.sh >/dev/null 2>&1 &) && echo ok`);
+  const setup = await gateway.run(
+    victim,
+    `printf '#!/bin/sh\\necho victim-listener\\n' > /workspace/reply.sh && chmod +x /workspace/reply.sh && (sleep 4242 >/dev/null 2>&1 &) && (nc -ll -p ${PORT} -e /workspace/reply.sh >/dev/null 2>&1 &) && echo ok`,
+  );
   expect(setup.output).toBe('ok\n');
   await gateway.run(attacker, 'true');
   const container = await gateway.containerOf(victim);
@@ -46,15 +49,15 @@ afterAll(async () => {
   await gateway?.cleanup();
 });
 
-describe('processes: one user cannot see or signal another user\'s processes', () => {
-  it('ps and /proc show only the attacker\'s own processes', async () => {
+describe("processes: one user cannot see or signal another user's processes", () => {
+  it("ps and /proc show only the attacker's own processes", async () => {
     const result = await gateway.run(attacker, 'ps -o pid,args; cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\\0" " "');
     expect(result.output).not.toContain('4242');
     expect(result.output).not.toContain('reply.sh');
     expect(await victimProcesses()).toContain('sleep 4242');
   });
 
-  it('kill -9 -1, and kill of the victim\'s host pids, leave the victim\'s processes running', async () => {
+  it("kill -9 -1, and kill of the victim's host pids, leave the victim's processes running", async () => {
     const container = await gateway.containerOf(victim);
     const top = (await docker.getContainer(container!.Id).top({ ps_args: '-o pid,args' })) as { Processes?: string[][] };
     const hostPids = (top.Processes ?? []).filter((row) => /sleep 4242|nc -ll/.test(row.join(' '))).map((row) => row[0]);
@@ -69,8 +72,11 @@ describe('processes: one user cannot see or signal another user\'s processes', (
 });
 
 describe('network: no way from one sandbox to another, or to the engine', () => {
-  it('a TCP connection to the other user\'s sandbox on the Berth network fails (while the gateway host reaches it)', async () => {
-    const result = await gateway.run(attacker, `nc -w 2 ${victimAddress} ${PORT} </dev/null; echo "rc=$?"; wget -T 2 -q -O- http://${victimAddress}:${PORT}/ 2>&1; echo "wget=$?"`);
+  it("a TCP connection to the other user's sandbox on the Berth network fails (while the gateway host reaches it)", async () => {
+    const result = await gateway.run(
+      attacker,
+      `nc -w 2 ${victimAddress} ${PORT} </dev/null; echo "rc=$?"; wget -T 2 -q -O- http://${victimAddress}:${PORT}/ 2>&1; echo "wget=$?"`,
+    );
     expect(result.output).not.toContain('victim-listener');
     expect(result.output).toMatch(/rc=[1-9]/);
     expect(result.output).toMatch(/wget=[1-9]/);
@@ -163,18 +169,28 @@ describe('privileges: no escalation inside the sandbox', () => {
   });
 
   it('raw sockets fail: ping and arping need NET_RAW', async () => {
-    const result = await gateway.run(attacker, 'ping -c 1 -W 1 127.0.0.1 >/dev/null 2>&1; echo "ping=$?"; arping -c 1 -w 1 -I eth0 127.0.0.1 >/dev/null 2>&1; echo "arping=$?"');
+    const result = await gateway.run(
+      attacker,
+      'ping -c 1 -W 1 127.0.0.1 >/dev/null 2>&1; echo "ping=$?"; arping -c 1 -w 1 -I eth0 127.0.0.1 >/dev/null 2>&1; echo "arping=$?"',
+    );
     expect(result.output).toMatch(/ping=[1-9]/);
     expect(result.output).toMatch(/arping=[1-9]/);
   });
 
   it('the effective and bounding capability sets lack SYS_ADMIN, NET_ADMIN, NET_RAW, SYS_PTRACE and SYS_MODULE', async () => {
     const result = await gateway.run(attacker, 'grep -E "^Cap(Eff|Bnd|Prm)" /proc/self/status');
-    const sets = Object.fromEntries(result.output.trim().split('\n').map((line) => line.split(/:\s+/) as [string, string]));
+    const sets = Object.fromEntries(
+      result.output
+        .trim()
+        .split('\n')
+        .map((line) => line.split(/:\s+/) as [string, string]),
+    );
     expect(Object.keys(sets).sort()).toEqual(['CapBnd', 'CapEff', 'CapPrm']);
     for (const [set, hex] of Object.entries(sets)) {
       const bits = BigInt(`0x${hex}`);
-      const held = Object.entries(FORBIDDEN_CAPABILITIES).filter(([, bit]) => (bits >> BigInt(bit)) & 1n).map(([name]) => name);
+      const held = Object.entries(FORBIDDEN_CAPABILITIES)
+        .filter(([, bit]) => (bits >> BigInt(bit)) & 1n)
+        .map(([name]) => name);
       expect({ set, held }).toEqual({ set, held: [] });
     }
   });

@@ -21,10 +21,18 @@ interface CliRun {
 /** Runs the `berth` CLI in a process of its own, with the gateway's sandbox root and image. */
 function berth(gateway: AttackGateway, config: Record<string, unknown>, args: string[]): Promise<CliRun> {
   const file = path.join(gateway.sandboxDir, `cli-${randomBytes(4).toString('hex')}.yaml`);
-  writeFileSync(file, `terminal:\n${Object.entries(config).map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`).join('\n')}\n`);
+  writeFileSync(
+    file,
+    `terminal:\n${Object.entries(config)
+      .map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
+      .join('\n')}\n`,
+  );
   return new Promise((resolve) =>
-    execFile(process.execPath, [CLI, ...args, '--config', file], { env: { PATH: process.env.PATH ?? '', HOME: gateway.sandboxDir }, timeout: 600_000, maxBuffer: 1 << 24 }, (error, stdout, stderr) =>
-      resolve({ status: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      [CLI, ...args, '--config', file],
+      { env: { PATH: process.env.PATH ?? '', HOME: gateway.sandboxDir }, timeout: 600_000, maxBuffer: 1 << 24 },
+      (error, stdout, stderr) => resolve({ status: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     ),
   );
 }
@@ -34,7 +42,8 @@ function berth(gateway: AttackGateway, config: Record<string, unknown>, args: st
  * nesting four chains of 375, each made and moved by paths shorter than PATH_MAX (a shell's `cd`
  * stops there).
  */
-const DEEP_TREE = 'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaaa/; i=$((i+1)); done) && mkdir -p "acc/$p" && echo bottom > "acc/${p}f" && for k in 1 2 3; do mkdir -p "b/$p" && mv acc "b/$p" && mv b acc || exit 1; done; echo made';
+const DEEP_TREE =
+  'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaaa/; i=$((i+1)); done) && mkdir -p "acc/$p" && echo bottom > "acc/${p}f" && for k in 1 2 3; do mkdir -p "b/$p" && mv acc "b/$p" && mv b acc || exit 1; done; echo made';
 
 const userArgs = (sender: Sender) => ['--platform', sender.platform, '--user', String(sender.userId)];
 
@@ -86,7 +95,7 @@ async function keepMessaging<T = undefined>(
   // What holds the moment the purge says it is done, before a message still in flight can start them afresh.
   const [run, seen] = await purge.then((result) => [result, atPurgeEnd()] as const);
   done = true;
-  await within(120_000, 'the attacker\'s last message', messaging);
+  await within(120_000, "the attacker's last message", messaging);
   return { run, answers, seen };
 }
 
@@ -118,7 +127,11 @@ describe.each(['docker', 'podman'] as const)('purge on %s, without per-user disk
     // Many files, so the walk takes a while; then links, made from inside, to host paths the
     // purge would reach if it followed them: the victim's workspace and home, a folder outside
     // the root, and the root itself (with the installation key).
-    const planted = await gateway.run(attacker, 'mkdir -p /workspace/p && cd /workspace/p && for d in $(seq 1 200); do mkdir d$d && (cd d$d && seq 1 250 | xargs touch); done; echo planted', { timeout: 120 });
+    const planted = await gateway.run(
+      attacker,
+      'mkdir -p /workspace/p && cd /workspace/p && for d in $(seq 1 200); do mkdir d$d && (cd d$d && seq 1 250 | xargs touch); done; echo planted',
+      { timeout: 120 },
+    );
     expect(planted.output).toBe('planted\n');
     const targets = [victimFolder.workspace, victimFolder.home, precious, root];
     const swapper = `cd /workspace/p 2>/dev/null || exit 0
@@ -132,7 +145,16 @@ while [ "$(date +%s)" -lt "$end" ]; do
   done
 done
 echo swapped`;
-    const { run, answers } = await keepMessaging(gateway, attacker, swapper, berth(gateway, { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config }, ['rm', '--purge', ...userArgs(attacker)]));
+    const { run, answers } = await keepMessaging(
+      gateway,
+      attacker,
+      swapper,
+      berth(gateway, { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config }, [
+        'rm',
+        '--purge',
+        ...userArgs(attacker),
+      ]),
+    );
     expect(run, run.stderr).toMatchObject({ status: 0, stdout: expect.stringMatching(/^removed user:telegram:\d+: its container/) });
     // Whatever the attacker did meanwhile, nothing of anyone else's was touched.
     expect(readFileSync(path.join(victimFolder.workspace, 'work.txt'), 'utf8')).toBe('victim-work\n');
@@ -153,7 +175,11 @@ echo swapped`;
     const deep = randomTelegramUser();
     const made = await gateway.run(deep, DEEP_TREE, { timeout: 120 });
     expect(made.output).toBe('made\n');
-    const run = await berth(gateway, { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config }, ['rm', '--purge', ...userArgs(deep)]);
+    const run = await berth(
+      gateway,
+      { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config },
+      ['rm', '--purge', ...userArgs(deep)],
+    );
     expect(run, run.stderr).toMatchObject({ status: 0 });
     expect(existsSync(gateway.folderOf(deep).folder)).toBe(false);
   });
@@ -181,7 +207,11 @@ describe.each(['docker', 'podman'] as const)('purge on %s, with per-user disks',
       gateway,
       user,
       'cat /workspace/secret.txt 2>/dev/null || echo none',
-      berth(gateway, { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config }, ['rm', '--purge', ...userArgs(user)]),
+      berth(gateway, { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config }, [
+        'rm',
+        '--purge',
+        ...userArgs(user),
+      ]),
       () => deletedDiskTraces(image, folder),
     );
     expect(run, run.stderr).toMatchObject({ status: 0 });
@@ -199,7 +229,11 @@ describe.each(['docker', 'podman'] as const)('purge on %s, with per-user disks',
     const deep = randomTelegramUser();
     const made = await gateway.run(deep, DEEP_TREE, { timeout: 120 });
     expect(made.output).toBe('made\n');
-    const run = await berth(gateway, { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config }, ['rm', '--purge', ...userArgs(deep)]);
+    const run = await berth(
+      gateway,
+      { docker_image: process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest', sandbox_dir: gateway.sandboxDir, ...config },
+      ['rm', '--purge', ...userArgs(deep)],
+    );
     expect(run, run.stderr).toMatchObject({ status: 0 });
     expect(existsSync(gateway.folderOf(deep).folder)).toBe(false);
   });

@@ -9,7 +9,14 @@ const TMP_MB = 32;
 const victim = randomTelegramUser();
 const attacker = randomWhatsAppUser();
 let gateway: AttackGateway;
-const figures: Array<{ attack: string; attackerMs: number; attackerExit: number | string; victimCommands: number; victimMedianMs: number; victimMaxMs: number }> = [];
+const figures: Array<{
+  attack: string;
+  attackerMs: number;
+  attackerExit: number | string;
+  victimCommands: number;
+  victimMedianMs: number;
+  victimMaxMs: number;
+}> = [];
 
 /**
  * Runs `attack` as the attacker while the victim runs `echo` in a loop; returns the attack's
@@ -66,7 +73,11 @@ describe(`resources: one sandbox exhausting its limits leaves the other answerin
     // The command's own shell then waits on a FIFO it holds (a builtin read), not on \`sleep\`: with
     // every pid taken, the fork for a sleep fails, and a shell that cannot fork ends at once
     // (status 2) instead of reaching its timeout.
-    const outcome = await underAttack('fork bomb', 'rm -f /tmp/hold; mkfifo /tmp/hold; exec 7<> /tmp/hold; bomb() { bomb | bomb & }; bomb; read -r never <&7', 6);
+    const outcome = await underAttack(
+      'fork bomb',
+      'rm -f /tmp/hold; mkfifo /tmp/hold; exec 7<> /tmp/hold; bomb() { bomb | bomb & }; bomb; read -r never <&7',
+      6,
+    );
     expect(outcome).toMatchObject({ returncode: 124 });
     await attackerRecovers();
     // The timeout killed the whole tree: no bomb process is left running in the background.
@@ -84,7 +95,11 @@ describe(`resources: one sandbox exhausting its limits leaves the other answerin
   });
 
   it(`a disk filler in /tmp stops at the tmpfs size (${TMP_MB} MB)`, async () => {
-    const outcome = await underAttack('disk filler /tmp', `dd if=/dev/zero of=/tmp/fill bs=1M count=${TMP_MB * 4} 2>&1; ls -l /tmp/fill | awk '{print "size=" $5}'`, 30);
+    const outcome = await underAttack(
+      'disk filler /tmp',
+      `dd if=/dev/zero of=/tmp/fill bs=1M count=${TMP_MB * 4} 2>&1; ls -l /tmp/fill | awk '{print "size=" $5}'`,
+      30,
+    );
     const output = outcome instanceof Error ? outcome.message : outcome.output;
     expect(output).toMatch(/No space left on device/);
     const size = Number(/size=(\d+)/.exec(output)?.[1]);
@@ -92,7 +107,7 @@ describe(`resources: one sandbox exhausting its limits leaves the other answerin
     await gateway.run(attacker, 'rm -f /tmp/fill');
   });
 
-  it('a flood of output (200 MB) comes back cut to the output limit, and the gateway\'s memory stays bounded', async () => {
+  it("a flood of output (200 MB) comes back cut to the output limit, and the gateway's memory stays bounded", async () => {
     const before = process.memoryUsage().rss;
     const outcome = await underAttack('output flood 200 MB', 'yes | head -c 200000000', 60);
     const grown = process.memoryUsage().rss - before;

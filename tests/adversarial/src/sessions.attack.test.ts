@@ -44,12 +44,18 @@ function ask(request: Record<string, unknown>): Promise<Record<string, unknown>>
 }
 
 const group = (): string => `-100${randomInt(1_000_000_000, 9_999_999_999)}`;
-const tasks = async (): Promise<string[]> => (await gateway.containers()).map((container) => container.Labels?.['dev.berth.task'] ?? container.Labels?.['dev.berth.scope'] ?? '').sort();
+const tasks = async (): Promise<string[]> =>
+  (await gateway.containers()).map((container) => container.Labels?.['dev.berth.task'] ?? container.Labels?.['dev.berth.scope'] ?? '').sort();
 
 describe('sessions without a user: a chat gets its own sandbox, what names nobody is refused', () => {
-  it('over the socket: two cron chats and a group without a key each get their own sandbox; none reads another\'s file', async () => {
+  it("over the socket: two cron chats and a group without a key each get their own sandbox; none reads another's file", async () => {
     const [chatA, chatB, chatC] = [randomTelegramUser().userId, randomTelegramUser().userId, group()];
-    const wrote = await ask({ platform: 'telegram', chatId: String(chatA), sessionRequired: true, command: 'echo secret-of-A > /workspace/a-cron.txt; echo ok' });
+    const wrote = await ask({
+      platform: 'telegram',
+      chatId: String(chatA),
+      sessionRequired: true,
+      command: 'echo secret-of-A > /workspace/a-cron.txt; echo ok',
+    });
     expect(wrote).toMatchObject({ exitCode: 0, stdout: 'ok\n', scope: `task:chat:telegram:${chatA}` });
     for (const chat of [chatB, chatC]) {
       const read = await ask({ platform: 'telegram', chatId: String(chat), sessionRequired: true, command: 'cat /workspace/a-cron.txt 2>&1; echo done' });

@@ -64,7 +64,8 @@ beforeAll(async () => {
   mkdirSync(home, { recursive: true });
   writeFileSync(path.join(home, 'config.yaml'), `terminal:\n  docker_image: ${ATTACK_IMAGE}\n  docker_network: false\n  timeout: 60\n`);
   server = await startServer();
-  for (const sender of [user, ...others]) expect(await ask({ sessionKey: keyOf(sender), command: 'echo warm' })).toMatchObject({ exitCode: 0, stdout: 'warm\n' });
+  for (const sender of [user, ...others])
+    expect(await ask({ sessionKey: keyOf(sender), command: 'echo warm' })).toMatchObject({ exitCode: 0, stdout: 'warm\n' });
 });
 
 afterAll(async () => {
@@ -110,7 +111,13 @@ describe('socket server: the request deadline, idle connections, and a server th
     try {
       // Four users, fifty each: within what one sandbox may queue (64), so only the idle connections are in the way.
       const senders = [user, ...others];
-      const answers = await Promise.all(Array.from({ length: 200 }, (_unused, index) => ask({ sessionKey: keyOf(senders[index % 4]!), command: `echo real-${index}` }).catch((error: Error): Record<string, unknown> => ({ error: error.message }))));
+      const answers = await Promise.all(
+        Array.from({ length: 200 }, (_unused, index) =>
+          ask({ sessionKey: keyOf(senders[index % 4]!), command: `echo real-${index}` }).catch(
+            (error: Error): Record<string, unknown> => ({ error: error.message }),
+          ),
+        ),
+      );
       const answered = answers.filter((answer, index) => answer.stdout === `real-${index}\n`);
       expect(answered).toHaveLength(200);
     } finally {
@@ -122,13 +129,18 @@ describe('socket server: the request deadline, idle connections, and a server th
     const attacker = randomTelegramUser();
     expect(await ask({ sessionKey: keyOf(attacker), command: 'echo warm' })).toMatchObject({ exitCode: 0 });
     // 260 commands of one user at once (in OpenClaw each exec the agent starts is a connection).
-    const piled = Array.from({ length: 260 }, () => ask({ sessionKey: keyOf(attacker), command: 'sleep 3', timeout: 30 }).catch((error: Error): Record<string, unknown> => ({ error: { code: error.message } })));
+    const piled = Array.from({ length: 260 }, () =>
+      ask({ sessionKey: keyOf(attacker), command: 'sleep 3', timeout: 30 }).catch(
+        (error: Error): Record<string, unknown> => ({ error: { code: error.message } }),
+      ),
+    );
     const refused: Array<Record<string, unknown>> = [];
     for (const pending of piled) void pending.then((answer) => (answer.error ? refused.push(answer) : undefined));
     for (let wait = 0; wait < 300 && refused.length < 260 - 65; wait++) await new Promise((resolve) => setTimeout(resolve, 100));
     // One runs, 64 wait behind it, the rest are told at once, in one line, why.
     expect(refused).toHaveLength(260 - 65);
-    for (const answer of refused) expect(answer).toMatchObject({ error: { code: 'SERVER_BUSY', message: expect.stringMatching(/this sandbox already has 64 commands waiting/) } });
+    for (const answer of refused)
+      expect(answer).toMatchObject({ error: { code: 'SERVER_BUSY', message: expect.stringMatching(/this sandbox already has 64 commands waiting/) } });
     // Everyone else is answered meanwhile, a new user included, as often as they ask.
     const newcomer = randomTelegramUser();
     for (let round = 0; round < 10; round++) {

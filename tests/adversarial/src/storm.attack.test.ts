@@ -8,7 +8,9 @@ import { docker, startAttackGateway, type AttackGateway, type Sender } from './s
 const USERS = 50;
 const MESSAGES_PER_USER = 4;
 const base = randomInt(1_000_000_000, 1_900_000_000);
-const users: Sender[] = Array.from({ length: USERS }, (_, index) => (index % 2 === 0 ? { platform: 'telegram', userId: String(base + index) } : { platform: 'whatsapp', userId: `+1666${base + index}` }));
+const users: Sender[] = Array.from({ length: USERS }, (_, index) =>
+  index % 2 === 0 ? { platform: 'telegram', userId: String(base + index) } : { platform: 'whatsapp', userId: `+1666${base + index}` },
+);
 const markerOf = (sender: Sender): string => `marker-${sender.platform}-${String(sender.userId).replace('+', '')}`;
 let gateway: AttackGateway;
 
@@ -46,7 +48,10 @@ describe('a storm of first messages, then the reaper under load', () => {
   it(`${USERS * MESSAGES_PER_USER} first messages from ${USERS} users within one second: zero errors, ${USERS} containers, each user sees only their own marker`, async () => {
     const started = performance.now();
     const pending = users.flatMap((sender) =>
-      Array.from({ length: MESSAGES_PER_USER }, () => new Promise<Awaited<ReturnType<typeof message>>>((resolve) => setTimeout(() => resolve(message(sender)), randomInt(0, 1000)))),
+      Array.from(
+        { length: MESSAGES_PER_USER },
+        () => new Promise<Awaited<ReturnType<typeof message>>>((resolve) => setTimeout(() => resolve(message(sender)), randomInt(0, 1000))),
+      ),
     );
     const results = await Promise.all(pending);
     const elapsed = performance.now() - started;
@@ -76,7 +81,10 @@ describe('a storm of first messages, then the reaper under load', () => {
     await Promise.all(inFlight);
     await watcher;
     const errors = results.filter((result) => 'error' in result || result.returncode !== 0);
-    expect(errors.map((result) => ('error' in result ? result.error : `exit ${result.returncode}: ${result.output}`)), errors.length === 0 ? '' : await whyFailed(errors.map((result) => result.sender))).toEqual([]);
+    expect(
+      errors.map((result) => ('error' in result ? result.error : `exit ${result.returncode}: ${result.output}`)),
+      errors.length === 0 ? '' : await whyFailed(errors.map((result) => result.sender)),
+    ).toEqual([]);
     for (const result of results) expect('output' in result ? result.output : '').toBe(`${markerOf(result.sender)}\n`);
     // The reaper did run: some sandboxes were stopped during the window.
     expect(reaped).toBeGreaterThan(0);

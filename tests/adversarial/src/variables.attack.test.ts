@@ -34,7 +34,11 @@ const signal = {
 } satisfies Record<string, Sender>;
 const upperForm = [...STEM].map((char) => `Z${char.charCodeAt(0).toString(16).toUpperCase()}`).join('');
 const telegramNumber = randomInt(100_000_000, 999_999_999);
-const telegram = { plain: { platform: 'telegram', userId: String(telegramNumber) }, zeroed: { platform: 'telegram', userId: `0${telegramNumber}` }, other: { platform: 'telegram', userId: String(telegramNumber + 1) } };
+const telegram = {
+  plain: { platform: 'telegram', userId: String(telegramNumber) },
+  zeroed: { platform: 'telegram', userId: `0${telegramNumber}` },
+  other: { platform: 'telegram', userId: String(telegramNumber + 1) },
+};
 const whatsappDigits = `1555${randomInt(1_000_000, 9_999_998)}`;
 const whatsapp = {
   plus: { platform: 'whatsapp', userId: `+${whatsappDigits}` },
@@ -84,7 +88,12 @@ async function environmentOf(gatewayToUse: AttackGateway, sender: Sender): Promi
   const result = await gatewayToUse.run(sender, 'env | base64 -w0');
   expect(result.returncode).toBe(0);
   const text = Buffer.from(result.output.trim(), 'base64').toString('utf8');
-  return Object.fromEntries(text.split('\n').filter(Boolean).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+  return Object.fromEntries(
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
 }
 
 /** The values of `secrets` present anywhere in `text`. */
@@ -117,7 +126,7 @@ afterAll(async () => {
   await execGateway?.cleanup();
 });
 
-describe('variables: one user cannot read another user\'s credentials', () => {
+describe("variables: one user cannot read another user's credentials", () => {
   it('through env: each sandbox has its own token and the forwarded one, nothing else', async () => {
     const [aliceEnvironment, bobEnvironment] = await Promise.all([environmentOf(gateway, alice), environmentOf(gateway, bob)]);
     expect(aliceEnvironment.GITHUB_TOKEN).toBe(aliceToken);
@@ -137,7 +146,7 @@ describe('variables: one user cannot read another user\'s credentials', () => {
     expect(leaked(text, [aliceToken, ...Object.values(confusing)])).toEqual([]);
   });
 
-  it('through the engine\'s stored config: no secret in Env, Labels, Cmd or any exec of either container (session and exec modes)', async () => {
+  it("through the engine's stored config: no secret in Env, Labels, Cmd or any exec of either container (session and exec modes)", async () => {
     const inspected: string[] = [];
     // The exec mode runs each command as an exec, which the engine lists while it runs: one runs now.
     const running = execGateway.run(carol, 'sleep 2; true');
@@ -152,7 +161,15 @@ describe('variables: one user cannot read another user\'s credentials', () => {
       const info = await docker.getContainer(container!.Id).inspect();
       expect(info.Config.Env.filter((entry) => /TOKEN/.test(entry))).toEqual([]);
       inspected.push(JSON.stringify(info));
-      for (const execId of info.ExecIDs ?? []) inspected.push(JSON.stringify(await docker.getExec(execId).inspect().catch(() => ({}))));
+      for (const execId of info.ExecIDs ?? [])
+        inspected.push(
+          JSON.stringify(
+            await docker
+              .getExec(execId)
+              .inspect()
+              .catch(() => ({})),
+          ),
+        );
     }
     await running;
     // The running command's exec was inspected too (a session's shells start through the sandbox's launcher, without an exec).
@@ -161,7 +178,7 @@ describe('variables: one user cannot read another user\'s credentials', () => {
     expect(leaked(text, allSecrets)).toEqual([]);
   });
 
-  it('through Berth\'s error messages and results: a bad cwd, a timeout, a huge output, a NUL byte, stderr', async () => {
+  it("through Berth's error messages and results: a bad cwd, a timeout, a huge output, a NUL byte, stderr", async () => {
     const cases = await Promise.all([
       gateway.attempt(alice, 'echo "$GITHUB_TOKEN"', { cwd: '/does-not-exist' }),
       gateway.attempt(alice, 'echo "$GITHUB_TOKEN"; echo "$GITHUB_TOKEN" >&2; sleep 20', { timeout: 1 }),
@@ -201,7 +218,9 @@ describe('variables: one user cannot read another user\'s credentials', () => {
   });
 
   it('the generic adapter: ab, ab-cd, AB and ab_cd each get exactly their own variables', async () => {
-    const [plain, dashed, upper, underscored] = (await Promise.all([signal.plain, signal.dashed, signal.upper, signal.underscored].map((sender) => environmentOf(gateway, sender)))) as [Variables, Variables, Variables, Variables];
+    const [plain, dashed, upper, underscored] = (await Promise.all(
+      [signal.plain, signal.dashed, signal.upper, signal.underscored].map((sender) => environmentOf(gateway, sender)),
+    )) as [Variables, Variables, Variables, Variables];
     // `${STEM}_CD_TOKEN` is read one way only: user `stem`'s CD_TOKEN, never `stem-cd`'s TOKEN.
     expect({ TOKEN: plain.TOKEN, CD_TOKEN: plain.CD_TOKEN }).toEqual({ TOKEN: confusing.plain, CD_TOKEN: confusing.stemCd });
     expect(dashed.TOKEN).toBe(confusing.dashed);
@@ -222,7 +241,9 @@ describe('variables: one user cannot read another user\'s credentials', () => {
     await gateway.run(telegram.plain, 'echo one-user > /workspace/marker');
     const zeroed = await gateway.run(telegram.zeroed, 'cat /workspace/marker');
     expect(zeroed.output).toBe('one-user\n');
-    const [plainEnvironment, zeroedEnvironment, otherEnvironment] = (await Promise.all([telegram.plain, telegram.zeroed, telegram.other].map((sender) => environmentOf(gateway, sender)))) as [Variables, Variables, Variables];
+    const [plainEnvironment, zeroedEnvironment, otherEnvironment] = (await Promise.all(
+      [telegram.plain, telegram.zeroed, telegram.other].map((sender) => environmentOf(gateway, sender)),
+    )) as [Variables, Variables, Variables];
     expect(plainEnvironment.TOKEN).toBe(confusing.telegram);
     expect(zeroedEnvironment.TOKEN).toBe(confusing.telegram);
     expect(otherEnvironment.TOKEN).toBeUndefined();
@@ -236,7 +257,9 @@ describe('variables: one user cannot read another user\'s credentials', () => {
   it('WhatsApp: +number and number@s.whatsapp.net are one user; the +-form variable is refused; another number gets nothing', async () => {
     await gateway.run(whatsapp.plus, 'echo one-user > /workspace/marker');
     expect((await gateway.run(whatsapp.jid, 'cat /workspace/marker')).output).toBe('one-user\n');
-    const [plusEnvironment, jidEnvironment, otherEnvironment] = (await Promise.all([whatsapp.plus, whatsapp.jid, whatsapp.other].map((sender) => environmentOf(gateway, sender)))) as [Variables, Variables, Variables];
+    const [plusEnvironment, jidEnvironment, otherEnvironment] = (await Promise.all(
+      [whatsapp.plus, whatsapp.jid, whatsapp.other].map((sender) => environmentOf(gateway, sender)),
+    )) as [Variables, Variables, Variables];
     expect(plusEnvironment.TOKEN).toBe(confusing.whatsapp);
     expect(jidEnvironment.TOKEN).toBe(confusing.whatsapp);
     expect(otherEnvironment.TOKEN).toBeUndefined();
@@ -246,7 +269,7 @@ describe('variables: one user cannot read another user\'s credentials', () => {
     );
   });
 
-  it('through Berth\'s logs: no secret in anything the plugin logged, nor in any result seen above', () => {
+  it("through Berth's logs: no secret in anything the plugin logged, nor in any result seen above", () => {
     const logged = [...gateway.logs, ...execGateway.logs].join('\n');
     expect(gateway.logs.length).toBeGreaterThan(0);
     expect(leaked(logged, allSecrets)).toEqual([]);

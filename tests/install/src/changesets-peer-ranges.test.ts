@@ -47,15 +47,19 @@ async function release(bump: 'patch' | 'minor' | 'major'): Promise<{ before: Map
 }
 
 describe('changesets and the peer range on @berth/core', () => {
-  it.each(['patch', 'minor'] as const)('a %s release of core leaves every peer range as it was, and bumps nobody else', async (bump) => {
-    const { before, after } = await release(bump);
-    expect(after.get('@berth/core')!.version).not.toBe(before.get('@berth/core')!.version);
-    for (const [name, manifest] of after) {
-      if (name === '@berth/core') continue;
-      expect(manifest.peerDependencies?.['@berth/core'], name).toBe(before.get(name)!.peerDependencies?.['@berth/core']);
-      expect(manifest.version, `${name} needs no release for a ${bump} of core`).toBe(before.get(name)!.version);
-    }
-  }, 60_000);
+  it.each(['patch', 'minor'] as const)(
+    'a %s release of core leaves every peer range as it was, and bumps nobody else',
+    async (bump) => {
+      const { before, after } = await release(bump);
+      expect(after.get('@berth/core')!.version).not.toBe(before.get('@berth/core')!.version);
+      for (const [name, manifest] of after) {
+        if (name === '@berth/core') continue;
+        expect(manifest.peerDependencies?.['@berth/core'], name).toBe(before.get(name)!.peerDependencies?.['@berth/core']);
+        expect(manifest.version, `${name} needs no release for a ${bump} of core`).toBe(before.get(name)!.version);
+      }
+    },
+    60_000,
+  );
 
   it('a major release of core, which leaves the range, makes every dependent follow (never a narrower range on the old major)', async () => {
     const { after } = await release('major');

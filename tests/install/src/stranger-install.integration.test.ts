@@ -43,7 +43,17 @@ void [request, backends, options, suites, socketRequest, argv, start, serveSandb
 `;
 
 const TSCONFIG = {
-  compilerOptions: { strict: true, skipLibCheck: false, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2024', lib: ['ES2024'], types: ['node'], verbatimModuleSyntax: true },
+  compilerOptions: {
+    strict: true,
+    skipLibCheck: false,
+    noEmit: true,
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    target: 'ES2024',
+    lib: ['ES2024'],
+    types: ['node'],
+    verbatimModuleSyntax: true,
+  },
   include: ['consumer.ts'],
 };
 
@@ -65,7 +75,9 @@ beforeAll(async () => {
   });
   sandboxDir = await mkdtemp(path.join(os.tmpdir(), 'berth-stranger-'));
   const names = (await publishedPackages()).map((entry) => entry.name);
-  const typescript = JSON.parse(await readFile(path.join(import.meta.dirname, '..', '..', '..', 'node_modules', 'typescript', 'package.json'), 'utf8')) as { version: string };
+  const typescript = JSON.parse(await readFile(path.join(import.meta.dirname, '..', '..', '..', 'node_modules', 'typescript', 'package.json'), 'utf8')) as {
+    version: string;
+  };
   project = await installPacked(names, { typescript: typescript.version, '@types/node': '^24' });
   await writeFile(path.join(project.folder, 'consumer.ts'), CONSUMER);
   await writeFile(path.join(project.folder, 'tsconfig.json'), JSON.stringify(TSCONFIG));
@@ -76,7 +88,10 @@ afterAll(async () => {
   if (sandboxDir) {
     const containers = await docker.listContainers({ all: true, filters: { label: ['dev.berth.managed-by=berth'] } });
     for (const container of containers.filter((item) => (item.Labels['dev.berth.workspace'] ?? '').startsWith(sandboxDir + path.sep))) {
-      await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+      await docker
+        .getContainer(container.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
     }
     await releaseDisksUnder(sandboxDir);
     await rm(sandboxDir, { recursive: true, force: true });
@@ -88,7 +103,10 @@ describe('Berth installed from its packed packages into a fresh project', () => 
   it('each package has a README, a LICENSE, repository, homepage and bugs fields, and @berth/core only as a peer', async () => {
     for (const name of (await publishedPackages()).map((entry) => entry.name)) {
       const folder = path.join(project.folder, 'node_modules', ...name.split('/'));
-      const manifest = JSON.parse(await readFile(path.join(folder, 'package.json'), 'utf8')) as Record<string, unknown> & { dependencies?: Record<string, string>; peerDependencies?: Record<string, string> };
+      const manifest = JSON.parse(await readFile(path.join(folder, 'package.json'), 'utf8')) as Record<string, unknown> & {
+        dependencies?: Record<string, string>;
+        peerDependencies?: Record<string, string>;
+      };
       expect((await readFile(path.join(folder, 'README.md'), 'utf8')).length, `${name} README`).toBeGreaterThan(200);
       expect(await readFile(path.join(folder, 'LICENSE'), 'utf8'), `${name} LICENSE`).toMatch(/^MIT License/);
       expect(manifest, name).toMatchObject({ license: 'MIT', repository: expect.anything(), homepage: expect.any(String), bugs: expect.anything() });
@@ -98,7 +116,14 @@ describe('Berth installed from its packed packages into a fresh project', () => 
     }
     // npm deduplicated: one copy of core for everything.
     const { stdout } = await project.command('npm', ['ls', '@berth/core', '--all', '--parseable']).catch((error: { stdout: string }) => error);
-    expect(new Set(stdout.trim().split('\n').filter((line) => line.endsWith(path.join('node_modules', '@berth', 'core'))))).toEqual(new Set([path.join(project.folder, 'node_modules', '@berth', 'core')]));
+    expect(
+      new Set(
+        stdout
+          .trim()
+          .split('\n')
+          .filter((line) => line.endsWith(path.join('node_modules', '@berth', 'core'))),
+      ),
+    ).toEqual(new Set([path.join(project.folder, 'node_modules', '@berth', 'core')]));
   });
 
   it('type-checks a consumer of every package with skipLibCheck false', async () => {

@@ -68,7 +68,12 @@ async function nestSecondCore(sharedStateVersion?: number): Promise<void> {
 
 async function runHost(): Promise<Record<string, unknown> & { copies: unknown[] }> {
   const sandboxDir = await mkdtemp(path.join(sandboxRoot, 'run-'));
-  const { stdout } = await project.node('host.mjs', { SANDBOX_DIR: sandboxDir, IMAGE, ALICE: String(randomInt(100_000_000, 999_999_999)), BOB: String(randomInt(100_000_000, 999_999_999)) });
+  const { stdout } = await project.node('host.mjs', {
+    SANDBOX_DIR: sandboxDir,
+    IMAGE,
+    ALICE: String(randomInt(100_000_000, 999_999_999)),
+    BOB: String(randomInt(100_000_000, 999_999_999)),
+  });
   return { ...JSON.parse(stdout.trim().split('\n').at(-1)!), sandboxDir };
 }
 
@@ -88,7 +93,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (sandboxRoot) {
-    for (const container of await containersUnder(sandboxRoot)) await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+    for (const container of await containersUnder(sandboxRoot))
+      await docker
+        .getContainer(container.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
     await releaseDisksUnder(sandboxRoot);
     await rm(sandboxRoot, { recursive: true, force: true });
   }
@@ -125,4 +134,3 @@ describe('two copies of @berth/core in one process, installed from the packed pa
     expect(await containersUnder(report.sandboxDir as string)).toHaveLength(0);
   });
 });
-

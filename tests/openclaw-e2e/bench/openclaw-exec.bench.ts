@@ -37,7 +37,12 @@ const median = (values: number[]): number => {
   return ordered.length % 2 ? ordered[middle]! : (ordered[middle - 1]! + ordered[middle]!) / 2;
 };
 const percentile = (values: number[], p: number): number => sorted(values)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
-const summary = (values: number[]) => ({ runs: values.length, medianMs: round(median(values)), p90Ms: round(percentile(values, 90)), minMs: round(Math.min(...values)) });
+const summary = (values: number[]) => ({
+  runs: values.length,
+  medianMs: round(median(values)),
+  p90Ms: round(percentile(values, 90)),
+  minMs: round(Math.min(...values)),
+});
 
 await assertOffline();
 await assertEngineAnswers(IMAGE);
@@ -49,8 +54,14 @@ const [proxy, telegram, model] = await Promise.all([startBlackholeProxy(), start
 // A machine built from a Docker image may carry /.dockerenv without running in a container; see hide-dockerenv.mjs.
 const inContainer = /docker[-/][a-f0-9]{64}/.test(existsSync('/proc/self/cgroup') ? readFileSync('/proc/self/cgroup', 'utf8') : '');
 const hideDockerenv = existsSync('/.dockerenv') && !inContainer;
-if (hideDockerenv) console.log('note: /.dockerenv exists but this is no container; the gateway runs with it hidden (bench/hide-dockerenv.mjs) so that OpenClaw\'s docker backend starts');
-const home = createGatewayHome(root, { proxyUrl: proxy.url, ...(hideDockerenv ? { extra: { NODE_OPTIONS: `--import=${path.join(import.meta.dirname, 'hide-dockerenv.mjs')}` } } : {}) });
+if (hideDockerenv)
+  console.log(
+    "note: /.dockerenv exists but this is no container; the gateway runs with it hidden (bench/hide-dockerenv.mjs) so that OpenClaw's docker backend starts",
+  );
+const home = createGatewayHome(root, {
+  proxyUrl: proxy.url,
+  ...(hideDockerenv ? { extra: { NODE_OPTIONS: `--import=${path.join(import.meta.dirname, 'hide-dockerenv.mjs')}` } } : {}),
+});
 let gateway: ReturnType<typeof startGateway> | undefined;
 
 /** OpenClaw's own docker sandboxes of this run (its labels), removed at the end. */
@@ -60,7 +71,10 @@ async function openClawContainers(): Promise<string[]> {
 }
 
 try {
-  updateConfig(home, { gateway: { mode: 'local', bind: 'loopback', port: await freePort(), auth: { mode: 'none' } }, logging: { file: home.logFile, level: 'info' } });
+  updateConfig(home, {
+    gateway: { mode: 'local', bind: 'loopback', port: await freePort(), auth: { mode: 'none' } },
+    logging: { file: home.logFile, level: 'info' },
+  });
   await runOpenClaw(install, home, ['plugins', 'install', archive, '--force', '--accept-capabilities']);
   updateConfig(home, {
     update: { checkOnStart: false },
@@ -86,7 +100,13 @@ try {
     messages: { queue: { mode: 'followup' } },
     plugins: {
       entries: {
-        berth: { enabled: true, config: { terminal: { docker_image: IMAGE, sandbox_dir: path.join(root, 'sandboxes'), docker_network: false, lifetime_seconds: 0 }, socket: path.join(root, 'run', 'berth.sock') } },
+        berth: {
+          enabled: true,
+          config: {
+            terminal: { docker_image: IMAGE, sandbox_dir: path.join(root, 'sandboxes'), docker_network: false, lifetime_seconds: 0 },
+            socket: path.join(root, 'run', 'berth.sock'),
+          },
+        },
       },
     },
   });
@@ -106,12 +126,21 @@ try {
     };
     telegram.deliver(message);
     const reply = await telegram
-      .waitForMessage((sent) => sent.chatId === String(id) && (sent.text.startsWith(`RESULT ${label}:`) || /went wrong|error/i.test(sent.text)), REPLY_TIMEOUT_MS, `answering ${label}`)
+      .waitForMessage(
+        (sent) => sent.chatId === String(id) && (sent.text.startsWith(`RESULT ${label}:`) || /went wrong|error/i.test(sent.text)),
+        REPLY_TIMEOUT_MS,
+        `answering ${label}`,
+      )
       .catch((error: Error) => {
         throw new Error(`${error.message}\nthe gateway's last lines:\n${gateway!.output().split('\n').slice(-15).join('\n')}`);
       });
     if (!reply.text.startsWith('RESULT')) {
-      const errors = gateway!.output().split('\n').filter((line) => /error|failed/i.test(line)).slice(-4).join('\n');
+      const errors = gateway!
+        .output()
+        .split('\n')
+        .filter((line) => /error|failed/i.test(line))
+        .slice(-4)
+        .join('\n');
       throw new Error(`the ${backend} backend failed the exec: ${reply.text}\n${errors}`);
     }
   };
@@ -125,7 +154,11 @@ try {
     for (const backend of order) await send(backend, `${backend}-${index}`, calls);
   }
 
-  const times = (backend: string): number[] => model.timings().filter((timing) => timing.label.startsWith(`${backend}-`) && !timing.label.endsWith('-warm')).map((timing) => timing.ms);
+  const times = (backend: string): number[] =>
+    model
+      .timings()
+      .filter((timing) => timing.label.startsWith(`${backend}-`) && !timing.label.endsWith('-warm'))
+      .map((timing) => timing.ms);
   const results = {
     date: new Date().toISOString(),
     openclaw: install.version,
@@ -133,8 +166,13 @@ try {
     node: process.version,
     dockerenvHidden: hideDockerenv,
     // The CI machines are shared: the load says how much the figures can be trusted.
-    machine: { cpus: os.cpus().length, memoryGb: Math.round(os.totalmem() / 1024 ** 3), loadAverageAtStart: loadAtStart, loadAverageAtEnd: round(os.loadavg()[0]!) },
-    method: 'exec tool calls of `true` through a real OpenClaw gateway; each from the model\'s tool call to the model request carrying its result',
+    machine: {
+      cpus: os.cpus().length,
+      memoryGb: Math.round(os.totalmem() / 1024 ** 3),
+      loadAverageAtStart: loadAtStart,
+      loadAverageAtEnd: round(os.loadavg()[0]!),
+    },
+    method: "exec tool calls of `true` through a real OpenClaw gateway; each from the model's tool call to the model request carrying its result",
     berth: summary(times('berth')),
     openclawDocker: summary(times('docker')),
   };
@@ -146,7 +184,9 @@ try {
   ].map((row) => row.map(String));
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  '));
-  console.log(`berth / docker median: ${Math.round(ratio * 100) / 100} (load average ${loadAtStart} → ${results.machine.loadAverageAtEnd} on ${results.machine.cpus} cores)`);
+  console.log(
+    `berth / docker median: ${Math.round(ratio * 100) / 100} (load average ${loadAtStart} → ${results.machine.loadAverageAtEnd} on ${results.machine.cpus} cores)`,
+  );
   const out = path.join(import.meta.dirname, '..', 'bench-results');
   mkdirSync(out, { recursive: true });
   writeFileSync(path.join(out, 'openclaw-exec.json'), `${JSON.stringify({ ...results, ratio: Math.round(ratio * 100) / 100 }, null, 2)}\n`);
@@ -154,7 +194,11 @@ try {
 } finally {
   await gateway?.stop();
   await Promise.all([proxy.close(), telegram.close(), model.close()]);
-  for (const id of await openClawContainers()) await docker.getContainer(id).remove({ force: true, v: true }).catch(() => {});
+  for (const id of await openClawContainers())
+    await docker
+      .getContainer(id)
+      .remove({ force: true, v: true })
+      .catch(() => {});
   await releaseDisksUnder(root);
   rmSync(root, { recursive: true, force: true });
 }

@@ -7,7 +7,17 @@ import { assertOffline } from './harness/assert-offline.js';
 import { startBlackholeProxy, type BlackholeProxy } from './harness/blackhole-proxy.js';
 import { fakeModelProviders, scriptedMessage, startFakeModel, type FakeModel, type ScriptedToolCall } from './harness/fake-model.js';
 import { startFakeTelegram, type FakeTelegram, type IncomingMessage, type SentMessage } from './harness/fake-telegram.js';
-import { createGatewayHome, freePort, locateOpenClaw, locatePluginArchive, runOpenClaw, startGateway, updateConfig, type GatewayHome, type RunningGateway } from './harness/openclaw-gateway.js';
+import {
+  createGatewayHome,
+  freePort,
+  locateOpenClaw,
+  locatePluginArchive,
+  runOpenClaw,
+  startGateway,
+  updateConfig,
+  type GatewayHome,
+  type RunningGateway,
+} from './harness/openclaw-gateway.js';
 import { assertEngineAnswers, execsCreated, removeSandboxContainersUnder, sandboxContainersUnder, type SandboxContainer } from './harness/sandbox-engine.js';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
 
@@ -47,7 +57,11 @@ const execs = { roundOne: 0, roundTwo: 0 };
 const timings: Record<string, number> = {};
 let gatewayRssMb = 0;
 
-const direct = (user: User, text: string): IncomingMessage => ({ from: { id: users[user], first_name: user }, chat: { id: users[user], type: 'private', first_name: user }, text });
+const direct = (user: User, text: string): IncomingMessage => ({
+  from: { id: users[user], first_name: user },
+  chat: { id: users[user], type: 'private', first_name: user },
+  text,
+});
 const exec = (command: string): ScriptedToolCall => ({ name: 'exec', arguments: { command } });
 const other = (user: 'alice' | 'bob'): 'alice' | 'bob' => (user === 'alice' ? 'bob' : 'alice');
 
@@ -55,14 +69,18 @@ const other = (user: 'alice' | 'bob'): 'alice' | 'bob' => (user === 'alice' ? 'b
 const roundOne = (user: 'alice' | 'bob'): string =>
   scriptedMessage(`${user}-1`, [
     { name: 'write', arguments: { path: '/workspace/tool-note.txt', content: notes[user] } },
-    exec(`printf '%s' '${marks[user]}' > /workspace/own.txt; printf '%s' "$GITHUB_TOKEN" > /workspace/token.txt; echo "token=[$GITHUB_TOKEN]"; echo "own=[$(cat /workspace/own.txt)]"; echo "note=[$(cat /workspace/tool-note.txt)]"`),
+    exec(
+      `printf '%s' '${marks[user]}' > /workspace/own.txt; printf '%s' "$GITHUB_TOKEN" > /workspace/token.txt; echo "token=[$GITHUB_TOKEN]"; echo "own=[$(cat /workspace/own.txt)]"; echo "note=[$(cat /workspace/tool-note.txt)]"`,
+    ),
   ]);
 
 /** Round two, once the other user's files exist: try to read them, by their host path and by relative escapes, with exec and with the read tool. */
 const roundTwo = (user: 'alice' | 'bob'): string => {
   const theirs = path.join(folderOf(other(user)), 'workspace');
   return scriptedMessage(`${user}-2`, [
-    exec(`echo "other=[$(cat ${theirs}/own.txt 2>&1)]"; echo "other-token=[$(cat ${theirs}/token.txt 2>&1)]"; echo "escape=[$(cat /workspace/../telegram@${users[other(user)]}/workspace/own.txt 2>&1)]"; echo "still=[$(cat /workspace/own.txt)]"`),
+    exec(
+      `echo "other=[$(cat ${theirs}/own.txt 2>&1)]"; echo "other-token=[$(cat ${theirs}/token.txt 2>&1)]"; echo "escape=[$(cat /workspace/../telegram@${users[other(user)]}/workspace/own.txt 2>&1)]"; echo "still=[$(cat /workspace/own.txt)]"`,
+    ),
     { name: 'read', arguments: { path: `${theirs}/own.txt` } },
     { name: 'read', arguments: { path: `../telegram@${users[other(user)]}/workspace/own.txt` } },
     { name: 'read', arguments: { path: 'tool-note.txt' } },
@@ -102,7 +120,10 @@ beforeAll(async () => {
 
   // Installed as a user installs it: the CLI against the gateway's own config, then the lines
   // of openclaw.json the README gives.
-  updateConfig(home, { gateway: { mode: 'local', bind: 'loopback', port: await freePort(), auth: { mode: 'none' } }, logging: { file: home.logFile, level: 'info' } });
+  updateConfig(home, {
+    gateway: { mode: 'local', bind: 'loopback', port: await freePort(), auth: { mode: 'none' } },
+    logging: { file: home.logFile, level: 'info' },
+  });
   let started = performance.now();
   installOutput = await runOpenClaw(install, home, ['plugins', 'install', archive, '--force', '--accept-capabilities']);
   timings.pluginInstallMs = performance.now() - started;
@@ -116,10 +137,20 @@ beforeAll(async () => {
       { agentId: 'main', match: { channel: 'telegram', peer: { kind: 'direct', id: String(users.dave) } }, session: { dmScope: 'per-peer' } },
     ],
     channels: {
-      telegram: { enabled: true, botToken: telegram.botToken, apiRoot: telegram.apiRoot, dmPolicy: 'open', allowFrom: ['*'], groupPolicy: 'open', groups: { '*': { requireMention: false } } },
+      telegram: {
+        enabled: true,
+        botToken: telegram.botToken,
+        apiRoot: telegram.apiRoot,
+        dmPolicy: 'open',
+        allowFrom: ['*'],
+        groupPolicy: 'open',
+        groups: { '*': { requireMention: false } },
+      },
     },
     models: fakeModelProviders(model, { contextWindow: 64_000 }),
-    agents: { defaults: { model: { primary: `fake/${model.modelId}` }, sandbox: { mode: 'all', backend: 'berth', scope: 'session', workspaceAccess: 'none' } } },
+    agents: {
+      defaults: { model: { primary: `fake/${model.modelId}` }, sandbox: { mode: 'all', backend: 'berth', scope: 'session', workspaceAccess: 'none' } },
+    },
     // OpenClaw backgrounds a command still running after tools.exec.backgroundMs (10 s by
     // default) and replies "Command still running"; a user's first command makes their sandbox,
     // which on a machine busy with other work can take longer than that. Its ceiling, 120 s, so
@@ -145,7 +176,8 @@ beforeAll(async () => {
   await gateway.waitForOutput(/berth: serving sandboxes on/, GATEWAY_START_MS);
   await gateway.waitForOutput(/\[telegram\][^\n]*starting provider/, GATEWAY_START_MS);
   while ((telegram.calls().getUpdates ?? 0) === 0) {
-    if (performance.now() - started > GATEWAY_START_MS) throw new Error(`the gateway never polled the fake Telegram; its last lines:\n${gateway.output().split('\n').slice(-12).join('\n')}`);
+    if (performance.now() - started > GATEWAY_START_MS)
+      throw new Error(`the gateway never polled the fake Telegram; its last lines:\n${gateway.output().split('\n').slice(-12).join('\n')}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   timings.gatewayReadyMs = performance.now() - started;
@@ -156,16 +188,32 @@ beforeAll(async () => {
   telegram.deliver(
     direct('alice', roundOne('alice')),
     direct('bob', roundOne('bob')),
-    direct('carol', scriptedMessage('carol-1', [exec(`printf '%s' '${marks.carol}' > /workspace/own.txt; printf '%s' "$GITHUB_TOKEN" > /workspace/token.txt; echo "token=[$GITHUB_TOKEN]"`)])),
-    { from: { id: users.alice, first_name: 'alice' }, chat: { id: groupId, type: 'supergroup', title: 'Berth e2e group' }, text: scriptedMessage('group-1', [exec(`printf '%s' '${groupMark}' > /workspace/group.txt; echo "token=[\${GITHUB_TOKEN:-none}]"; ls /workspace`)]) },
+    direct(
+      'carol',
+      scriptedMessage('carol-1', [
+        exec(`printf '%s' '${marks.carol}' > /workspace/own.txt; printf '%s' "$GITHUB_TOKEN" > /workspace/token.txt; echo "token=[$GITHUB_TOKEN]"`),
+      ]),
+    ),
+    {
+      from: { id: users.alice, first_name: 'alice' },
+      chat: { id: groupId, type: 'supergroup', title: 'Berth e2e group' },
+      text: scriptedMessage('group-1', [exec(`printf '%s' '${groupMark}' > /workspace/group.txt; echo "token=[\${GITHUB_TOKEN:-none}]"; ls /workspace`)]),
+    },
     direct('dave', scriptedMessage('dave-1', [exec(`printf '%s' "$GITHUB_TOKEN" > /workspace/token.txt; echo "token=[$GITHUB_TOKEN]"`)])),
   );
   const waits: Array<[string, Promise<SentMessage>]> = [
-    ['alice-1', telegram.waitForMessage(resultTo(users.alice, 'alice-1'), REPLY_TIMEOUT_MS, 'with Alice\'s first result')],
-    ['bob-1', telegram.waitForMessage(resultTo(users.bob, 'bob-1'), REPLY_TIMEOUT_MS, 'with Bob\'s first result')],
-    ['carol-1', telegram.waitForMessage(resultTo(users.carol, 'carol-1'), REPLY_TIMEOUT_MS, 'with Carol\'s result')],
-    ['group-1', telegram.waitForMessage(resultTo(groupId, 'group-1'), REPLY_TIMEOUT_MS, 'with the group\'s result')],
-    ['dave-1', telegram.waitForMessage((message) => message.chatId === String(users.dave) && !/^working$/i.test(message.text.trim()), REPLY_TIMEOUT_MS, 'answering Dave')],
+    ['alice-1', telegram.waitForMessage(resultTo(users.alice, 'alice-1'), REPLY_TIMEOUT_MS, "with Alice's first result")],
+    ['bob-1', telegram.waitForMessage(resultTo(users.bob, 'bob-1'), REPLY_TIMEOUT_MS, "with Bob's first result")],
+    ['carol-1', telegram.waitForMessage(resultTo(users.carol, 'carol-1'), REPLY_TIMEOUT_MS, "with Carol's result")],
+    ['group-1', telegram.waitForMessage(resultTo(groupId, 'group-1'), REPLY_TIMEOUT_MS, "with the group's result")],
+    [
+      'dave-1',
+      telegram.waitForMessage(
+        (message) => message.chatId === String(users.dave) && !/^working$/i.test(message.text.trim()),
+        REPLY_TIMEOUT_MS,
+        'answering Dave',
+      ),
+    ],
   ];
   for (const [label, reply] of waits) replies[label] = await reply;
   timings.roundOneMs = performance.now() - started;
@@ -177,8 +225,8 @@ beforeAll(async () => {
   await new Promise((resolve) => setTimeout(resolve, 3000));
   started = performance.now();
   telegram.deliver(direct('alice', roundTwo('alice')), direct('bob', roundTwo('bob')));
-  replies['alice-2'] = await telegram.waitForMessage(resultTo(users.alice, 'alice-2'), REPLY_TIMEOUT_MS, 'with Alice\'s second result');
-  replies['bob-2'] = await telegram.waitForMessage(resultTo(users.bob, 'bob-2'), REPLY_TIMEOUT_MS, 'with Bob\'s second result');
+  replies['alice-2'] = await telegram.waitForMessage(resultTo(users.alice, 'alice-2'), REPLY_TIMEOUT_MS, "with Alice's second result");
+  replies['bob-2'] = await telegram.waitForMessage(resultTo(users.bob, 'bob-2'), REPLY_TIMEOUT_MS, "with Bob's second result");
   timings.roundTwoMs = performance.now() - started;
   const status = existsSync(`/proc/${gateway.process.pid}/status`) ? readFileSync(`/proc/${gateway.process.pid}/status`, 'utf8') : '';
   gatewayRssMb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
@@ -194,7 +242,9 @@ afterAll(async () => {
   await Promise.all([proxy?.close(), telegram?.close(), model?.close()]);
   await removeSandboxContainersUnder(root);
   console.info(
-    `[openclaw e2e] ${Object.entries(timings).map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`).join(', ')}; gateway RSS ${Math.round(gatewayRssMb)} MB; outbound attempts refused: ${JSON.stringify([...new Set(proxy?.attempts() ?? [])])}`,
+    `[openclaw e2e] ${Object.entries(timings)
+      .map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`)
+      .join(', ')}; gateway RSS ${Math.round(gatewayRssMb)} MB; outbound attempts refused: ${JSON.stringify([...new Set(proxy?.attempts() ?? [])])}`,
   );
   if (process.env.BERTH_E2E_VERBOSE) console.info(JSON.stringify({ replies, execs, sent: telegram?.sent() }, null, 1));
   // Each user's disk (container_disk) is mounted under the root: unmounted first.
@@ -225,7 +275,7 @@ describe('Berth inside a real OpenClaw gateway', () => {
     }
   });
 
-  it('puts each token only in its owner\'s sandbox, never in the engine\'s records', () => {
+  it("puts each token only in its owner's sandbox, never in the engine's records", () => {
     expect(readFileSync(path.join(folderOf('alice'), 'workspace', 'token.txt'), 'utf8')).toBe(tokens.alice);
     expect(readFileSync(path.join(folderOf('bob'), 'workspace', 'token.txt'), 'utf8')).toBe(tokens.bob);
     expect(readFileSync(path.join(folderOf('carol'), 'workspace', 'token.txt'), 'utf8')).toBe(tokens.carol);
@@ -235,7 +285,7 @@ describe('Berth inside a real OpenClaw gateway', () => {
     for (const container of containers) for (const token of Object.values(tokens)) expect(container.inspected).not.toContain(token);
   });
 
-  it('leaves the other user\'s files unreadable, by exec and by the read tool', () => {
+  it("leaves the other user's files unreadable, by exec and by the read tool", () => {
     for (const user of ['alice', 'bob'] as const) {
       const reply = replies[`${user}-2`]!.text;
       expect(reply).toMatch(/other=\[cat: .*No such file or directory\]/);
@@ -255,7 +305,7 @@ describe('Berth inside a real OpenClaw gateway', () => {
     for (const message of telegram.sent()) for (const token of Object.values(tokens)) expect(message.text).not.toContain(token);
   });
 
-  it('lands files OpenClaw writes through its fs bridge in the same user\'s sandbox', () => {
+  it("lands files OpenClaw writes through its fs bridge in the same user's sandbox", () => {
     expect(readFileSync(path.join(folderOf('alice'), 'workspace', 'tool-note.txt'), 'utf8')).toBe(notes.alice);
     expect(readFileSync(path.join(folderOf('bob'), 'workspace', 'tool-note.txt'), 'utf8')).toBe(notes.bob);
     // The command that ran next in the sandbox saw the file the write tool made, and the read
@@ -268,12 +318,12 @@ describe('Berth inside a real OpenClaw gateway', () => {
     expect(foldersHolding(notes.alice)).toEqual([`telegram@${users.alice}`]);
   });
 
-  it('runs the per-account-channel-peer key in that user\'s own sandbox', () => {
+  it("runs the per-account-channel-peer key in that user's own sandbox", () => {
     expect(readFileSync(path.join(folderOf('carol'), 'workspace', 'own.txt'), 'utf8')).toBe(marks.carol);
     expect(containers.map((container) => container.workspace)).toContain(path.join(folderOf('carol'), 'workspace'));
   });
 
-  it('gives the group chat a sandbox of its own, with no user\'s token', () => {
+  it("gives the group chat a sandbox of its own, with no user's token", () => {
     const holders = foldersHolding(groupMark);
     expect(holders).toHaveLength(1);
     expect(holders[0]).not.toMatch(/^telegram@/);
@@ -295,7 +345,9 @@ describe('Berth inside a real OpenClaw gateway', () => {
 
   it('has exactly the four sandboxes it should: Alice, Bob, Carol and the group', () => {
     expect(containers).toHaveLength(4);
-    const folders = readdirSync(path.join(sandboxDir, 'docker'), { withFileTypes: true }).filter((entry) => entry.isDirectory() && !entry.name.startsWith('.')).map((entry) => entry.name);
+    const folders = readdirSync(path.join(sandboxDir, 'docker'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory() && !entry.name.startsWith('.'))
+      .map((entry) => entry.name);
     expect(folders).toHaveLength(4);
   });
 

@@ -13,7 +13,11 @@ import type { CliOptions } from './parse-cli-arguments.js';
 export function cliTarget(options: CliOptions, registry: PlatformRegistry): ExecuteTarget {
   let session: ExecuteTarget['session'];
   if (options.platform !== undefined && options.user !== undefined) {
-    const identity = resolveTypedIdentity(registry, { platform: options.platform, id: options.user }, (typed) => `--platform ${typed.platform} --user ${typed.id}`);
+    const identity = resolveTypedIdentity(
+      registry,
+      { platform: options.platform, id: options.user },
+      (typed) => `--platform ${typed.platform} --user ${typed.id}`,
+    );
     session = { platform: identity.platform, userId: identity.id };
   } else if (options.sessionKey !== undefined) {
     session = { sessionKey: options.sessionKey };

@@ -10,10 +10,12 @@ export function formatDemoReport(report: DemoReport, colors = colorsFor({ isTTY:
   let out = formatTable(['USER', 'TRIED TO READ', 'SAW', ''], rows);
   out += '\n';
   out += report.isolationHeld
-    ? colors.green('isolation held: every user saw their own note and token, and nothing of the others\'.')
+    ? colors.green("isolation held: every user saw their own note and token, and nothing of the others'.")
     : colors.red('ISOLATION BROKEN: see the rows marked LEAK.');
   out += '\n';
-  out += report.cleanedUp ? `removed the demo's containers and ${report.sandboxDir}\n` : `${colors.yellow(`some of the demo's sandboxes could not be removed; run "berth ls" and "berth rm"`)}\n`;
+  out += report.cleanedUp
+    ? `removed the demo's containers and ${report.sandboxDir}\n`
+    : `${colors.yellow(`some of the demo's sandboxes could not be removed; run "berth ls" and "berth rm"`)}\n`;
   return out;
 }
 

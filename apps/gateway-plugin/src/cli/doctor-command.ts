@@ -1,7 +1,16 @@
 import { constants, statfsSync, statSync } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
-import { defaultConfigPath, hermesHome, isBerthError, resolveSandboxDir, type BackendDescription, type LoadedConfig, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
+import {
+  defaultConfigPath,
+  hermesHome,
+  isBerthError,
+  resolveSandboxDir,
+  type BackendDescription,
+  type LoadedConfig,
+  type SandboxBackendV1,
+  type TerminalConfig,
+} from '@berth/core';
 import { createBackend } from '../create-backend.js';
 import { createBerthResolver } from '../create-berth.js';
 import { findIsolationRisks } from '../isolation-risks.js';
@@ -22,7 +31,14 @@ export interface DoctorCheck {
 /** What `berth doctor --json` prints. */
 export interface DoctorReport {
   readonly ok: boolean;
-  readonly engine: { readonly name: string; readonly endpoint: string | null; readonly how: string | null; readonly reachable: boolean; readonly version: string | null; readonly apiVersion: string | null };
+  readonly engine: {
+    readonly name: string;
+    readonly endpoint: string | null;
+    readonly how: string | null;
+    readonly reachable: boolean;
+    readonly version: string | null;
+    readonly apiVersion: string | null;
+  };
   readonly config: { readonly file: string | null; readonly valid: boolean; readonly error: string | null };
   readonly image: { readonly name: string | null; readonly present: boolean | null };
   readonly sandboxRoot: { readonly path: string; readonly exists: boolean; readonly writable: boolean };
@@ -57,17 +73,28 @@ function capacityCheck(config: TerminalConfig, host: HostSize): DoctorCheck {
   const cap = config.docker_max_running === 'auto' ? `${report.maxRunning} at once (docker_max_running: auto)` : `${report.maxRunning} at once`;
   const sums = `their limits add up to ${report.memoryMb.sum} of ${report.memoryMb.host} MB of memory, ${report.cpus.sum} of ${report.cpus.host} CPUs and ${report.pids.sum} of ${report.pids.host} pids (pid_max); at most ${config.docker_max_sandboxes || 'any number of'} sandboxes exist (docker_max_sandboxes)`;
   if (report.maxRunning === 0) {
-    return { name: 'capacity', status: 'warning', detail: `docker_max_running is 0: any number of sandboxes run at once, each with ${config.container_memory} MB and ${config.docker_pids_limit} pids`, fix: 'set terminal.docker_max_running to auto' };
+    return {
+      name: 'capacity',
+      status: 'warning',
+      detail: `docker_max_running is 0: any number of sandboxes run at once, each with ${config.container_memory} MB and ${config.docker_pids_limit} pids`,
+      fix: 'set terminal.docker_max_running to auto',
+    };
   }
   if (report.memoryMb.sum > report.memoryMb.host || report.pids.sum > report.pids.host) {
-    return { name: 'capacity', status: 'problem', detail: `up to ${cap}: ${sums}, more than the host has`, fix: 'lower terminal.docker_max_running (or set it to auto), container_memory or docker_pids_limit' };
+    return {
+      name: 'capacity',
+      status: 'problem',
+      detail: `up to ${cap}: ${sums}, more than the host has`,
+      fix: 'lower terminal.docker_max_running (or set it to auto), container_memory or docker_pids_limit',
+    };
   }
   return { name: 'capacity', status: 'ok', detail: `up to ${cap}: ${sums}` };
 }
 
 /** The per-user disks against the free space under the sandbox root (they are sparse: space is taken as it is written). */
 function diskCheck(config: TerminalConfig, root: string): DoctorCheck {
-  if (config.container_disk === 0) return { name: 'disk', status: 'warning', detail: 'terminal.container_disk is 0: no per-user disks (see the isolation check)' };
+  if (config.container_disk === 0)
+    return { name: 'disk', status: 'warning', detail: 'terminal.container_disk is 0: no per-user disks (see the isolation check)' };
   let freeMb: number | undefined;
   for (let folder = path.resolve(root); freeMb === undefined; folder = path.dirname(folder)) {
     try {
@@ -81,7 +108,12 @@ function diskCheck(config: TerminalConfig, root: string): DoctorCheck {
   const sum = most > 0 ? most * config.container_disk : undefined;
   const detail = `each sandbox has a disk of ${config.container_disk} MB (container_disk)${sum === undefined ? '' : `; ${most} of them (docker_max_sandboxes) could hold ${sum} MB`}${freeMb === undefined ? '' : `, with ${freeMb} MB free under ${root}`}`;
   if (sum === undefined || freeMb === undefined || sum <= freeMb) return { name: 'disk', status: 'ok', detail };
-  return { name: 'disk', status: 'warning', detail: `${detail}: full disks together would fill the host first`, fix: 'lower terminal.container_disk or docker_max_sandboxes, or give the sandbox root more space' };
+  return {
+    name: 'disk',
+    status: 'warning',
+    detail: `${detail}: full disks together would fill the host first`,
+    fix: 'lower terminal.container_disk or docker_max_sandboxes, or give the sandbox root more space',
+  };
 }
 
 /** What a driver that can probe NetworkPolicy enforcement offers (the Kubernetes one). */
@@ -99,7 +131,10 @@ async function networkPolicyCheck(probe: NetworkPolicyProbe): Promise<DoctorChec
   return {
     name: 'isolation',
     status: 'warning',
-    detail: result.enforced === false ? `NetworkPolicy is NOT enforced: ${result.detail}; sandboxes can reach each other` : `whether NetworkPolicy is enforced is unknown: ${result.detail}`,
+    detail:
+      result.enforced === false
+        ? `NetworkPolicy is NOT enforced: ${result.detail}; sandboxes can reach each other`
+        : `whether NetworkPolicy is enforced is unknown: ${result.detail}`,
     fix: 'use a network plugin that enforces NetworkPolicy (Calico, Cilium); see docs/backend-kubernetes.md',
   };
 }
@@ -130,14 +165,24 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
       backend = await createBackend(config, { environment: io.environment });
       checks.push({ name: 'backend', status: 'ok', detail: `the ${backend.name} backend is available` });
     } catch (error) {
-      checks.push({ name: 'backend', status: 'problem', detail: (error as Error).message, fix: 'install the backend package, or set terminal.backend to docker' });
+      checks.push({
+        name: 'backend',
+        status: 'problem',
+        detail: (error as Error).message,
+        fix: 'install the backend package, or set terminal.backend to docker',
+      });
     }
     if (backend) {
       // The backend finds its engine as it does for sandboxes: one discovery, in the gateway's environment.
       try {
         description = await backend.describe({ image: config.docker_image });
-        checks.push({ name: 'engine', status: 'ok', detail: `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}, found via ${description.discovery}` });
-        for (const warning of description.warnings) checks.push({ name: 'engine', status: 'warning', detail: warning, fix: `see docs/backend-${description.engine}.md` });
+        checks.push({
+          name: 'engine',
+          status: 'ok',
+          detail: `${description.engine} ${description.version} (API ${description.apiVersion}) at ${description.endpoint}, found via ${description.discovery}`,
+        });
+        for (const warning of description.warnings)
+          checks.push({ name: 'engine', status: 'warning', detail: warning, fix: `see docs/backend-${description.engine}.md` });
         const probe = networkPolicyProbeOf(backend);
         if (probe) checks.push(await networkPolicyCheck(probe));
       } catch (error) {
@@ -183,11 +228,23 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
       // The socket the backend found: a mount that leads to it is named whatever its path.
       ...(description?.endpoint?.startsWith('/') ? { engineSocket: description.endpoint } : {}),
     });
-    for (const risk of risks) checks.push({ name: 'isolation', status: 'problem', detail: `${risk.key}: ${risk.risk}`, fix: `remove it from the terminal config unless every user may have that (docs/configuration.md)` });
-    if (risks.length === 0) checks.push({ name: 'isolation', status: 'ok', detail: 'no setting undoes the sandboxes\' isolation (mounts, capabilities, no-new-privileges, runtime)' });
+    for (const risk of risks)
+      checks.push({
+        name: 'isolation',
+        status: 'problem',
+        detail: `${risk.key}: ${risk.risk}`,
+        fix: `remove it from the terminal config unless every user may have that (docs/configuration.md)`,
+      });
+    if (risks.length === 0)
+      checks.push({ name: 'isolation', status: 'ok', detail: "no setting undoes the sandboxes' isolation (mounts, capabilities, no-new-privileges, runtime)" });
     checks.push(
       backendName === 'kubernetes'
-        ? { name: 'capacity', status: 'ok', detail: "the cluster's scheduler places each sandbox's pod on a node with room (docker_max_running: auto sets no cap of Berth's there); bound the namespace with a ResourceQuota" }
+        ? {
+            name: 'capacity',
+            status: 'ok',
+            detail:
+              "the cluster's scheduler places each sandbox's pod on a node with room (docker_max_running: auto sets no cap of Berth's there); bound the namespace with a ResourceQuota",
+          }
         : capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }),
     );
   }
@@ -197,7 +254,12 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
   checks.push(
     state.writable
       ? { name: 'sandbox-root', status: 'ok', detail: state.exists ? `${root} is writable` : `${root} does not exist yet and can be created` }
-      : { name: 'sandbox-root', status: 'problem', detail: `${root}: ${state.problem}`, fix: 'make it a writable folder, or set TERMINAL_SANDBOX_DIR (or terminal.sandbox_dir) to one' },
+      : {
+          name: 'sandbox-root',
+          status: 'problem',
+          detail: `${root}: ${state.problem}`,
+          fix: 'make it a writable folder, or set TERMINAL_SANDBOX_DIR (or terminal.sandbox_dir) to one',
+        },
   );
   if (config) {
     try {

@@ -39,7 +39,12 @@ export function buildEnvironmentReport(resolver: SandboxResolver, request: Sandb
     scope: scope.key,
     prefix: scope.kind === 'user' ? resolver.index.prefixFor(scope.identity) : null,
     linked: scope.kind === 'user' ? scope.identities.map(formatIdentity) : [],
-    variables: request.environment.details.map((variable) => ({ name: variable.name, source: variable.source, from: variable.from, value: maskValue(variable.value) })),
+    variables: request.environment.details.map((variable) => ({
+      name: variable.name,
+      source: variable.source,
+      from: variable.from,
+      value: maskValue(variable.value),
+    })),
     refused: resolver.index.refused.map((error) => ({ variable: error.variable, reason: refusalReason(error.variable, error.message) })),
   };
 }
@@ -55,7 +60,13 @@ export function formatEnvironmentReport(report: EnvironmentReport): string {
   }
   if (report.linked.length > 1) out += `linked identities: ${report.linked.join(', ')}\n`;
   out += '\n';
-  out += report.variables.length === 0 ? 'no variables\n' : formatTable(['NAME', 'SOURCE', 'FROM', 'VALUE'], report.variables.map((variable) => [variable.name, variable.source, variable.from, variable.value]));
+  out +=
+    report.variables.length === 0
+      ? 'no variables\n'
+      : formatTable(
+          ['NAME', 'SOURCE', 'FROM', 'VALUE'],
+          report.variables.map((variable) => [variable.name, variable.source, variable.from, variable.value]),
+        );
   if (report.refused.length > 0) {
     out += `\nrefused (reach no sandbox):\n`;
     for (const refused of report.refused) out += `  ${refused.variable}: ${refused.reason}\n`;

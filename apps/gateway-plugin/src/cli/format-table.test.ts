@@ -3,14 +3,26 @@ import { formatTable, maskValue } from './format-table.js';
 
 describe('formatTable', () => {
   it('pads columns to the widest cell, with no trailing spaces', () => {
-    expect(formatTable(['A', 'BB', 'C'], [['long value', 'x', ''], ['y', 'wider cell', 'end']])).toBe(
-      ['A           BB          C', 'long value  x', 'y           wider cell  end', ''].join('\n'),
-    );
+    expect(
+      formatTable(
+        ['A', 'BB', 'C'],
+        [
+          ['long value', 'x', ''],
+          ['y', 'wider cell', 'end'],
+        ],
+      ),
+    ).toBe(['A           BB          C', 'long value  x', 'y           wider cell  end', ''].join('\n'));
   });
 
   it('does not count colour codes, and keeps every row on one line', () => {
     const green = '\u001b[32mok\u001b[39m';
-    const out = formatTable(['NAME', 'OK'], [['a\nb', green], ['ccc', 'no']]);
+    const out = formatTable(
+      ['NAME', 'OK'],
+      [
+        ['a\nb', green],
+        ['ccc', 'no'],
+      ],
+    );
     expect(out.split('\n')).toEqual(['NAME  OK', `a b   ${green}`, 'ccc   no', '']);
   });
 });

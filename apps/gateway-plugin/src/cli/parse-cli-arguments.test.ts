@@ -24,7 +24,10 @@ describe('parseCliArguments', () => {
   });
 
   it('reads --config and the task on every command that has a target', () => {
-    expect(parseCliArguments(['rm', '--task', 'build-1', '--purge', '--config', 'c.yaml'])).toMatchObject({ command: 'rm', options: { task: 'build-1', purge: true, config: 'c.yaml' } });
+    expect(parseCliArguments(['rm', '--task', 'build-1', '--purge', '--config', 'c.yaml'])).toMatchObject({
+      command: 'rm',
+      options: { task: 'build-1', purge: true, config: 'c.yaml' },
+    });
     expect(parseCliArguments(['ls', '--json'])).toMatchObject({ command: 'ls', options: { json: true } });
   });
 
@@ -75,7 +78,10 @@ describe('parseCliArguments', () => {
   });
 
   it('reads serve --socket and exec --session-key, and refuses what names no single sandbox', () => {
-    expect(parseCliArguments(['serve', '--socket', '/run/b.sock', '--config', 'c.yaml'])).toMatchObject({ command: 'serve', options: { socket: '/run/b.sock', config: 'c.yaml' } });
+    expect(parseCliArguments(['serve', '--socket', '/run/b.sock', '--config', 'c.yaml'])).toMatchObject({
+      command: 'serve',
+      options: { socket: '/run/b.sock', config: 'c.yaml' },
+    });
     expect(parseCliArguments(['exec', '--session-key', 'agent:main:telegram:group:1', '--task', 't', '--', 'ls'])).toMatchObject({
       options: { sessionKey: 'agent:main:telegram:group:1', task: 't' },
     });

@@ -76,7 +76,8 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
   const [first, ...rest] = argv;
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     const topic = first === 'help' ? rest[0] : undefined;
-    if (topic !== undefined && !isCommand(topic)) throw new UsageError(`unknown command ${JSON.stringify(truncateForMessage(topic))}; run "berth --help" for the list`);
+    if (topic !== undefined && !isCommand(topic))
+      throw new UsageError(`unknown command ${JSON.stringify(truncateForMessage(topic))}; run "berth --help" for the list`);
     return topic ? { kind: 'help', command: topic } : { kind: 'help' };
   }
   if (first === '--version' || first === '-V') return { kind: 'version' };
@@ -101,7 +102,9 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
       throw new UsageError('berth exec: put the command after "--", e.g. berth exec --task default -- ls -la');
     }
   } else if (parsed.positionals.length > 0 || separator >= 0) {
-    throw new UsageError(`berth ${command}: unexpected argument ${JSON.stringify(truncateForMessage(String(parsed.positionals[0] ?? '--')))}; run "berth ${command} --help"`);
+    throw new UsageError(
+      `berth ${command}: unexpected argument ${JSON.stringify(truncateForMessage(String(parsed.positionals[0] ?? '--')))}; run "berth ${command} --help"`,
+    );
   }
   const commandWords = command === 'exec' ? [...parsed.positionals, ...afterSeparator] : [];
   if (command === 'exec' && commandWords.length === 0) throw new UsageError('berth exec: no command given; add it after "--", e.g. berth exec -- ls -la');
@@ -116,7 +119,9 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
   if (typeof values.timeout === 'string') {
     const timeout = Number(values.timeout);
     if (!isCommandTimeoutText(values.timeout)) {
-      throw new UsageError(`berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`);
+      throw new UsageError(
+        `berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`,
+      );
     }
     result.timeout = timeout;
   }
@@ -136,7 +141,8 @@ function validateTarget(command: CommandName, options: CliOptions): void {
   if (command === 'exec' && options.stdin && options.socket === undefined) throw new UsageError('berth exec: --stdin works with --socket only');
   if (options.sessionKey !== undefined) {
     if (hasUser) throw new UsageError(`berth ${command}: give either --session-key or --platform/--user, not both`);
-    if (options.sessionKey === '') throw new UsageError(`berth ${command}: --session-key is empty; give the host session key, e.g. agent:main:telegram:direct:123`);
+    if (options.sessionKey === '')
+      throw new UsageError(`berth ${command}: --session-key is empty; give the host session key, e.g. agent:main:telegram:direct:123`);
   }
   // Through berth serve (and with a session key) the task is the fallback scope of a request
   // that names no user; a direct --platform/--user names the user's sandbox outright.

@@ -16,7 +16,9 @@ describe('isSocketExec', () => {
 
 describe('parseSocketExecArguments', () => {
   it('builds a request: session key, task fallback, joined words', () => {
-    expect(parseSocketExecArguments(['exec', '--socket', '/s', '--session-key', 'agent:main:telegram:group:9', '--task', 't1', '--', 'echo', 'a;', 'pwd'])).toEqual({
+    expect(
+      parseSocketExecArguments(['exec', '--socket', '/s', '--session-key', 'agent:main:telegram:group:9', '--task', 't1', '--', 'echo', 'a;', 'pwd']),
+    ).toEqual({
       socket: '/s',
       forwardStdin: false,
       request: { v: 1, sessionKey: 'agent:main:telegram:group:9', taskId: 't1', command: 'echo a; pwd' },

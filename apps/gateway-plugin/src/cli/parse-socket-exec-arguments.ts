@@ -58,12 +58,15 @@ export function parseSocketExecArguments(argv: readonly string[]): SocketExecArg
   if (values['request-file'] !== undefined) {
     const others = ['session-key', 'platform', 'user', 'task', 'timeout', 'cwd'].filter((name) => values[name as keyof typeof values] !== undefined);
     if (others.length > 0 || positionals.length > 0 || separator >= 0) {
-      throw new SocketExecUsageError(`berth exec: --request-file carries the whole request; drop ${others.length > 0 ? others.map((name) => `--${name}`).join(', ') : 'the command'}`);
+      throw new SocketExecUsageError(
+        `berth exec: --request-file carries the whole request; drop ${others.length > 0 ? others.map((name) => `--${name}`).join(', ') : 'the command'}`,
+      );
     }
     if (!values.socket) throw new SocketExecUsageError('berth exec: --socket needs the path berth serve listens on');
     return { socket: values.socket, requestFile: values['request-file'], forwardStdin: values.stdin === true };
   }
-  if (positionals.length > 0 && separator < 0) throw new SocketExecUsageError('berth exec: put the command after "--", e.g. berth exec --socket PATH -- ls -la');
+  if (positionals.length > 0 && separator < 0)
+    throw new SocketExecUsageError('berth exec: put the command after "--", e.g. berth exec --socket PATH -- ls -la');
   const words = [...positionals, ...(separator < 0 ? [] : rest.slice(separator + 1))];
   if (words.length === 0) throw new SocketExecUsageError('berth exec: no command given; add it after "--", e.g. berth exec --socket PATH -- ls -la');
   const socket = values.socket;
@@ -73,7 +76,8 @@ export function parseSocketExecArguments(argv: readonly string[]): SocketExecArg
     throw new SocketExecUsageError('berth exec: --platform and --user go together; give both, e.g. --platform telegram --user 123456789');
   }
   if (hasUser && values['session-key'] !== undefined) throw new SocketExecUsageError('berth exec: give either --session-key or --platform/--user, not both');
-  if (values['session-key'] === '') throw new SocketExecUsageError('berth exec: --session-key is empty; give the host session key, e.g. agent:main:telegram:direct:123');
+  if (values['session-key'] === '')
+    throw new SocketExecUsageError('berth exec: --session-key is empty; give the host session key, e.g. agent:main:telegram:direct:123');
   if (values.task !== undefined && !PLAIN_TASK_ID_PATTERN.test(values.task)) {
     throw new SocketExecUsageError(
       `berth exec: task id ${shorten(values.task)} is not a plain name; use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
@@ -83,7 +87,9 @@ export function parseSocketExecArguments(argv: readonly string[]): SocketExecArg
   if (values.timeout !== undefined) {
     timeout = Number(values.timeout);
     if (!isCommandTimeoutText(values.timeout)) {
-      throw new SocketExecUsageError(`berth exec: --timeout ${shorten(values.timeout)} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`);
+      throw new SocketExecUsageError(
+        `berth exec: --timeout ${shorten(values.timeout)} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`,
+      );
     }
   }
   const request: SandboxSocketRequest = {

@@ -23,7 +23,11 @@ export async function runRmCommand(io: CliIo, options: CliOptions): Promise<numb
       );
     }
     await berth.backend.remove(scope.key, { purge: options.purge, paths });
-    io.stdout.write(options.purge ? `removed ${scope.key}: its container, ${paths.workspace} and ${paths.home}\n` : `removed ${scope.key}: its container (files kept in ${paths.folder})\n`);
+    io.stdout.write(
+      options.purge
+        ? `removed ${scope.key}: its container, ${paths.workspace} and ${paths.home}\n`
+        : `removed ${scope.key}: its container (files kept in ${paths.folder})\n`,
+    );
     return 0;
   } finally {
     await berth.close();

@@ -14,7 +14,8 @@ function requestFromFile(file: string): SandboxSocketRequest {
     if (error instanceof SyntaxError) throw new Error(`the request file ${file} does not hold a JSON request; build the argv with sandboxCommandArgv`);
     throw error;
   }
-  if (typeof request !== 'object' || request === null || Array.isArray(request)) throw new Error(`the request file ${file} does not hold a request object; build the argv with sandboxCommandArgv`);
+  if (typeof request !== 'object' || request === null || Array.isArray(request))
+    throw new Error(`the request file ${file} does not hold a request object; build the argv with sandboxCommandArgv`);
   // This client reads a JSON answer, whatever the file asked for.
   const { reply: _reply, ...rest } = request as SandboxSocketRequest;
   return rest;

@@ -2,14 +2,7 @@ import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  formatIdentity,
-  runWithSession,
-  type Identity,
-  type SandboxPaths,
-  type TerminalConfig,
-  type TerminalEnvironment,
-} from '@berth/core';
+import { formatIdentity, runWithSession, type Identity, type SandboxPaths, type TerminalConfig, type TerminalEnvironment } from '@berth/core';
 import { createBerthPlugin, providerNameFor } from '../berth-plugin.js';
 import { createBerthPlatformRegistry } from '../create-berth-platform-registry.js';
 import { createInProcessTerminalRegistry } from '../create-in-process-terminal-registry.js';
@@ -109,7 +102,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     { label: 'alice', platform: 'telegram', rawId: randomDigits(9) },
     { label: 'bob', platform: 'telegram', rawId: randomDigits(10) },
     { label: 'carol', platform: 'whatsapp', rawId: `+1555${randomDigits(7)}` },
-  ].map((user) => ({ ...user, identity: { platform: user.platform, id: user.rawId }, token: `ghp_${user.label}_${randomBytes(8).toString('hex')}`, note: `note of ${user.label} ${run}`, file: `${user.label}-notes.txt` }));
+  ].map((user) => ({
+    ...user,
+    identity: { platform: user.platform, id: user.rawId },
+    token: `ghp_${user.label}_${randomBytes(8).toString('hex')}`,
+    note: `note of ${user.label} ${run}`,
+    file: `${user.label}-notes.txt`,
+  }));
 
   const sandboxDir = await mkdtemp(path.join(os.tmpdir(), 'berth-demo-'));
   const shared = `shared-${randomBytes(8).toString('hex')}`;
@@ -149,7 +148,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     const session: TerminalEnvironment = await provider.createEnvironment({ taskId: `berth-demo-${run}` });
     // What the host does for every incoming message: set the session, then run the tool.
     const message = (user: DemoUser, command: string) =>
-      runWithSession({ platform: user.platform, userId: user.rawId, chatId: user.rawId, taskId: `berth-demo-${run}` }, () => session.execute(command, { timeout: 60 }));
+      runWithSession({ platform: user.platform, userId: user.rawId, chatId: user.rawId, taskId: `berth-demo-${run}` }, () =>
+        session.execute(command, { timeout: 60 }),
+      );
 
     log(`engine: ${engine}`);
     log(`image: ${image}`);
@@ -175,12 +176,22 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       const tokenSeen = tokenLine === `GITHUB_TOKEN=${user.token}` || tokenLine === 'GITHUB_TOKEN=***';
       const sharedSeen = sharedLine === `SHARED_NOTICE=${shared}` || sharedLine === 'SHARED_NOTICE=***';
       const othersToken = users.some((other) => other !== user && output.includes(other.token));
-      attempts.push({ user: who, tried: 'own file', saw: output.includes(user.note) ? `"${user.note}"` : `nothing (exit ${own[index]!.returncode})`, ok: own[index]!.returncode === 0 && output.includes(user.note) });
-      attempts.push({ user: who, tried: 'own GITHUB_TOKEN', saw: tokenSeen ? '*** (its own token)' : othersToken ? 'ANOTHER USER\'S TOKEN' : 'nothing', ok: tokenSeen && !othersToken });
+      attempts.push({
+        user: who,
+        tried: 'own file',
+        saw: output.includes(user.note) ? `"${user.note}"` : `nothing (exit ${own[index]!.returncode})`,
+        ok: own[index]!.returncode === 0 && output.includes(user.note),
+      });
+      attempts.push({
+        user: who,
+        tried: 'own GITHUB_TOKEN',
+        saw: tokenSeen ? '*** (its own token)' : othersToken ? "ANOTHER USER'S TOKEN" : 'nothing',
+        ok: tokenSeen && !othersToken,
+      });
       attempts.push({ user: who, tried: 'SHARED_NOTICE (forwarded to all)', saw: sharedSeen ? '*** (the shared value)' : 'nothing', ok: sharedSeen });
     }
 
-    log('round 2: each user tries to read the others\' notes and credentials');
+    log("round 2: each user tries to read the others' notes and credentials");
     const probes = await Promise.all(
       users.map((user) => {
         const others = users.filter((other) => other !== user);
@@ -195,8 +206,18 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
         // `ls` prints one name a line when piped: the other's file name on a line of its own is a leak too.
         const fileLeak = output.includes(other.note) || output.split('\n').includes(other.file);
         const tokenLeak = output.includes(other.token) || output.includes(prefixOf(other.identity));
-        attempts.push({ user: formatIdentity(user.identity), tried: `file of ${otherName}`, saw: fileLeak ? `LEAKED "${other.note}"` : 'nothing (no such file)', ok: !fileLeak });
-        attempts.push({ user: formatIdentity(user.identity), tried: `GITHUB_TOKEN of ${otherName}`, saw: tokenLeak ? 'LEAKED its token' : 'nothing (not in its environment)', ok: !tokenLeak });
+        attempts.push({
+          user: formatIdentity(user.identity),
+          tried: `file of ${otherName}`,
+          saw: fileLeak ? `LEAKED "${other.note}"` : 'nothing (no such file)',
+          ok: !fileLeak,
+        });
+        attempts.push({
+          user: formatIdentity(user.identity),
+          tried: `GITHUB_TOKEN of ${otherName}`,
+          saw: tokenLeak ? 'LEAKED its token' : 'nothing (not in its environment)',
+          ok: !tokenLeak,
+        });
       }
     }
     await session.cleanup();
@@ -215,7 +236,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   return report;
 }
 
-async function removeEverything(plugin: ReturnType<typeof createBerthPlugin>, users: readonly DemoUser[], sandboxDir: string, log: (line: string) => void): Promise<boolean> {
+async function removeEverything(
+  plugin: ReturnType<typeof createBerthPlugin>,
+  users: readonly DemoUser[],
+  sandboxDir: string,
+  log: (line: string) => void,
+): Promise<boolean> {
   let clean = true;
   const berth = plugin.instances[0];
   if (berth) {

@@ -16,17 +16,39 @@ function refusal(line: string): SandboxSocketRequestError {
 
 describe('parseSandboxSocketRequest', () => {
   it('accepts a full request and keeps every field', () => {
-    const request = { v: 1, sessionKey: 'agent:main:telegram:direct:123', taskId: 't1', command: 'ls -la', cwd: '/tmp', timeout: 2.5, stdin: 'input\n', reply: 'framed' };
+    const request = {
+      v: 1,
+      sessionKey: 'agent:main:telegram:direct:123',
+      taskId: 't1',
+      command: 'ls -la',
+      cwd: '/tmp',
+      timeout: 2.5,
+      stdin: 'input\n',
+      reply: 'framed',
+    };
     expect(parseSandboxSocketRequest(JSON.stringify(request))).toEqual(request);
-    expect(parseSandboxSocketRequest('{"v":1,"platform":"telegram","userId":"5","command":"true"}')).toEqual({ v: 1, platform: 'telegram', userId: '5', command: 'true' });
+    expect(parseSandboxSocketRequest('{"v":1,"platform":"telegram","userId":"5","command":"true"}')).toEqual({
+      v: 1,
+      platform: 'telegram',
+      userId: '5',
+      command: 'true',
+    });
   });
 
   it('accepts a whole host session: platform, user, chat and session key together, as the Python gateway has them', () => {
-    const request = { v: 1, platform: 'telegram', userId: '111111', chatId: '111111', sessionKey: 'agent:main:telegram:dm:111111', taskId: 'default', command: 'id' };
+    const request = {
+      v: 1,
+      platform: 'telegram',
+      userId: '111111',
+      chatId: '111111',
+      sessionKey: 'agent:main:telegram:dm:111111',
+      taskId: 'default',
+      command: 'id',
+    };
     expect(parseSandboxSocketRequest(JSON.stringify(request))).toEqual(request);
   });
 
-  it('carries a session without a user as the host gave it (a cron job\'s platform and chat, a stray user id): core decides, not the parser', () => {
+  it("carries a session without a user as the host gave it (a cron job's platform and chat, a stray user id): core decides, not the parser", () => {
     const cron = { v: 1, platform: 'telegram', chatId: '-1001234', taskId: 'default', sessionRequired: true, command: 'ls' };
     expect(parseSandboxSocketRequest(JSON.stringify(cron))).toEqual(cron);
     expect(parseSandboxSocketRequest('{"v":1,"userId":"5","command":"true"}')).toEqual({ v: 1, userId: '5', command: 'true' });

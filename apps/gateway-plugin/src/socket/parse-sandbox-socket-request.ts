@@ -18,21 +18,20 @@ const text = (max: number) =>
     .max(max, `must be at most ${max} characters`)
     .refine((value) => !value.includes('\u0000'), 'must not contain NUL');
 
-const requestSchema = z
-  .strictObject({
-    v: z.literal(SANDBOX_SOCKET_PROTOCOL_VERSION),
-    sessionKey: text(1024).optional(),
-    platform: text(64).optional(),
-    userId: text(1024).optional(),
-    chatId: text(1024).optional(),
-    taskId: text(1024).optional(),
-    command: text(MAX_SANDBOX_SOCKET_REQUEST_BYTES),
-    cwd: text(4096).optional(),
-    timeout: z.number().positive('must be more than 0').max(MAX_COMMAND_TIMEOUT_SECONDS, `must be at most ${MAX_COMMAND_TIMEOUT_SECONDS} seconds`).optional(),
-    stdin: z.string().max(MAX_SANDBOX_SOCKET_REQUEST_BYTES).optional(),
-    reply: z.enum(['json', 'framed']).optional(),
-    sessionRequired: z.boolean().optional(),
-  });
+const requestSchema = z.strictObject({
+  v: z.literal(SANDBOX_SOCKET_PROTOCOL_VERSION),
+  sessionKey: text(1024).optional(),
+  platform: text(64).optional(),
+  userId: text(1024).optional(),
+  chatId: text(1024).optional(),
+  taskId: text(1024).optional(),
+  command: text(MAX_SANDBOX_SOCKET_REQUEST_BYTES),
+  cwd: text(4096).optional(),
+  timeout: z.number().positive('must be more than 0').max(MAX_COMMAND_TIMEOUT_SECONDS, `must be at most ${MAX_COMMAND_TIMEOUT_SECONDS} seconds`).optional(),
+  stdin: z.string().max(MAX_SANDBOX_SOCKET_REQUEST_BYTES).optional(),
+  reply: z.enum(['json', 'framed']).optional(),
+  sessionRequired: z.boolean().optional(),
+});
 
 const FIELDS = Object.keys(requestSchema.shape).join(', ');
 

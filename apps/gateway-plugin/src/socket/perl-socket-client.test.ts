@@ -52,13 +52,19 @@ describe.skipIf(!perl || !PERL_SOCKET_CLIENT)('the Perl socket client', () => {
 
   it("says a refusal of core's protocol version in one line, and exits with Berth's failure status", async () => {
     const refusal = JSON.stringify({ v: SANDBOX_SOCKET_PROTOCOL_VERSION, error: { code: 'SCOPE_BUSY', message: 'the sandbox is busy "now"' } });
-    expect(await runClient(Buffer.from(`${refusal}\n`))).toMatchObject({ status: BERTH_FAILURE_EXIT_CODE, stdout: '', stderr: 'berth: the sandbox is busy "now"\n' });
+    expect(await runClient(Buffer.from(`${refusal}\n`))).toMatchObject({
+      status: BERTH_FAILURE_EXIT_CODE,
+      stdout: '',
+      stderr: 'berth: the sandbox is busy "now"\n',
+    });
   });
 
   it('does not read a refusal of another protocol version as one', async () => {
     const refusal = JSON.stringify({ v: SANDBOX_SOCKET_PROTOCOL_VERSION + 1, error: { code: 'SCOPE_BUSY', message: 'busy' } });
     const result = await runClient(Buffer.from(`${refusal}\n`));
     expect(result.status).toBe(BERTH_FAILURE_EXIT_CODE);
-    expect(result.stderr).toMatch(/^berth: the server on .* answered something that is neither a framed result nor a refusal; is it berth serve of this release\?\n$/);
+    expect(result.stderr).toMatch(
+      /^berth: the server on .* answered something that is neither a framed result nor a refusal; is it berth serve of this release\?\n$/,
+    );
   });
 });

@@ -54,12 +54,18 @@ export function writeRequestFile(socket: string, request: SandboxSocketRequest):
   try {
     folderFd = openSync(folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   } catch (error) {
-    throw new RequestFileError('REQUEST_FOLDER', `${folder} is not a folder of its own (${(error as NodeJS.ErrnoException).code ?? 'error'}); remove it, or serve the socket from another folder`);
+    throw new RequestFileError(
+      'REQUEST_FOLDER',
+      `${folder} is not a folder of its own (${(error as NodeJS.ErrnoException).code ?? 'error'}); remove it, or serve the socket from another folder`,
+    );
   }
   try {
     const stats = fstatSync(folderFd);
     if (stats.uid !== process.getuid?.() || (stats.mode & 0o077) !== 0) {
-      throw new RequestFileError('REQUEST_FOLDER', `${folder} is not private to this user (owner uid ${stats.uid}, mode ${(stats.mode & 0o777).toString(8)}); remove it, and Berth makes it again with mode 0700`);
+      throw new RequestFileError(
+        'REQUEST_FOLDER',
+        `${folder} is not private to this user (owner uid ${stats.uid}, mode ${(stats.mode & 0o777).toString(8)}); remove it, and Berth makes it again with mode 0700`,
+      );
     }
     sweep(folderFd);
     const name = `${randomBytes(16).toString('hex')}.json`;
@@ -109,14 +115,20 @@ export function takeRequestFile(file: string): string {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    throw new RequestFileError('REQUEST_FILE', code === 'ENOENT' ? `the request file ${file} is gone (a request is read once); the host must build a new argv for each command` : `cannot open the request file ${file} (${code ?? 'error'})`);
+    throw new RequestFileError(
+      'REQUEST_FILE',
+      code === 'ENOENT'
+        ? `the request file ${file} is gone (a request is read once); the host must build a new argv for each command`
+        : `cannot open the request file ${file} (${code ?? 'error'})`,
+    );
   }
   try {
     const stats = fstatSync(fd);
     if (!stats.isFile() || stats.uid !== process.getuid?.() || (stats.mode & 0o077) !== 0) {
       throw new RequestFileError('REQUEST_FILE', `the request file ${file} is not a private file of this user's; refusing it`);
     }
-    if (stats.size > MAX_SANDBOX_SOCKET_REQUEST_BYTES) throw new RequestFileError('REQUEST_TOO_LARGE', `the request file ${file} is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes`);
+    if (stats.size > MAX_SANDBOX_SOCKET_REQUEST_BYTES)
+      throw new RequestFileError('REQUEST_TOO_LARGE', `the request file ${file} is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes`);
     const buffer = Buffer.alloc(stats.size);
     let offset = 0;
     while (offset < buffer.length) {

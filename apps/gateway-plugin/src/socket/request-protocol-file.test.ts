@@ -1,13 +1,19 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { BERTH_FAILURE_EXIT_CODE, MAX_SANDBOX_SOCKET_REQUEST_BYTES, requestProtocolConstants, SANDBOX_SOCKET_PROTOCOL_VERSION, TIMEOUT_EXIT_CODE } from '@berth/core';
+import {
+  BERTH_FAILURE_EXIT_CODE,
+  MAX_SANDBOX_SOCKET_REQUEST_BYTES,
+  requestProtocolConstants,
+  SANDBOX_SOCKET_PROTOCOL_VERSION,
+  TIMEOUT_EXIT_CODE,
+} from '@berth/core';
 import { describe, expect, it } from 'vitest';
 
 // The clients in other languages hold core's request protocol as values of their own: the Python
 // bridge reads the generated JSON file, the Perl client names them. Both are checked here.
 const read = (relative: string): string => readFileSync(fileURLToPath(new URL(relative, import.meta.url)), 'utf8');
 
-describe("the request protocol outside TypeScript", () => {
+describe('the request protocol outside TypeScript', () => {
   it("the Python bridge's request_protocol.json is core's (else: pnpm exec tsx scripts/write-request-protocol.ts)", () => {
     const { $comment, ...written } = JSON.parse(read('../../../../integrations/hermes/berth_hermes/request_protocol.json')) as Record<string, unknown>;
     expect($comment).toMatch(/scripts\/write-request-protocol\.ts/);
@@ -31,7 +37,10 @@ describe("the request protocol outside TypeScript", () => {
   it("the Perl client reads answers of core's protocol version, named once", () => {
     const perl = read('../../client/berth-socket-client.pl');
     expect(/^my \$PROTOCOL_VERSION = ([0-9]+);$/m.exec(perl)?.[1], 'the Perl client names $PROTOCOL_VERSION').toBe(String(SANDBOX_SOCKET_PROTOCOL_VERSION));
-    const code = perl.split('\n').filter((line) => !/^\s*#/.test(line)).join('\n');
+    const code = perl
+      .split('\n')
+      .filter((line) => !/^\s*#/.test(line))
+      .join('\n');
     expect(code).not.toMatch(/"v":\d/);
     expect(code).toContain('"v":$PROTOCOL_VERSION,');
   });

@@ -28,8 +28,10 @@ function checkSocket(socket: string): void {
   try {
     stats = lstatSync(socket);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') throw new SandboxSocketClientError('SOCKET_MISSING', `no berth server at ${socket}: the socket does not exist; ${start}`);
-    if (errorCode(error) === 'EACCES') throw new SandboxSocketClientError('SOCKET_DENIED', `cannot reach ${socket}: permission denied; run as the user that started berth serve`);
+    if (errorCode(error) === 'ENOENT')
+      throw new SandboxSocketClientError('SOCKET_MISSING', `no berth server at ${socket}: the socket does not exist; ${start}`);
+    if (errorCode(error) === 'EACCES')
+      throw new SandboxSocketClientError('SOCKET_DENIED', `cannot reach ${socket}: permission denied; run as the user that started berth serve`);
     throw new SandboxSocketClientError('SOCKET_UNUSABLE', `cannot inspect ${socket} (${errorCode(error) ?? 'error'}); ${start}`, { cause: error });
   }
   if (!stats.isSocket()) throw new SandboxSocketClientError('SOCKET_UNUSABLE', `${socket} is not a socket; ${start}`);
@@ -37,7 +39,10 @@ function checkSocket(socket: string): void {
   // path could be a stand-in that collects them.
   const uid = process.getuid?.();
   if (uid !== undefined && stats.uid !== uid) {
-    throw new SandboxSocketClientError('SOCKET_FOREIGN', `${socket} belongs to uid ${stats.uid}, not to you (uid ${uid}); refusing to send a command to another user's server`);
+    throw new SandboxSocketClientError(
+      'SOCKET_FOREIGN',
+      `${socket} belongs to uid ${stats.uid}, not to you (uid ${uid}); refusing to send a command to another user's server`,
+    );
   }
 }
 
@@ -77,11 +82,20 @@ export function requestSandboxExec(socketPath: string, request: SandboxSocketReq
       // The server may close after answering while a write is pending; what it sent still counts.
       if ((code === 'EPIPE' || code === 'ECONNRESET') && chunks.length > 0) return;
       if (code === 'ECONNREFUSED') {
-        fail(new SandboxSocketClientError('SOCKET_REFUSED', `nothing listens on ${socket} (a socket left by a stopped server); start the server with "berth serve --socket ${socket}"`));
+        fail(
+          new SandboxSocketClientError(
+            'SOCKET_REFUSED',
+            `nothing listens on ${socket} (a socket left by a stopped server); start the server with "berth serve --socket ${socket}"`,
+          ),
+        );
       } else if (code === 'EACCES') {
         fail(new SandboxSocketClientError('SOCKET_DENIED', `cannot connect to ${socket}: permission denied; run as the user that started berth serve`));
       } else {
-        fail(new SandboxSocketClientError('SOCKET_FAILED', `the connection to ${socket} failed (${code ?? error.message}); check that berth serve is running`, { cause: error }));
+        fail(
+          new SandboxSocketClientError('SOCKET_FAILED', `the connection to ${socket} failed (${code ?? error.message}); check that berth serve is running`, {
+            cause: error,
+          }),
+        );
       }
     });
     connection.on('close', () => {

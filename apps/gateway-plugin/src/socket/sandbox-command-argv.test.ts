@@ -24,7 +24,14 @@ const fileOf = (argv: string[]): string => requestFileOf(argv)!;
 describe('sandboxCommandArgv', () => {
   it('with the Node client: node, the CLI, exec --socket and a private request file; no session key or command in the argv', () => {
     const socket = socketPath();
-    const argv = sandboxCommandArgv({ client: 'node', socket, sessionKey: 'agent:main:telegram:direct:123', command: 'cd /tmp && ls -la', node: '/usr/bin/node', cli: '/opt/berth/cli.js' });
+    const argv = sandboxCommandArgv({
+      client: 'node',
+      socket,
+      sessionKey: 'agent:main:telegram:direct:123',
+      command: 'cd /tmp && ls -la',
+      node: '/usr/bin/node',
+      cli: '/opt/berth/cli.js',
+    });
     expect(argv.slice(0, 4)).toEqual(['/usr/bin/node', '/opt/berth/cli.js', 'exec', `--socket=${socket}`]);
     expect(argv).toHaveLength(5);
     expect(argv.join(' ')).not.toMatch(/telegram|123|ls -la/);
@@ -47,7 +54,15 @@ describe('sandboxCommandArgv', () => {
     const argv = sandboxCommandArgv({ ...options, forwardStdin: true, client: 'node' });
     const parsed = parseSocketExecArguments(argv.slice(2));
     expect(parsed).toEqual({ socket, forwardStdin: true, requestFile: fileOf(argv) });
-    expect(JSON.parse(takeRequestFile(fileOf(argv)))).toEqual({ v: 1, platform: 'telegram', userId: '-5', taskId: 'task-1', cwd: '--weird dir', timeout: 2.5, command: '-n "$X"; echo --' });
+    expect(JSON.parse(takeRequestFile(fileOf(argv)))).toEqual({
+      v: 1,
+      platform: 'telegram',
+      userId: '-5',
+      taskId: 'task-1',
+      cwd: '--weird dir',
+      timeout: 2.5,
+      command: '-n "$X"; echo --',
+    });
     expect(existsSync(fileOf(argv))).toBe(false);
     expect(() => takeRequestFile(fileOf(argv))).toThrow(/is gone \(a request is read once\)/);
   });

@@ -35,7 +35,10 @@ function invalid(message: string): BerthError {
 }
 
 /** The Perl client script: beside dist/ once built, two folders up from src/socket/ in the sources. */
-export const PERL_SOCKET_CLIENT = [new URL('../client/berth-socket-client.pl', import.meta.url), new URL('../../client/berth-socket-client.pl', import.meta.url)]
+export const PERL_SOCKET_CLIENT = [
+  new URL('../client/berth-socket-client.pl', import.meta.url),
+  new URL('../../client/berth-socket-client.pl', import.meta.url),
+]
   .map((url) => fileURLToPath(url))
   .find((file) => existsSync(file));
 
@@ -84,12 +87,18 @@ export function sandboxCommandArgv(options: SandboxCommandArgvOptions): string[]
     throw invalid(`timeout ${options.timeout} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`);
   }
   // The names `berth exec --task` accepts, whichever client is spawned.
-  if (options.taskId !== undefined && !PLAIN_TASK_ID_PATTERN.test(options.taskId)) throw invalid(`taskId ${JSON.stringify(options.taskId.slice(0, 60))} is not a plain name; use up to 128 letters, digits, ".", "_" or "-"`);
+  if (options.taskId !== undefined && !PLAIN_TASK_ID_PATTERN.test(options.taskId))
+    throw invalid(`taskId ${JSON.stringify(options.taskId.slice(0, 60))} is not a plain name; use up to 128 letters, digits, ".", "_" or "-"`);
   const client = options.client ?? 'auto';
   if (client !== 'node') {
     const perl = options.perl ?? findPerl();
     if (perl && PERL_SOCKET_CLIENT) return perlArgv(perl, PERL_SOCKET_CLIENT, options);
-    if (client === 'perl') throw invalid(perl ? 'the Perl client script is missing from this package; reinstall @berth/gateway-plugin' : 'no perl with its Socket module on the PATH; install perl, give perl, or use client "node"');
+    if (client === 'perl')
+      throw invalid(
+        perl
+          ? 'the Perl client script is missing from this package; reinstall @berth/gateway-plugin'
+          : 'no perl with its Socket module on the PATH; install perl, give perl, or use client "node"',
+      );
   }
   const cli = options.cli ?? fileURLToPath(new URL('./cli.js', import.meta.url));
   const socket = path.resolve(options.socket);

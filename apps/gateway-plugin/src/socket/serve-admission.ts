@@ -20,10 +20,14 @@ export function createServeAdmission(limits: { maxInFlight: number; maxQueuedPer
   const admit = (scopeKey: string): SandboxSocketRequestError | undefined => {
     const count = perScope.get(scopeKey) ?? 0;
     if (count === 0) {
-      if (perScope.size >= maxInFlight) return new SandboxSocketRequestError('SERVER_BUSY', `${maxInFlight} sandboxes are running commands already; retry in a moment`);
+      if (perScope.size >= maxInFlight)
+        return new SandboxSocketRequestError('SERVER_BUSY', `${maxInFlight} sandboxes are running commands already; retry in a moment`);
     } else {
       if (count - 1 >= maxQueuedPerScope) {
-        return new SandboxSocketRequestError('SERVER_BUSY', `this sandbox already has ${maxQueuedPerScope} commands waiting behind the one it runs; retry once some have finished`);
+        return new SandboxSocketRequestError(
+          'SERVER_BUSY',
+          `this sandbox already has ${maxQueuedPerScope} commands waiting behind the one it runs; retry once some have finished`,
+        );
       }
       if (queued >= maxQueued) return new SandboxSocketRequestError('SERVER_BUSY', `${maxQueued} commands are waiting already; retry in a moment`);
       queued++;

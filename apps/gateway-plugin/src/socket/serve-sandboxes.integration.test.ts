@@ -49,15 +49,21 @@ interface Run {
 function berth(args: string[], input?: string): Promise<Run> {
   return new Promise((resolve) => {
     // The client gets none of the gateway's variables: everything comes from the server.
-    const child = execFile(process.execPath, [CLI, ...args], { env: { PATH: environment.PATH! }, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { PATH: environment.PATH! }, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
+      },
+    );
     child.stdin?.on('error', () => undefined);
     if (input !== undefined) child.stdin?.end(input);
   });
 }
 
-const exec = (sessionKey: string, command: string, extra: string[] = []) => berth(['exec', '--socket', socket, '--session-key', sessionKey, ...extra, '--', command]);
+const exec = (sessionKey: string, command: string, extra: string[] = []) =>
+  berth(['exec', '--socket', socket, '--session-key', sessionKey, ...extra, '--', command]);
 
 interface Server {
   child: ChildProcess;
@@ -161,7 +167,7 @@ describe('berth serve and berth exec --socket', () => {
     expect(run).toMatchObject({ status: 0, stdout: 'alice-note\n' });
   });
 
-  it('runs a group session key in the group\'s own sandbox: not a user\'s, not the shared task sandbox', async () => {
+  it("runs a group session key in the group's own sandbox: not a user's, not the shared task sandbox", async () => {
     const task = `sock-it-${randomInt(1e9)}`;
     const group = `agent:main:telegram:group:-${alice}`;
     const run = await exec(group, 'echo group > /workspace/group.txt; echo "[$GITHUB_TOKEN]"', ['--task', task]);
@@ -190,7 +196,9 @@ describe('berth serve and berth exec --socket', () => {
 
   it('does not interleave the output of 10 concurrent clients of one user', async () => {
     const runs = await Promise.all(
-      Array.from({ length: 10 }, (_, client) => exec(keyOf(bob), `for i in 1 2 3 4 5; do echo "c${client}-$i"; sleep 0.01; echo "c${client}-err-$i" >&2; done`)),
+      Array.from({ length: 10 }, (_, client) =>
+        exec(keyOf(bob), `for i in 1 2 3 4 5; do echo "c${client}-$i"; sleep 0.01; echo "c${client}-err-$i" >&2; done`),
+      ),
     );
     runs.forEach((run, client) => {
       expect(run.status).toBe(0);
@@ -201,7 +209,12 @@ describe('berth serve and berth exec --socket', () => {
 
   it.each([
     ['malformed JSON', '{"v":1,"command":\n', 'REQUEST_MALFORMED', /not valid JSON/],
-    ['an unknown field', `${JSON.stringify({ v: 1, command: 'touch /workspace/pwned', sessionKey: keyOf(alice), runAs: 'root' })}\n`, 'REQUEST_INVALID', /unknown field "runAs"/],
+    [
+      'an unknown field',
+      `${JSON.stringify({ v: 1, command: 'touch /workspace/pwned', sessionKey: keyOf(alice), runAs: 'root' })}\n`,
+      'REQUEST_INVALID',
+      /unknown field "runAs"/,
+    ],
     ['an oversized request', Buffer.alloc(3 * 1024 * 1024, 'a'), 'REQUEST_TOO_LARGE', /larger than 1048576 bytes/],
   ])('answers %s with a one-line error and keeps serving', async (_label, payload, code, message) => {
     const answer = await rawRequest(socket, payload);
@@ -261,7 +274,6 @@ describe('berth serve and berth exec --socket', () => {
       expect(run).toEqual({ status: 0, stdout: '/tmp\n1\n', stderr: '' });
     }
   });
-
 });
 
 /** Spawns the argv as a host would (an empty environment), keeping stdout and stderr as bytes. */
@@ -278,22 +290,64 @@ function spawnArgv(argv: readonly string[], input?: Buffer): Promise<{ status: n
 }
 
 describe('the Perl client', () => {
-  type Case = { command: string; sessionKey?: string; platform?: string; userId?: string; cwd?: string; timeout?: number; input?: Buffer; socketPath?: string; expect: { status: number; stdout?: string | RegExp; stderr?: string | RegExp } };
+  type Case = {
+    command: string;
+    sessionKey?: string;
+    platform?: string;
+    userId?: string;
+    cwd?: string;
+    timeout?: number;
+    input?: Buffer;
+    socketPath?: string;
+    expect: { status: number; stdout?: string | RegExp; stderr?: string | RegExp };
+  };
   const mixedInput = Buffer.concat([Buffer.from('a "quoted" \\ back\tslash }\n\u0001 é 🙂\r\n'), Buffer.from([0xff, 0xfe, 0x0a])]);
   const cases: Array<[string, Case]> = [
-    ['tabs, quotes, backslashes, UTF-8 and astral characters, stderr and a status', { command: `printf 'tab\\there \\\\ "quoted" \\303\\251\\360\\237\\231\\202\\n'; echo to-stderr >&2; exit 3`, expect: { status: 3, stdout: 'tab\there \\ "quoted" é🙂\n', stderr: 'to-stderr\n' } }],
+    [
+      'tabs, quotes, backslashes, UTF-8 and astral characters, stderr and a status',
+      {
+        command: `printf 'tab\\there \\\\ "quoted" \\303\\251\\360\\237\\231\\202\\n'; echo to-stderr >&2; exit 3`,
+        expect: { status: 3, stdout: 'tab\there \\ "quoted" é🙂\n', stderr: 'to-stderr\n' },
+      },
+    ],
     ['output that is not UTF-8', { command: `printf '\\377\\376 ok\\n'`, expect: { status: 0, stdout: '\ufffd\ufffd ok\n' } }],
     ['nothing at all', { command: 'true', expect: { status: 0, stdout: '', stderr: '' } }],
     ['the user token, masked', { command: 'echo "token=$GITHUB_TOKEN"', expect: { status: 0, stdout: 'token=***\n' } }],
     ['a status of 255, and one from a signal', { command: 'sh -c "kill -9 \\$\\$"; exit 255', expect: { status: 255 } }],
     ['output past the limit, cut alike', { command: 'seq 1 400000', expect: { status: 0, stdout: /^1\n2\n[\s\S]*\n400000\n$/ } }],
     ['a directory of its own', { command: 'pwd', cwd: '/tmp', expect: { status: 0, stdout: '/tmp\n' } }],
-    ['input with quotes, braces, control bytes and bytes that are not UTF-8', { command: 'od -An -c', input: mixedInput, expect: { status: 0, stdout: /"\s+q\s+u[\s\S]*\}/ } }],
-    ['a timeout (124, the session kept)', { command: 'echo started; sleep 30', timeout: 1, expect: { status: 124, stdout: 'started\n', stderr: /killed at its timeout of 1 s\n$/ } }],
-    ['a per-peer session key (refused)', { command: 'touch /workspace/per-peer.txt', sessionKey: `agent:main:direct:${alice}`, expect: { status: 125, stderr: /^berth: session key agent:<agent>:direct:<peer> .*\n$/ } }],
-    ['a bad user id (refused)', { command: 'true', platform: 'telegram', userId: '../etc', expect: { status: 125, stderr: /^berth: telegram sender "\.\.\/etc" is not a user id/ } }],
-    ['no socket at the path', { command: 'true', socketPath: path.join(root, 'run', 'missing.sock'), expect: { status: 125, stderr: /^berth: no berth server at .*missing\.sock: the socket does not exist; start the server with/ } }],
-    ['a file that is not a socket', { command: 'true', socketPath: path.join(root, 'plain-file'), expect: { status: 125, stderr: /plain-file is not a socket; start the server with/ } }],
+    [
+      'input with quotes, braces, control bytes and bytes that are not UTF-8',
+      { command: 'od -An -c', input: mixedInput, expect: { status: 0, stdout: /"\s+q\s+u[\s\S]*\}/ } },
+    ],
+    [
+      'a timeout (124, the session kept)',
+      { command: 'echo started; sleep 30', timeout: 1, expect: { status: 124, stdout: 'started\n', stderr: /killed at its timeout of 1 s\n$/ } },
+    ],
+    [
+      'a per-peer session key (refused)',
+      {
+        command: 'touch /workspace/per-peer.txt',
+        sessionKey: `agent:main:direct:${alice}`,
+        expect: { status: 125, stderr: /^berth: session key agent:<agent>:direct:<peer> .*\n$/ },
+      },
+    ],
+    [
+      'a bad user id (refused)',
+      { command: 'true', platform: 'telegram', userId: '../etc', expect: { status: 125, stderr: /^berth: telegram sender "\.\.\/etc" is not a user id/ } },
+    ],
+    [
+      'no socket at the path',
+      {
+        command: 'true',
+        socketPath: path.join(root, 'run', 'missing.sock'),
+        expect: { status: 125, stderr: /^berth: no berth server at .*missing\.sock: the socket does not exist; start the server with/ },
+      },
+    ],
+    [
+      'a file that is not a socket',
+      { command: 'true', socketPath: path.join(root, 'plain-file'), expect: { status: 125, stderr: /plain-file is not a socket; start the server with/ } },
+    ],
   ];
 
   it.each(cases)('answers as the Node client does: %s', async (_label, testCase) => {
@@ -332,7 +386,9 @@ describe('the Perl client', () => {
       for (const client of ['perl', 'node'] as const) {
         const run = await spawnArgv(sandboxCommandArgv({ socket: foreign, sessionKey: keyOf(alice), command: 'echo secret-command', cli: CLI, client }));
         expect(run.status).toBe(125);
-        expect(run.stderr.toString()).toBe(`berth: ${foreign} belongs to uid 65534, not to you (uid ${process.getuid!()}); refusing to send a command to another user's server\n`);
+        expect(run.stderr.toString()).toBe(
+          `berth: ${foreign} belongs to uid 65534, not to you (uid ${process.getuid!()}); refusing to send a command to another user's server\n`,
+        );
       }
       expect(connections).toBe(0);
     } finally {
@@ -349,7 +405,9 @@ describe('the Perl client', () => {
     try {
       // A request file is read once: an argv for each spawn, as a host builds them.
       const perl = () => sandboxCommandArgv({ socket: fake, sessionKey: keyOf(alice), command: 'true', client: 'perl' });
-      expect((await spawnArgv(perl())).stderr.toString()).toMatch(/^berth: the server on .*fake\.sock answered something that is neither a framed result nor a refusal/);
+      expect((await spawnArgv(perl())).stderr.toString()).toMatch(
+        /^berth: the server on .*fake\.sock answered something that is neither a framed result nor a refusal/,
+      );
       expect((await spawnArgv(perl())).stderr.toString()).toMatch(/^berth: the server on .*fake\.sock answered a cut or padded result/);
       const closed = await spawnArgv(perl());
       expect(closed.status).toBe(125);

@@ -26,7 +26,15 @@ const quickBerth = {
   },
 } as unknown as Berth;
 
-async function start(options: { requestReadTimeoutMs?: number; maxPendingConnections?: number; pendingGraceMs?: number; maxConnections?: number; maxQueuedPerSandbox?: number } = {}): Promise<string> {
+async function start(
+  options: {
+    requestReadTimeoutMs?: number;
+    maxPendingConnections?: number;
+    pendingGraceMs?: number;
+    maxConnections?: number;
+    maxQueuedPerSandbox?: number;
+  } = {},
+): Promise<string> {
   const folder = mkdtempSync(path.join(os.tmpdir(), 'berth-serve-unit-'));
   folders.push(folder);
   const server = await serveSandboxes({ berth: quickBerth, socket: path.join(folder, 's.sock'), ...options });
@@ -63,7 +71,9 @@ describe('berth serve', () => {
     const socket = await start({ maxPendingConnections: 5, pendingGraceMs: 500, requestReadTimeoutMs: 30_000 });
     const idle = Array.from({ length: 20 }, () => converse(socket, () => undefined));
     await new Promise((resolve) => setTimeout(resolve, 700));
-    const real = await Promise.all(Array.from({ length: 10 }, (_unused, index) => converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, command: `c${index}` })}\n`))));
+    const real = await Promise.all(
+      Array.from({ length: 10 }, (_unused, index) => converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, command: `c${index}` })}\n`))),
+    );
     for (const [index, { answer }] of real.entries()) expect(JSON.parse(answer)).toMatchObject({ exitCode: 0, stdout: `ran c${index}` });
     // The idle ones that lost their place were told why, in one line each: those that came
     // when the server was full (SERVER_BUSY), and the oldest ones pushed out for real requests.
@@ -90,16 +100,21 @@ describe('berth serve', () => {
     let release = (): void => undefined;
     hold = new Promise((resolve) => (release = resolve));
     const send = (userId: string) =>
-      converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, platform: 'telegram', userId, command: 'held' })}\n`)).then(({ answer }) => JSON.parse(answer) as { exitCode?: number; error?: { code: string; message: string } });
+      converse(socket, (connection) => connection.write(`${JSON.stringify({ v: 1, platform: 'telegram', userId, command: 'held' })}\n`)).then(
+        ({ answer }) => JSON.parse(answer) as { exitCode?: number; error?: { code: string; message: string } },
+      );
     // One user piles up ten requests: one runs, three wait, six are refused.
     const settled: Array<{ exitCode?: number; error?: { code: string; message: string } }> = [];
-    const piled = Array.from({ length: 10 }, () => send('1').then((answer) => {
-      settled.push(answer);
-      return answer;
-    }));
+    const piled = Array.from({ length: 10 }, () =>
+      send('1').then((answer) => {
+        settled.push(answer);
+        return answer;
+      }),
+    );
     for (let i = 0; i < 500 && settled.length < 6; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(settled).toHaveLength(6);
-    for (const answer of settled) expect(answer.error).toMatchObject({ code: 'SERVER_BUSY', message: expect.stringMatching(/this sandbox already has 3 commands waiting/) });
+    for (const answer of settled)
+      expect(answer.error).toMatchObject({ code: 'SERVER_BUSY', message: expect.stringMatching(/this sandbox already has 3 commands waiting/) });
     // Everyone else still gets in, new users included, up to four sandboxes running.
     const others = ['2', '3', '4'].map((userId) => send(userId));
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -199,11 +199,17 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       const [oldest] = pending.entries();
       if (oldest && Date.now() - oldest[1].since >= pendingGrace) {
         unpend(oldest[0]);
-        const pushedOut = new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line while ${maxPending} other connections waited; send the request at once after connecting`);
+        const pushedOut = new SandboxSocketRequestError(
+          'REQUEST_TIMEOUT',
+          `no whole request line while ${maxPending} other connections waited; send the request at once after connecting`,
+        );
         answer(oldest[0], errorResponse(pushedOut));
       } else {
         received = true;
-        answer(connection, errorResponse(new SandboxSocketRequestError('SERVER_BUSY', `${maxPending} connections are sending requests at this moment; retry in a moment`)));
+        answer(
+          connection,
+          errorResponse(new SandboxSocketRequestError('SERVER_BUSY', `${maxPending} connections are sending requests at this moment; retry in a moment`)),
+        );
         return;
       }
     }
@@ -212,7 +218,13 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
     pending.set(connection, {
       since: Date.now(),
       timer: setTimeout(
-        () => refuse(new SandboxSocketRequestError('REQUEST_TIMEOUT', `no whole request line within ${readTimeout / 1000} s of connecting; send one JSON object ending in a newline`)),
+        () =>
+          refuse(
+            new SandboxSocketRequestError(
+              'REQUEST_TIMEOUT',
+              `no whole request line within ${readTimeout / 1000} s of connecting; send one JSON object ending in a newline`,
+            ),
+          ),
         readTimeout,
       ),
     });
@@ -223,7 +235,9 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       size += part.length;
       if (size > MAX_SANDBOX_SOCKET_REQUEST_BYTES) {
         connection.pause();
-        refuse(new SandboxSocketRequestError('REQUEST_TOO_LARGE', `the request is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes; send less input with it`));
+        refuse(
+          new SandboxSocketRequestError('REQUEST_TOO_LARGE', `the request is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes; send less input with it`),
+        );
         return;
       }
       chunks.push(part);

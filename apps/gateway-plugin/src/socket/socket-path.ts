@@ -70,7 +70,9 @@ export async function prepareSocketPath(socket: string): Promise<SocketAddress> 
     }
   } catch (error) {
     if (folderFd !== undefined) closeSync(folderFd);
-    throw new SocketPathError(socket, `cannot create the socket folder ${folder} (${errorCode(error) ?? 'error'}); choose a folder you can write to`, { cause: error });
+    throw new SocketPathError(socket, `cannot create the socket folder ${folder} (${errorCode(error) ?? 'error'}); choose a folder you can write to`, {
+      cause: error,
+    });
   }
   const address = folderFd === undefined ? socket : `/proc/self/fd/${folderFd}/${name}`;
   const close = (): void => {
@@ -79,7 +81,10 @@ export async function prepareSocketPath(socket: string): Promise<SocketAddress> 
   };
   try {
     if (Buffer.byteLength(address) > MAX_SOCKET_PATH_BYTES) {
-      throw new SocketPathError(socket, `socket path ${socket} is ${Buffer.byteLength(socket)} bytes, but Unix sockets allow ${MAX_SOCKET_PATH_BYTES}; choose a shorter path`);
+      throw new SocketPathError(
+        socket,
+        `socket path ${socket} is ${Buffer.byteLength(socket)} bytes, but Unix sockets allow ${MAX_SOCKET_PATH_BYTES}; choose a shorter path`,
+      );
     }
     const uid = process.getuid?.();
     // Whoever can write to the folder (without the sticky bit) or owns it can swap the socket for
@@ -107,7 +112,11 @@ export async function prepareSocketPath(socket: string): Promise<SocketAddress> 
     try {
       listening = await isListening(address);
     } catch (error) {
-      throw new SocketPathError(socket, `cannot probe the existing socket ${socket} (${errorCode(error) ?? 'error'}); remove it or choose another --socket path`, { cause: error });
+      throw new SocketPathError(
+        socket,
+        `cannot probe the existing socket ${socket} (${errorCode(error) ?? 'error'}); remove it or choose another --socket path`,
+        { cause: error },
+      );
     }
     if (listening) throw new SocketPathError(socket, `another server already listens on ${socket}; stop it or choose another --socket path`);
     // A socket nobody listens on is what a killed server leaves behind.
@@ -122,7 +131,12 @@ export async function prepareSocketPath(socket: string): Promise<SocketAddress> 
 /** Listens on `address`, the socket made mode 0600 by bind() itself; `socket` is the path messages name. */
 export function listen(server: net.Server, address: string, socket: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const onError = (error: Error) => reject(new SocketPathError(socket, `cannot listen on ${socket} (${errorCode(error) ?? oneLine(error.message)}); choose another --socket path`, { cause: error }));
+    const onError = (error: Error) =>
+      reject(
+        new SocketPathError(socket, `cannot listen on ${socket} (${errorCode(error) ?? oneLine(error.message)}); choose another --socket path`, {
+          cause: error,
+        }),
+      );
     server.once('error', onError);
     // The socket is created by bind(), synchronously inside listen(): a umask of 0177 makes it
     // 0600 from its first moment, not after a chmod that another user could race.

@@ -66,7 +66,10 @@ export interface EngineVersion {
 export async function engineVersion(endpoint: EngineEndpoint): Promise<EngineVersion> {
   const response = await requestEngine(endpoint, 'GET', '/version', { timeoutMs: 5_000 });
   if (response.status !== 200) {
-    throw new EngineUnavailableError(endpoint.display, `the engine at ${endpoint.display} answered /version with HTTP ${response.status}; check that it is a Docker or Podman API socket`);
+    throw new EngineUnavailableError(
+      endpoint.display,
+      `the engine at ${endpoint.display} answered /version with HTTP ${response.status}; check that it is a Docker or Podman API socket`,
+    );
   }
   const parsed = JSON.parse(response.body) as { Version?: string; ApiVersion?: string; Platform?: { Name?: string }; Components?: Array<{ Name?: string }> };
   // Podman lists "Podman Engine" among its components; Docker calls its own just "Engine".

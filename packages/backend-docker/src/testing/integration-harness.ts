@@ -21,7 +21,11 @@ export interface Harness {
   /** A backend whose containers carry this run's label and prefix. */
   backend(config?: TerminalConfigInput, options?: Partial<DockerBackendOptions>): DockerBackend;
   /** The request of `platform:id` (or a task) with the given gateway environment. */
-  request(target: { platform: string; userId: string } | { taskId: string }, environment?: Record<string, string>, config?: TerminalConfigInput): SandboxRequest;
+  request(
+    target: { platform: string; userId: string } | { taskId: string },
+    environment?: Record<string, string>,
+    config?: TerminalConfigInput,
+  ): SandboxRequest;
   /** Removes every container and network of this run, and the sandbox root. */
   cleanup(): Promise<void>;
 }
@@ -47,7 +51,14 @@ export async function createHarness(): Promise<Harness> {
   const runId = randomBytes(4).toString('hex');
   const sandboxDir = await mkdtemp(path.join(tmpdir(), 'berth-docker-test-'));
   const backends: DockerBackend[] = [];
-  const baseConfig = (config: TerminalConfigInput = {}): TerminalConfigInput => ({ docker_image: TEST_IMAGE, sandbox_dir: sandboxDir, docker_network: false, container_memory: 256, lifetime_seconds: 0, ...config });
+  const baseConfig = (config: TerminalConfigInput = {}): TerminalConfigInput => ({
+    docker_image: TEST_IMAGE,
+    sandbox_dir: sandboxDir,
+    docker_network: false,
+    container_memory: 256,
+    lifetime_seconds: 0,
+    ...config,
+  });
   return {
     docker,
     runId,
@@ -65,14 +76,30 @@ export async function createHarness(): Promise<Harness> {
     },
     request(target, environment = {}, config) {
       const resolver = createSandboxResolver({ config: parseTerminalConfig(baseConfig(config)), registry: createPlatformRegistry(), environment });
-      return 'taskId' in target ? resolver.resolve({ taskId: target.taskId }) : resolver.resolve({ session: { platform: target.platform, userId: target.userId } });
+      return 'taskId' in target
+        ? resolver.resolve({ taskId: target.taskId })
+        : resolver.resolve({ session: { platform: target.platform, userId: target.userId } });
     },
     async cleanup() {
       for (const backend of backends) await backend.close().catch(() => undefined);
       const containers = await docker.listContainers({ all: true, filters: { label: [`${TEST_LABEL}=${runId}`] } });
-      await Promise.all(containers.map((container) => docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined)));
+      await Promise.all(
+        containers.map((container) =>
+          docker
+            .getContainer(container.Id)
+            .remove({ force: true })
+            .catch(() => undefined),
+        ),
+      );
       const networks = await docker.listNetworks({ filters: { label: [`${TEST_LABEL}=${runId}`] } });
-      await Promise.all(networks.map((network) => docker.getNetwork(network.Id).remove().catch(() => undefined)));
+      await Promise.all(
+        networks.map((network) =>
+          docker
+            .getNetwork(network.Id)
+            .remove()
+            .catch(() => undefined),
+        ),
+      );
       await releaseDisksUnder(sandboxDir);
       await rm(sandboxDir, { recursive: true, force: true });
     },

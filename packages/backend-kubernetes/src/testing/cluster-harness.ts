@@ -51,7 +51,9 @@ async function loadAdmin(): Promise<KubeConfig> {
     const ready = nodes.items.some((node) => node.status?.conditions?.some((condition) => condition.type === 'Ready' && condition.status === 'True'));
     if (!ready) throw new Error('no node is Ready');
   } catch (error) {
-    throw new Error(`no Kubernetes test cluster answers through ${ADMIN_KUBECONFIG} (${(error as Error).message.split('\n')[0]}); start it with bash scripts/kubernetes.sh up, or point BERTH_TEST_KUBECONFIG at a cluster admin's kubeconfig`);
+    throw new Error(
+      `no Kubernetes test cluster answers through ${ADMIN_KUBECONFIG} (${(error as Error).message.split('\n')[0]}); start it with bash scripts/kubernetes.sh up, or point BERTH_TEST_KUBECONFIG at a cluster admin's kubeconfig`,
+    );
   }
   return config;
 }
@@ -94,7 +96,9 @@ export async function createClusterHarness(label: string): Promise<ClusterHarnes
     },
     async dockerRecordOf(uid) {
       const ids = (await run('docker', ['ps', '-aq', '--filter', `label=io.kubernetes.pod.uid=${uid}`])).stdout.split('\n').filter(Boolean);
-      return ids.length ? (JSON.parse((await run('docker', ['inspect', ...ids])).stdout) as Array<{ Config: { Env?: string[]; Labels?: Record<string, string> } }>) : [];
+      return ids.length
+        ? (JSON.parse((await run('docker', ['inspect', ...ids])).stdout) as Array<{ Config: { Env?: string[]; Labels?: Record<string, string> } }>)
+        : [];
     },
     async pidsLimitOf(uid) {
       for await (const file of glob(`/sys/fs/cgroup/pids/*/kubepods/*/pod${uid}/pids.max`)) {

@@ -7,7 +7,9 @@ const file = (...lines: string[]): string => `${lines.join('\n')}\n`;
 
 describe('programText', () => {
   it('sends what follows the header, without the shellcheck directives', () => {
-    const text = programText(file('# shellcheck shell=sh', '# What it does.', '', 'a=1', '  # shellcheck disable=SC2086 # why', '  echo $a', '# a comment is sent', 'b'));
+    const text = programText(
+      file('# shellcheck shell=sh', '# What it does.', '', 'a=1', '  # shellcheck disable=SC2086 # why', '  echo $a', '# a comment is sent', 'b'),
+    );
     expect(text).toBe(file('a=1', '  echo $a', '# a comment is sent', 'b'));
   });
 

@@ -285,7 +285,8 @@ export function createBackendFixture(options: TestBackendOptions): BackendFixtur
       // The contract has no "acquire": a command makes the sandbox, the inventory names it.
       await backend.doExec(user.request, { command: 'true' });
       const entries = (await backend.list()).filter((entry) => entry.scopeKey === user.request.scope.key);
-      if (entries.length !== 1) throw new Error(`${backend.name} lists ${entries.length} sandboxes for ${user.request.scope.key} after a command; expected exactly one`);
+      if (entries.length !== 1)
+        throw new Error(`${backend.name} lists ${entries.length} sandboxes for ${user.request.scope.key} after a command; expected exactly one`);
       return entries[0]!.containerId;
     },
 

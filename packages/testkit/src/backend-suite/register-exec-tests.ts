@@ -9,7 +9,7 @@ export function registerExecTests(fixture: BackendFixture): void {
   const expectAlive = async () => expect(await run('echo still-alive')).toMatchObject({ exitCode: 0, stdout: 'still-alive\n', stderr: '' });
 
   describe('exec semantics', () => {
-    it('returns each command\'s own exit code, and `exit` does not end the session', { timeout: TEST_TIMEOUT_MS }, async () => {
+    it("returns each command's own exit code, and `exit` does not end the session", { timeout: TEST_TIMEOUT_MS }, async () => {
       for (const code of [0, 1, 42]) {
         expect(await run(`exit ${code}`)).toMatchObject({ exitCode: code, timedOut: false });
       }
@@ -35,7 +35,11 @@ export function registerExecTests(fixture: BackendFixture): void {
       expect(await run('wc -c', { stdin: bytes })).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^\s*256\n$/) });
       expect(await run('wc -c', { stdin: 'x'.repeat(300_000) })).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^\s*300000\n$/) });
       // A megabyte of stdin that nobody reads must not block the command or leak into the next one.
-      expect(await run('echo ignored-stdin', { stdin: 'y'.repeat(1_000_000), timeout: 20 })).toMatchObject({ exitCode: 0, stdout: 'ignored-stdin\n', timedOut: false });
+      expect(await run('echo ignored-stdin', { stdin: 'y'.repeat(1_000_000), timeout: 20 })).toMatchObject({
+        exitCode: 0,
+        stdout: 'ignored-stdin\n',
+        timedOut: false,
+      });
       await expectAlive();
     });
 
@@ -78,7 +82,9 @@ export function registerExecTests(fixture: BackendFixture): void {
         stderr: `${UNICODE}\n`,
       });
       expect(await run('cat', { stdin: UNICODE })).toMatchObject({ exitCode: 0, stdout: UNICODE });
-      expect(await run(`printf '%s' '${UNICODE}' | wc -c`)).toMatchObject({ stdout: expect.stringMatching(new RegExp(`^\\s*${Buffer.byteLength(UNICODE)}\\n$`)) });
+      expect(await run(`printf '%s' '${UNICODE}' | wc -c`)).toMatchObject({
+        stdout: expect.stringMatching(new RegExp(`^\\s*${Buffer.byteLength(UNICODE)}\\n$`)),
+      });
       // 80 KB of four-byte characters: a stream decoded chunk by chunk breaks some of them.
       const ships = await run(`i=0; while [ $i -lt 20000 ]; do printf '🚢'; i=$((i+1)); done`, { timeout: 60 });
       expect(ships.exitCode).toBe(0);
@@ -124,7 +130,7 @@ export function registerExecTests(fixture: BackendFixture): void {
       await expectAlive();
       await settle('exec >&- 2>&-; echo into-the-void');
       await expectAlive();
-      await settle("exec 0<&-; cat");
+      await settle('exec 0<&-; cat');
       await expectAlive();
       // Output a background job prints after its command returned must not turn up in a later command.
       const tag = `late-${fixture.runId}`;

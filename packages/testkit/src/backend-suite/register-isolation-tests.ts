@@ -41,7 +41,10 @@ export function registerIsolationTests(fixture: BackendFixture): void {
 
     it("a user cannot see another user's processes", { timeout: TEST_TIMEOUT_MS }, async () => {
       const sleeper = `sleep 3${fixture.runId.replace(/[a-f]/g, '').slice(0, 4).padEnd(4, '7')}`;
-      expect(await fixture.run('alice', `setsid ${sleeper} </dev/null >/dev/null 2>&1 & sleep 0.2; ps`)).toMatchObject({ exitCode: 0, stdout: expect.stringContaining(sleeper) });
+      expect(await fixture.run('alice', `setsid ${sleeper} </dev/null >/dev/null 2>&1 & sleep 0.2; ps`)).toMatchObject({
+        exitCode: 0,
+        stdout: expect.stringContaining(sleeper),
+      });
       const seen = await fixture.run('bob', 'ps');
       expect(seen.exitCode).toBe(0);
       expect(seen.stdout).not.toContain(sleeper);
@@ -54,7 +57,8 @@ export function registerIsolationTests(fixture: BackendFixture): void {
       for (const name of ['alice', 'bob'] as const) {
         const user = fixture.user(name);
         const scope = user.request.scope;
-        const telltales = scope.kind === 'user' ? [scope.identity.platform, scope.identity.id, String(user.session?.userId ?? '')].filter((value) => value.length >= 4) : [];
+        const telltales =
+          scope.kind === 'user' ? [scope.identity.platform, scope.identity.id, String(user.session?.userId ?? '')].filter((value) => value.length >= 4) : [];
         const hostname = await fixture.run(name, 'hostname');
         expect(hostname.exitCode).toBe(0);
         const entries = await fixture.entriesOf(name);
@@ -109,10 +113,14 @@ export function registerIsolationTests(fixture: BackendFixture): void {
       });
     });
 
-    it.skipIf(fixture.declaredOff('networkNone'))('with docker_network false a sandbox has no interface but loopback', { timeout: TEST_TIMEOUT_MS }, async (context) => {
-      await fixture.requireCapability(context, 'networkNone');
-      const result = await fixture.run('olive', 'ls /sys/class/net');
-      expect(result).toMatchObject({ exitCode: 0, stdout: 'lo\n' });
-    });
+    it.skipIf(fixture.declaredOff('networkNone'))(
+      'with docker_network false a sandbox has no interface but loopback',
+      { timeout: TEST_TIMEOUT_MS },
+      async (context) => {
+        await fixture.requireCapability(context, 'networkNone');
+        const result = await fixture.run('olive', 'ls /sys/class/net');
+        expect(result).toMatchObject({ exitCode: 0, stdout: 'lo\n' });
+      },
+    );
   });
 }

@@ -19,7 +19,7 @@ export function registerLayoutTests(fixture: BackendFixture): void {
       await fixture.requireCapability(context, 'hostFolders');
     });
 
-    it('a user\'s /workspace and /root are {sandbox_dir}/docker/{folder}/workspace and /home on the host', { timeout: TEST_TIMEOUT_MS }, async () => {
+    it("a user's /workspace and /root are {sandbox_dir}/docker/{folder}/workspace and /home on the host", { timeout: TEST_TIMEOUT_MS }, async () => {
       const alice = fixture.user('alice').request;
       expect(alice.scope.kind).toBe('user');
       const folder = path.join(fixture.sandboxDir, 'docker', alice.scope.folderName);

@@ -22,7 +22,9 @@ export function registerLifecycleTests(fixture: BackendFixture): void {
     });
 
     describe.skipIf(fixture.declaredOff('adoption'))('adoption', () => {
-      it('a second backend instance (a restarted gateway) adopts the running sandbox instead of making another', { timeout: TEST_TIMEOUT_MS }, async (context) => {
+      it('a second backend instance (a restarted gateway) adopts the running sandbox instead of making another', {
+        timeout: TEST_TIMEOUT_MS,
+      }, async (context) => {
         await fixture.requireCapability(context, 'adoption');
         const tag = `adopt-${fixture.runId}`;
         expect(await fixture.run('alice', `echo ${tag} > /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0 });
@@ -40,7 +42,9 @@ export function registerLifecycleTests(fixture: BackendFixture): void {
     });
 
     describe.skipIf(fixture.declaredOff('idleStop'))('idle stop', () => {
-      it('with lifetime_seconds 1, the backend stops an idle sandbox by itself, and the next command restarts it with its files', { timeout: TEST_TIMEOUT_MS }, async (context) => {
+      it('with lifetime_seconds 1, the backend stops an idle sandbox by itself, and the next command restarts it with its files', {
+        timeout: TEST_TIMEOUT_MS,
+      }, async (context) => {
         await fixture.requireCapability(context, 'idleStop');
         const tag = `idle-${fixture.runId}`;
         expect(await fixture.run('erin', `echo ${tag} > /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0 });

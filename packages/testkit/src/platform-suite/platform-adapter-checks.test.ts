@@ -112,7 +112,9 @@ describe('the platform-adapter suite', () => {
         throw new IdentityError('toy', `not an id: ${String(raw)}`);
       },
     });
-    expect(() => platformAdapterChecks({ adapter, vectors: { ...vectors, invalid: [{ raw: 'x'.repeat(10_240) }] } }).invalidVector({ raw: 'x'.repeat(10_240) })).toThrow(/stay short/);
+    expect(() =>
+      platformAdapterChecks({ adapter, vectors: { ...vectors, invalid: [{ raw: 'x'.repeat(10_240) }] } }).invalidVector({ raw: 'x'.repeat(10_240) }),
+    ).toThrow(/stay short/);
   });
 
   it('fails an adapter that accepts one of its invalid vectors', () => {

@@ -13,12 +13,7 @@ import {
 } from '@berth/core';
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import type {
-  PlatformAdapterInvalidVector,
-  PlatformAdapterVectors,
-  PlatformAdapterValidVector,
-  TestPlatformAdapterOptions,
-} from '../test-platform-adapter.js';
+import type { PlatformAdapterInvalidVector, PlatformAdapterVectors, PlatformAdapterValidVector, TestPlatformAdapterOptions } from '../test-platform-adapter.js';
 
 /** The longest refusal message the suite accepts: a message names the value, truncated, in one line. */
 const MAX_MESSAGE_LENGTH = 600;
@@ -62,16 +57,22 @@ function attempt(adapter: PlatformAdapterV1, raw: unknown): Outcome {
  * adapter that resolves its own copy of @berth/core (another version, or its sources) still passes.
  */
 function isIdentityError(error: unknown): error is IdentityError {
-  return error instanceof IdentityError || (error instanceof Error && error.name === 'IdentityError' && (error as { code?: unknown }).code === 'IDENTITY_INVALID');
+  return (
+    error instanceof IdentityError || (error instanceof Error && error.name === 'IdentityError' && (error as { code?: unknown }).code === 'IDENTITY_INVALID')
+  );
 }
 
 /** Asserts that `error` is a refusal a user can read: an IdentityError, one line, bounded. */
 function expectRefusal(error: unknown, raw: unknown, reason?: RegExp): void {
   if (!isIdentityError(error)) {
-    throw new Error(`normalize(${sampleLabel(raw)}) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}; it must throw IdentityError (from @berth/core) for every sender it refuses`);
+    throw new Error(
+      `normalize(${sampleLabel(raw)}) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}; it must throw IdentityError (from @berth/core) for every sender it refuses`,
+    );
   }
   expect(error.message, `refusal of ${sampleLabel(raw)} must be one line`).not.toMatch(/[\r\n]/);
-  expect(error.message.length, `refusal of ${sampleLabel(raw)} must stay short (it may name a truncated value, never the whole input)`).toBeLessThanOrEqual(MAX_MESSAGE_LENGTH);
+  expect(error.message.length, `refusal of ${sampleLabel(raw)} must stay short (it may name a truncated value, never the whole input)`).toBeLessThanOrEqual(
+    MAX_MESSAGE_LENGTH,
+  );
   if (reason) expect(error.message, `refusal of ${sampleLabel(raw)}`).toMatch(reason);
 }
 
@@ -140,7 +141,13 @@ function senderArbitrary(adapter: PlatformAdapterV1, vectors: PlatformAdapterVec
     fc.stringMatching(/^[0-9]{1,20}$/),
     fc.stringMatching(/^\+[0-9]{1,17}$/),
     fc.stringMatching(/^-?[0-9]{1,16}$/),
-    fc.uuid().chain((uuid) => fc.constantFrom(uuid, uuid.toUpperCase(), uuid.replace(/[a-f]/, (c) => c.toUpperCase()))),
+    fc.uuid().chain((uuid) =>
+      fc.constantFrom(
+        uuid,
+        uuid.toUpperCase(),
+        uuid.replace(/[a-f]/, (c) => c.toUpperCase()),
+      ),
+    ),
     fc.integer(),
     fc.maxSafeNat(),
     fc.double(),
@@ -164,7 +171,6 @@ function senderArbitrary(adapter: PlatformAdapterV1, vectors: PlatformAdapterVec
 function configFor() {
   return parseTerminalConfig({ sandbox_dir: path.join(tmpdir(), 'berth-testkit-never-created') });
 }
-
 
 /** The checks {@link testPlatformAdapter} registers, each a function that throws on failure. */
 export interface PlatformAdapterChecks {
@@ -266,12 +272,16 @@ export function platformAdapterChecks(options: TestPlatformAdapterOptions): Plat
         const folderKey = folder.toLowerCase();
         const folderOwner = folders.get(folderKey);
         if (folderOwner !== undefined && folderOwner !== id) {
-          throw new Error(`ids ${JSON.stringify(folderOwner)} and ${JSON.stringify(id)} share the folder form ${JSON.stringify(folder)} (compared case-insensitively): two users would share a sandbox`);
+          throw new Error(
+            `ids ${JSON.stringify(folderOwner)} and ${JSON.stringify(id)} share the folder form ${JSON.stringify(folder)} (compared case-insensitively): two users would share a sandbox`,
+          );
         }
         folders.set(folderKey, id);
         const envOwner = envForms.get(env);
         if (envOwner !== undefined && envOwner !== id) {
-          throw new Error(`ids ${JSON.stringify(envOwner)} and ${JSON.stringify(id)} share the env form ${JSON.stringify(env)}: one user's variables would reach the other`);
+          throw new Error(
+            `ids ${JSON.stringify(envOwner)} and ${JSON.stringify(id)} share the env form ${JSON.stringify(env)}: one user's variables would reach the other`,
+          );
         }
         envForms.set(env, id);
       };
@@ -285,9 +295,9 @@ export function platformAdapterChecks(options: TestPlatformAdapterOptions): Plat
         fc.stringMatching(/^[0-9A-Z]{1,40}$/),
         fc.stringMatching(/^[0-9]{1,20}$/),
         fc.string({ maxLength: 40 }),
-        fc.constantFrom(...vectors.valid.map((vector) => adapter.envName(vector.id))).chain((form) =>
-          fc.constantFrom(form, `0${form}`, `${form}0`, form.toLowerCase(), `${form}Z5F`, form.slice(1)),
-        ),
+        fc
+          .constantFrom(...vectors.valid.map((vector) => adapter.envName(vector.id)))
+          .chain((form) => fc.constantFrom(form, `0${form}`, `${form}0`, form.toLowerCase(), `${form}Z5F`, form.slice(1))),
       );
       fc.assert(
         fc.property(forms, (form) => {

@@ -122,10 +122,17 @@ export async function removeContainersUnder(sandboxDir: string, client: Dockerod
   await Promise.all(
     containers.map(async (container) => {
       if (container.State === 'paused') await thaw(container.Id);
-      await client.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
+      await client
+        .getContainer(container.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
       // Each sandbox has a network of its own, which its label names.
       const network = container.Labels?.['dev.berth.network'];
-      if (network) await client.getNetwork(network).remove().catch(() => undefined);
+      if (network)
+        await client
+          .getNetwork(network)
+          .remove()
+          .catch(() => undefined);
     }),
   );
 }
@@ -193,7 +200,14 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
   await plugin.register({
     specificationVersion: 'v1',
     terminal,
-    config: { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 256, timeout: 60, docker_network_pool: ATTACK_NETWORK_POOL, ...options.config },
+    config: {
+      docker_image: ATTACK_IMAGE,
+      sandbox_dir: sandboxDir,
+      container_memory: 256,
+      timeout: 60,
+      docker_network_pool: ATTACK_NETWORK_POOL,
+      ...options.config,
+    },
     environment: options.environment ?? {},
     logger,
   });

@@ -67,9 +67,23 @@ export async function installPacked(dependencies: readonly string[], registryPac
   const overrides = Object.fromEntries(Object.entries(tarballs).map(([name, tarball]) => [name, `file:${tarball}`]));
   await writeFile(
     path.join(folder, 'package.json'),
-    JSON.stringify({ name: 'berth-consumer', private: true, type: 'module', dependencies: { ...Object.fromEntries(dependencies.map((name) => [name, `file:${tarballs[name]}`])), ...registryPackages }, overrides }, null, 2),
+    JSON.stringify(
+      {
+        name: 'berth-consumer',
+        private: true,
+        type: 'module',
+        dependencies: { ...Object.fromEntries(dependencies.map((name) => [name, `file:${tarballs[name]}`])), ...registryPackages },
+        overrides,
+      },
+      null,
+      2,
+    ),
   );
-  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd: folder, env: userEnvironment(), maxBuffer: 16 * 1024 * 1024 });
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], {
+    cwd: folder,
+    env: userEnvironment(),
+    maxBuffer: 16 * 1024 * 1024,
+  });
   return {
     folder,
     tarballs,

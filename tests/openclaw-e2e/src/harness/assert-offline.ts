@@ -10,7 +10,11 @@ export function assertOffline(): Promise<void> {
     const socket = net.connect({ host: '192.0.2.1', port: 80 });
     const refuse = (reason: string): void => {
       socket.destroy();
-      reject(new Error(`this test must run with nothing but loopback (${reason}); run it through "pnpm --filter @berth/openclaw-e2e test:e2e", which starts it in a network namespace of its own (unshare --net, as root)`));
+      reject(
+        new Error(
+          `this test must run with nothing but loopback (${reason}); run it through "pnpm --filter @berth/openclaw-e2e test:e2e", which starts it in a network namespace of its own (unshare --net, as root)`,
+        ),
+      );
     };
     const timer = setTimeout(() => refuse('a connection to 192.0.2.1 did not fail at once, so there is a route'), 1500);
     socket.once('connect', () => {

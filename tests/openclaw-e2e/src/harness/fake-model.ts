@@ -50,7 +50,9 @@ interface Script {
 function readScript(encoded: string): Script | undefined {
   try {
     const script = JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as Partial<Script>;
-    return typeof script.label === 'string' && Array.isArray(script.calls) ? { label: script.label, calls: script.calls, repeat: script.repeat ?? 1 } : undefined;
+    return typeof script.label === 'string' && Array.isArray(script.calls)
+      ? { label: script.label, calls: script.calls, repeat: script.repeat ?? 1 }
+      : undefined;
   } catch {
     // A copy OpenClaw shortened (old history, a summary) is not the user's script.
     return undefined;
@@ -91,7 +93,10 @@ function decide(messages: ReadonlyArray<{ role?: string; content?: unknown }>, t
     const found = INSTRUCTION.exec(text);
     const script = found ? readScript(found[1]!) : undefined;
     if (!script) continue;
-    const results = messages.slice(at + 1).filter((later) => later.role === 'tool').map(textOf);
+    const results = messages
+      .slice(at + 1)
+      .filter((later) => later.role === 'tool')
+      .map(textOf);
     const next = callAt(script, results.length);
     // A request without the tool (a summary, a title) gets text: only the agent's turn calls tools.
     if (next && tools.includes(next.name)) return { tool: next, label: script.label, index: results.length };
@@ -110,7 +115,17 @@ export function fakeModelProviders(model: FakeModel, options: { contextWindow: n
         baseUrl: model.baseUrl,
         apiKey: 'berth-e2e-local',
         api: 'openai-completions',
-        models: [{ id: model.modelId, name: 'Berth e2e', reasoning: false, input: ['text'], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: options.contextWindow, maxTokens: 4096 }],
+        models: [
+          {
+            id: model.modelId,
+            name: 'Berth e2e',
+            reasoning: false,
+            input: ['text'],
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+            contextWindow: options.contextWindow,
+            maxTokens: 4096,
+          },
+        ],
       },
     },
   };
@@ -145,9 +160,15 @@ export async function startFakeModel(): Promise<FakeModel> {
         tools?: Array<{ function?: { name?: string } }>;
         stream?: boolean;
       };
-      const decision = decide(body.messages ?? [], (body.tools ?? []).map((tool) => tool.function?.name ?? ''));
+      const decision = decide(
+        body.messages ?? [],
+        (body.tools ?? []).map((tool) => tool.function?.name ?? ''),
+      );
       if (process.env.BERTH_E2E_DUMP) (await import('node:fs')).writeFileSync(process.env.BERTH_E2E_DUMP, JSON.stringify(body.messages ?? [], null, 1));
-      if (process.env.BERTH_E2E_VERBOSE) process.stderr.write(`[fake model] ${JSON.stringify({ messages: body.messages?.length, tools: body.tools?.length ?? 0, label: decision.label, index: decision.index, tool: decision.tool?.name, text: decision.text?.slice(0, 40) })}\n`);
+      if (process.env.BERTH_E2E_VERBOSE)
+        process.stderr.write(
+          `[fake model] ${JSON.stringify({ messages: body.messages?.length, tools: body.tools?.length ?? 0, label: decision.label, index: decision.index, tool: decision.tool?.name, text: decision.text?.slice(0, 40) })}\n`,
+        );
       if (decision.label !== undefined && decision.index !== undefined && decision.index > 0) {
         const key = `${decision.label}#${decision.index - 1}`;
         const start = started.get(key);
@@ -158,9 +179,12 @@ export async function startFakeModel(): Promise<FakeModel> {
       }
       const id = `chatcmpl-${++callCounter}`;
       const created = Math.floor(Date.now() / 1000);
-      const toolCall = decision.tool ? { id: `call_${callCounter}`, type: 'function', function: { name: decision.tool.name, arguments: JSON.stringify(decision.tool.arguments) } } : undefined;
+      const toolCall = decision.tool
+        ? { id: `call_${callCounter}`, type: 'function', function: { name: decision.tool.name, arguments: JSON.stringify(decision.tool.arguments) } }
+        : undefined;
       const markStarted = (): void => {
-        if (decision.tool && decision.label !== undefined) started.set(`${decision.label}#${decision.index}`, { at: performance.now(), tool: decision.tool.name });
+        if (decision.tool && decision.label !== undefined)
+          started.set(`${decision.label}#${decision.index}`, { at: performance.now(), tool: decision.tool.name });
       };
       if (body.stream) {
         response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -179,7 +203,14 @@ export async function startFakeModel(): Promise<FakeModel> {
         const message = toolCall ? { role: 'assistant', content: null, tool_calls: [toolCall] } : { role: 'assistant', content: decision.text };
         response.writeHead(200, { 'content-type': 'application/json' });
         response.end(
-          JSON.stringify({ id, object: 'chat.completion', created, model: modelId, choices: [{ index: 0, message, finish_reason: toolCall ? 'tool_calls' : 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }),
+          JSON.stringify({
+            id,
+            object: 'chat.completion',
+            created,
+            model: modelId,
+            choices: [{ index: 0, message, finish_reason: toolCall ? 'tool_calls' : 'stop' }],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }),
           markStarted,
         );
       }

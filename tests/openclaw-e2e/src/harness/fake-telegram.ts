@@ -2,7 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** A chat as Telegram describes it in an update. */
-export type FakeChat = { readonly id: number; readonly type: 'private'; readonly first_name: string } | { readonly id: number; readonly type: 'group' | 'supergroup'; readonly title: string };
+export type FakeChat =
+  | { readonly id: number; readonly type: 'private'; readonly first_name: string }
+  | { readonly id: number; readonly type: 'group' | 'supergroup'; readonly title: string };
 
 /** One incoming message, as a Telegram user would send it. */
 export interface IncomingMessage {
@@ -94,7 +96,15 @@ export async function startFakeTelegram(options: { botId?: number } = {}): Promi
       calls[method] = (calls[method] ?? 0) + 1;
       switch (method) {
         case 'getMe':
-          return reply({ id: botId, is_bot: true, first_name: 'Berth e2e', username: botUsername, can_join_groups: true, can_read_all_group_messages: true, supports_inline_queries: false });
+          return reply({
+            id: botId,
+            is_bot: true,
+            first_name: 'Berth e2e',
+            username: botUsername,
+            can_join_groups: true,
+            can_read_all_group_messages: true,
+            supports_inline_queries: false,
+          });
         case 'getUpdates': {
           const offset = Number(parameters.offset ?? 0);
           const pending = (): Update[] => updates.filter((update) => update.update_id >= offset);
@@ -115,12 +125,22 @@ export async function startFakeTelegram(options: { botId?: number } = {}): Promi
           const text = String(parameters.text ?? '');
           sent.push({ chatId, text: parameters.parse_mode === 'HTML' ? decodeHtml(text) : text, at: Date.now() });
           for (const watcher of watchers) watcher();
-          return reply({ message_id: nextMessage++, date: Math.floor(Date.now() / 1000), chat: { id: Number(chatId), type: Number(chatId) < 0 ? 'supergroup' : 'private' }, text });
+          return reply({
+            message_id: nextMessage++,
+            date: Math.floor(Date.now() / 1000),
+            chat: { id: Number(chatId), type: Number(chatId) < 0 ? 'supergroup' : 'private' },
+            text,
+          });
         }
         case 'getMyCommands':
           return reply([]);
         case 'editMessageText':
-          return reply({ message_id: Number(parameters.message_id), date: Math.floor(Date.now() / 1000), chat: { id: Number(parameters.chat_id), type: 'private' }, text: String(parameters.text ?? '') });
+          return reply({
+            message_id: Number(parameters.message_id),
+            date: Math.floor(Date.now() / 1000),
+            chat: { id: Number(parameters.chat_id), type: 'private' },
+            text: String(parameters.text ?? ''),
+          });
         default:
           return reply(true);
       }
@@ -140,7 +160,13 @@ export async function startFakeTelegram(options: { botId?: number } = {}): Promi
       for (const message of messages) {
         updates.push({
           update_id: nextUpdate++,
-          message: { message_id: nextMessage++, date: Math.floor(Date.now() / 1000), from: { ...message.from, is_bot: false }, chat: message.chat, text: message.text },
+          message: {
+            message_id: nextMessage++,
+            date: Math.floor(Date.now() / 1000),
+            from: { ...message.from, is_bot: false },
+            chat: message.chat,
+            text: message.text,
+          },
         });
       }
       for (const finish of [...waiting]) finish();
@@ -160,7 +186,11 @@ export async function startFakeTelegram(options: { botId?: number } = {}): Promi
         };
         const timer = setTimeout(() => {
           watchers.delete(check);
-          reject(new Error(`no sendMessage ${description} within ${timeoutMs / 1000} s; the gateway sent: ${JSON.stringify(sent.map((message) => `${message.chatId}: ${message.text.slice(0, 120)}`))}`));
+          reject(
+            new Error(
+              `no sendMessage ${description} within ${timeoutMs / 1000} s; the gateway sent: ${JSON.stringify(sent.map((message) => `${message.chatId}: ${message.text.slice(0, 120)}`))}`,
+            ),
+          );
         }, timeoutMs);
         watchers.add(check);
       });

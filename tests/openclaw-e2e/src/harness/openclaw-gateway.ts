@@ -30,7 +30,8 @@ export function locateOpenClaw(expectedVersion: string): OpenClawInstall {
 /** The plugin archive scripts/run-e2e.sh packed (`BERTH_OPENCLAW_PLUGIN_ARCHIVE`). */
 export function locatePluginArchive(): string {
   const archive = process.env.BERTH_OPENCLAW_PLUGIN_ARCHIVE;
-  if (!archive || !existsSync(archive)) throw new Error(`BERTH_OPENCLAW_PLUGIN_ARCHIVE ${archive ? `names ${archive}, which does not exist` : 'is not set'}; ${RUN_IT}`);
+  if (!archive || !existsSync(archive))
+    throw new Error(`BERTH_OPENCLAW_PLUGIN_ARCHIVE ${archive ? `names ${archive}, which does not exist` : 'is not set'}; ${RUN_IT}`);
   return archive;
 }
 
@@ -106,18 +107,24 @@ export function freePort(): Promise<number> {
 /** Runs `openclaw ARGS` as the gateway's user would, in its environment; resolves with the output or rejects with it. */
 export function runOpenClaw(install: OpenClawInstall, home: GatewayHome, args: string[], timeoutMs = 120_000): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(install.node, [install.cli, ...args], { env: home.environment, cwd: home.root, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const output = `${stdout}${stderr}`.trim();
-      if (error) reject(new Error(`openclaw ${args.join(' ')} failed (${error.code ?? error.signal}): ${output.split('\n').slice(-8).join(' | ')}`));
-      else resolve(output);
-    });
+    execFile(
+      install.node,
+      [install.cli, ...args],
+      { env: home.environment, cwd: home.root, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const output = `${stdout}${stderr}`.trim();
+        if (error) reject(new Error(`openclaw ${args.join(' ')} failed (${error.code ?? error.signal}): ${output.split('\n').slice(-8).join(' | ')}`));
+        else resolve(output);
+      },
+    );
   });
 }
 
 /** Deep-merges `patch` into the `openclaw.json` the CLI wrote (objects merge, everything else replaces). */
 export function updateConfig(home: GatewayHome, patch: Record<string, unknown>): Record<string, unknown> {
   const merge = (base: unknown, addition: unknown): unknown => {
-    if (typeof base !== 'object' || base === null || Array.isArray(base) || typeof addition !== 'object' || addition === null || Array.isArray(addition)) return addition;
+    if (typeof base !== 'object' || base === null || Array.isArray(base) || typeof addition !== 'object' || addition === null || Array.isArray(addition))
+      return addition;
     const result: Record<string, unknown> = { ...(base as Record<string, unknown>) };
     for (const [key, value] of Object.entries(addition)) result[key] = merge(result[key], value);
     return result;
@@ -143,7 +150,12 @@ export interface RunningGateway {
 
 /** Starts `openclaw gateway --bind loopback` in its own process group. */
 export function startGateway(install: OpenClawInstall, home: GatewayHome): RunningGateway {
-  const child = spawn(install.node, [install.cli, 'gateway', '--bind', 'loopback'], { env: home.environment, cwd: home.root, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(install.node, [install.cli, 'gateway', '--bind', 'loopback'], {
+    env: home.environment,
+    cwd: home.root,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const watchers = new Set<() => void>();
   const append = (chunk: Buffer): void => {
@@ -171,7 +183,10 @@ export function startGateway(install: OpenClawInstall, home: GatewayHome): Runni
         const check = (): void => {
           if (pattern.test(output)) done();
         };
-        const timer = setTimeout(() => done(new Error(`the gateway printed no ${pattern} within ${timeoutMs / 1000} s; its last lines:\n${tail()}`)), timeoutMs);
+        const timer = setTimeout(
+          () => done(new Error(`the gateway printed no ${pattern} within ${timeoutMs / 1000} s; its last lines:\n${tail()}`)),
+          timeoutMs,
+        );
         watchers.add(check);
         void exited.then((code) => done(new Error(`the gateway exited (${code}) before printing ${pattern}; its last lines:\n${tail()}`)));
       });

@@ -1,7 +1,9 @@
 import Dockerode from 'dockerode';
 
 /** The Docker engine the gateway's Berth uses (DOCKER_HOST, else the default socket). */
-export const docker = new Dockerode(process.env.DOCKER_HOST?.startsWith('unix://') ? { socketPath: process.env.DOCKER_HOST.slice('unix://'.length) } : { socketPath: '/var/run/docker.sock' });
+export const docker = new Dockerode(
+  process.env.DOCKER_HOST?.startsWith('unix://') ? { socketPath: process.env.DOCKER_HOST.slice('unix://'.length) } : { socketPath: '/var/run/docker.sock' },
+);
 
 /** One of Berth's containers, as the engine reports it. */
 export interface SandboxContainer {
@@ -36,7 +38,11 @@ export async function sandboxContainersUnder(root: string): Promise<SandboxConta
 
 /** Removes this test's containers; a container already gone is fine. */
 export async function removeSandboxContainersUnder(root: string): Promise<void> {
-  for (const container of await sandboxContainersUnder(root)) await docker.getContainer(container.id).remove({ force: true, v: true }).catch(() => {});
+  for (const container of await sandboxContainersUnder(root))
+    await docker
+      .getContainer(container.id)
+      .remove({ force: true, v: true })
+      .catch(() => {});
 }
 
 /** Fails with a line naming the fix when no Docker engine answers. */
