@@ -89,8 +89,8 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
 
 /**
  * The Podman driver: the Docker-API driver on Podman's compatible service, with what Podman
- * needs: engine discovery, a private slirp4netns stack per sandbox (Podman 4.3 has no switch
- * against traffic between containers on one bridge), rootless user namespaces (keep-id) and
+ * needs: engine discovery, a network per sandbox (rootful: an isolated netavark bridge of its own;
+ * rootless: a private slirp4netns stack), rootless user namespaces (keep-id) and
  * Podman's own create endpoint where the compatible one drops settings, SELinux relabelling,
  * and its status codes.
  */
