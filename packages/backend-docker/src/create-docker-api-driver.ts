@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
 import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError } from '@berth/core';
-import type { DriverCapabilities, DriverSandbox, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
+import type { DriverCapabilities, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
 import { isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
 import { openExecChannel } from './open-exec-channel.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
+import { nameOf, ownNetworkOf, stateOf } from './container-record.js';
 import { toContainerCreateOptions } from './to-container-options.js';
 
 /** How long after a new sandbox started the spare network for the next one is made. */
@@ -46,37 +47,6 @@ export interface DockerApiDriverOptions {
   readonly mapError: (error: unknown, context: EngineErrorContext) => BerthError;
   /** Called before a removed sandbox's host folders are purged. */
   readonly beforePurge?: SandboxDriverV1['beforePurge'];
-}
-
-function stateOf(state: { Running?: boolean; Paused?: boolean; Status?: string } | string | undefined): DriverSandbox['state'] {
-  const status = typeof state === 'string' ? state : state?.Paused ? 'paused' : state?.Running ? 'running' : (state?.Status ?? '');
-  switch (status) {
-    case 'running':
-      return 'running';
-    case 'paused':
-      return 'paused';
-    case 'exited':
-    case 'created':
-    case 'dead':
-    case 'stopped':
-    case 'configured':
-      return 'stopped';
-    default:
-      return 'other';
-  }
-}
-
-const nameOf = (name: string | undefined): string => (name ?? '').replace(/^\//, '');
-
-/**
- * A sandbox's own network: the one its label names, or, for a sandbox of an earlier release, the
- * network named as the container (a container on it says so in `NetworkMode` on Docker).
- */
-function ownNetworkOf(info: Dockerode.ContainerInspectInfo): string | undefined {
-  const labelled = info.Config?.Labels?.[LABELS.network];
-  if (labelled) return labelled;
-  const name = nameOf(info.Name);
-  return info.HostConfig?.NetworkMode === name ? name : undefined;
 }
 
 /** How long an engine's description is reused before it is asked again. */

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { egressExceptionProblem } from './egress-exception.js';
+import { capability, egressException, megabytes, volume } from './config-values.js';
 import { ConfigError } from './errors.js';
 import { hermesHome } from './host-layout.js';
 import { DEFAULT_COMMAND_TIMEOUT_SECONDS, MAX_COMMAND_TIMEOUT_SECONDS } from './request-protocol.js';
@@ -31,37 +32,6 @@ export function reservedVariableReason(name: string): string | undefined {
   if (INTERNAL_VARIABLE.test(name)) return `names starting with __berth (any case) are Berth's own, inside the sandbox`;
   return undefined;
 }
-
-/** A size in megabytes, as a number or as `512m`, `2g`, `1.5G`. */
-const megabytes = z.union([
-  z.number().int().min(16).max(1_048_576),
-  z
-    .string()
-    .regex(/^\d+(?:\.\d+)?\s*[kKmMgGtT]?[iI]?[bB]?$/, { message: 'expected megabytes as a number (5120) or a size like "512m" or "2g"' })
-    .transform((value, context) => {
-      const match = /^(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)/.exec(value)!;
-      const factor = { '': 1, k: 1 / 1024, m: 1, g: 1024, t: 1024 * 1024 }[match[2]!.toLowerCase() as '' | 'k' | 'm' | 'g' | 't'];
-      const result = Math.round(Number(match[1]) * factor);
-      if (result < 16) context.addIssue({ code: 'custom', message: 'expected at least 16 megabytes' });
-      return result;
-    }),
-]);
-
-/** A host path bound into every sandbox: `host:container` or `host:container:ro`. */
-const volume = z.string().regex(/^\/[^:]*:\/[^:]*(?::(?:ro|rw))?$/, { message: 'expected "/host/path:/container/path" or "/host/path:/container/path:ro"' });
-
-/** A `docker_egress_allow` entry: an IPv4 address or range, or a host name, each with an optional port. */
-const egressException = z
-  .string()
-  .regex(
-    /^(?:(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\/(?:[0-9]|[12]\d|3[0-2]))?|[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*)(?::(?:6553[0-5]|655[0-2]\d|65[0-4]\d{2}|6[0-4]\d{3}|[1-5]\d{4}|[1-9]\d{0,3}))?$/,
-    {
-      message: 'expected an IPv4 address or range, or a host name, with an optional port: 10.1.2.3, 10.1.0.0/16, 10.1.2.3:5432 or db.internal:5432',
-    },
-  );
-
-/** Capability names as the engines spell them, without the CAP_ prefix. */
-const capability = z.string().regex(/^[A-Z_]+$/, { message: 'expected a capability name such as CHOWN' });
 
 /**
  * Keys of Hermes Agent's own `terminal:` section (its 0.19.0 defaults and the settings its

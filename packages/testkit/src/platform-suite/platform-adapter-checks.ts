@@ -13,6 +13,7 @@ import {
 } from '@berth/core';
 import fc from 'fast-check';
 import { expect } from 'vitest';
+import { HOSTILE_SENDERS } from './hostile-senders.js';
 import type { PlatformAdapterInvalidVector, PlatformAdapterVectors, PlatformAdapterValidVector, TestPlatformAdapterOptions } from '../test-platform-adapter.js';
 
 /** The longest refusal message the suite accepts: a message names the value, truncated, in one line. */
@@ -75,58 +76,6 @@ function expectRefusal(error: unknown, raw: unknown, reason?: RegExp): void {
   );
   if (reason) expect(error.message, `refusal of ${sampleLabel(raw)}`).toMatch(reason);
 }
-
-/** Raw senders that have broken path and variable mappings before. */
-const HOSTILE_SENDERS: readonly unknown[] = [
-  '',
-  ' ',
-  '.',
-  '..',
-  '../..',
-  '/',
-  '/etc',
-  'a/b',
-  '..\\..',
-  '\0',
-  'a\0b',
-  '%2e%2e',
-  '%2F',
-  'x'.repeat(10_240),
-  '9'.repeat(10_240),
-  '\u202e',
-  'e\u0301',
-  '\u00e9',
-  'ＡＢＣ',
-  '１２３',
-  '\ud800',
-  'AB-CD',
-  'ab-cd',
-  'ab_cd',
-  'ab',
-  'CON',
-  'nul',
-  '~',
-  '-1',
-  '0',
-  '00',
-  '1e3',
-  '0x10',
-  NaN,
-  Infinity,
-  -0,
-  0,
-  -1,
-  1.5,
-  2 ** 53 + 2,
-  Number.MAX_VALUE,
-  null,
-  undefined,
-  true,
-  [],
-  {},
-  { id: '..' },
-  { from: { id: '../x' } },
-];
 
 /** Raw senders for the property tests: hostile strings and numbers, the vectors and mutations of their ids. */
 function senderArbitrary(adapter: PlatformAdapterV1, vectors: PlatformAdapterVectors, extra?: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> {
