@@ -28,12 +28,17 @@ apt_get() {
   DEBIAN_FRONTEND=noninteractive as_root flock "$lock" apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
 
+# Installs the Debian packages named (those a caller found missing); nothing when none is named.
+install_debian_packages() {
+  [ "$#" -gt 0 ] || return 0
+  say "installing $* from Debian's packages"
+  apt_get update -qq >&2
+  apt_get install -y -qq "$@" >&2
+}
+
 # For scripts/shellcheck.sh: installs shellcheck from Debian's packages when missing.
 ensure_shellcheck() {
-  command -v shellcheck >/dev/null 2>&1 && return
-  say "installing shellcheck from Debian's packages"
-  apt_get update -qq >&2
-  apt_get install -y -qq shellcheck >&2
+  command -v shellcheck >/dev/null 2>&1 || install_debian_packages shellcheck
 }
 
 node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }

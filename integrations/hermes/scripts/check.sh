@@ -10,11 +10,7 @@ missing=()
 "$PYTHON" -m mypy --version >/dev/null 2>&1 || missing+=(python3-mypy)
 "$PYTHON" -m flake8 --version >/dev/null 2>&1 || missing+=(flake8)
 "$PYTHON" -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
-if [ "${#missing[@]}" -gt 0 ]; then
-  say "installing ${missing[*]} from Debian's packages"
-  apt_get update -qq >&2
-  apt_get install -y -qq "${missing[@]}" >&2
-fi
+install_debian_packages "${missing[@]}"
 cd "$BERTH_ROOT/integrations/hermes"
 status=0
 say "$("$PYTHON" -m mypy --version)"

@@ -11,10 +11,6 @@ missing=()
 "$PYTHON" -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 # PyYAML stands in for the copy Hermes itself ships (the stand-in reads config.yaml with it).
 "$PYTHON" -c 'import yaml' >/dev/null 2>&1 || missing+=(python3-yaml)
-if [ "${#missing[@]}" -gt 0 ]; then
-  say "installing ${missing[*]} from Debian's packages"
-  apt_get update -qq >&2
-  apt_get install -y -qq "${missing[@]}" >&2
-fi
+install_debian_packages "${missing[@]}"
 cd "$BERTH_ROOT/integrations/hermes"
 BERTH_TEST_RESULTS="$BERTH_ROOT/.test-results" exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@" tests
