@@ -11,7 +11,7 @@ import type { ProgressEvent, RuntimeContext } from './runtime-context.js';
 import { createLimiter, enqueue, newEntry, type SandboxEntry } from './sandbox-entry.js';
 import { createSandboxLifecycle } from './sandbox-lifecycle.js';
 import type { SandboxSettings } from './sandbox-settings.js';
-import { createShellSessions } from './shell-sessions.js';
+import { createShellSessions, dropShells } from './shell-sessions.js';
 import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
 import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
 import { lockScope } from './scope-lock.js';
@@ -150,9 +150,9 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
 
   const lifecycle = createSandboxLifecycle(context);
   const inventory = createInventory(context, lifecycle);
-  // The stopping policies and the shells need each other: the capacity policy runs after each
-  // acquire, and stopping a sandbox ends its shells.
-  let stopEntry: (entry: SandboxEntry) => Promise<void> = async () => undefined;
+  // Stopping a sandbox ends its shells (dropShells needs only the entry), and the capacity policy
+  // runs after each acquire of the shells: built in that order, nothing is bound late.
+  const stopEntry = (entry: SandboxEntry): Promise<void> => lifecycle.stop(entry, () => dropShells(entry));
   const settled = (entry: SandboxEntry): void => {
     if (!driver.capabilities.hostFolders || !entry.paths || entry.lastUsed - entry.lastRecorded <= RECORD_USE_EVERY_MS) return;
     entry.lastRecorded = entry.lastUsed;
@@ -160,12 +160,11 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   };
   const policies = createStoppingPolicies(context, {
     adopt: inventory.adoptExisting,
-    stop: (entry) => stopEntry(entry),
+    stop: stopEntry,
     settled,
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });
   const shells = createShellSessions(context, lifecycle, policies.enforceMaxRunning);
-  stopEntry = (entry) => lifecycle.stop(entry, () => shells.drop(entry));
   const runCommand = createCommandRunner(context, shells);
 
   const assertOpen = (): void => {

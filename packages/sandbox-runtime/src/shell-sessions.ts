@@ -23,6 +23,17 @@ export interface ShellSessions {
   drop(entry: SandboxEntry): void;
 }
 
+/** Ends a sandbox's session and kill shell, and forgets how its shells were opened: it stopped, or is stopping. */
+export function dropShells(entry: SandboxEntry): void {
+  entry.shellsByExec = false;
+  entry.launcherAnswered = false;
+  entry.session?.close();
+  entry.session = undefined;
+  entry.killer?.close();
+  entry.killer = undefined;
+  entry.killerOpening = undefined;
+}
+
 /**
  * Builds the shell handling over the lifecycle. `acquired` runs after each acquire (the
  * capacity policy: stop the least recently used beyond the limit).
@@ -58,15 +69,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
       return channelOpener(entry)(command, options);
     };
 
-  const drop: ShellSessions['drop'] = (entry) => {
-    entry.shellsByExec = false;
-    entry.launcherAnswered = false;
-    entry.session?.close();
-    entry.session = undefined;
-    entry.killer?.close();
-    entry.killer = undefined;
-    entry.killerOpening = undefined;
-  };
+  const drop = dropShells;
 
   const openKiller = (entry: SandboxEntry): Promise<KillerShell | undefined> => {
     if (entry.killer?.alive) return Promise.resolve(entry.killer);
