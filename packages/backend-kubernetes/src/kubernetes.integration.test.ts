@@ -69,7 +69,8 @@ const requestOf = (userId: string, environment: Record<string, string> = {}, ove
     session: { platform: 'telegram', userId },
   });
 
-const newUser = (): string => `${cluster.runId.replace(/\D/g, '').padEnd(4, '7').slice(0, 4)}${nextUser++}`;
+// A Telegram id is canonical without a leading zero (the run's digits may start with one: refused, seen once).
+const newUser = (): string => `1${cluster.runId.replace(/\D/g, '').padEnd(4, '7').slice(0, 4)}${nextUser++}`;
 
 const podsOf = async (backend: KubernetesBackend, request: SandboxRequest) => {
   const name = backend.containerName(request);
