@@ -2,12 +2,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { HostLogger } from '@berth/core';
-import { createBerth as createGatewayBerth, type Berth, type CreateBerthOptions } from '@berth/gateway-plugin';
+import { createBerth as createGatewayBerth, putHostFile, readSandboxFile, type Berth, type CreateBerthOptions } from '@berth/gateway-plugin';
 import { serveSandboxes, type SandboxSocketServer } from '@berth/gateway-plugin/socket';
 import { SANDBOX_WORKSPACE } from './create-sandbox-fs-bridge.js';
 import { createSandboxHandle, runtimeIdOf } from './create-sandbox-handle.js';
 import { loadPluginConfig, type LoadedPluginConfig } from './load-plugin-config.js';
-import type { OpenClawSandboxBackendRegistration } from './openclaw-sdk-types.js';
+import { moveStagedInboundMedia } from './move-staged-inbound-media.js';
+import type {
+  OpenClawBeforeAgentFinalizeEvent,
+  OpenClawCreateSandboxBackendParams,
+  OpenClawHookContext,
+  OpenClawSandboxBackendRegistration,
+} from './openclaw-sdk-types.js';
+import { prepareReplyMedia, removeReplyMediaCopies } from './prepare-reply-media.js';
 
 /** Options of {@link createBerthSandboxBackend}. */
 export interface CreateBerthSandboxBackendOptions {
@@ -36,6 +43,36 @@ export interface BerthSandboxBackend {
   start(): Promise<{ readonly berth: Berth; readonly socket: string }>;
   /** Stops serving, removes the socket (and the folder the plugin made for it), releases Berth. Sandboxes keep running. */
   close(): Promise<void>;
+  /**
+   * The plugin hooks that carry files between the chat and the session's sandbox (registered
+   * with `api.on` by the plugin entry). Both only act for a session whose sandbox the factory
+   * made, and whose OpenClaw host folder is its own.
+   */
+  readonly hooks: {
+    /**
+     * `before_tool_call` (awaited before every tool runs): puts attachments OpenClaw staged
+     * since the run began (a message steered into a running turn) into the sandbox, as the
+     * factory does at the start of each run. Never throws: OpenClaw would block the tool.
+     */
+    beforeToolCall(context: OpenClawHookContext): Promise<void>;
+    /**
+     * `before_agent_finalize` (awaited before OpenClaw builds the reply): places each file the
+     * reply names with `MEDIA:` in `/workspace`, read from the session's own sandbox, where
+     * OpenClaw will read it. Never throws; returns nothing (the reply is not revised).
+     */
+    beforeAgentFinalize(event: OpenClawBeforeAgentFinalizeEvent, context: OpenClawHookContext): Promise<void>;
+  };
+}
+
+/** A session the factory made a sandbox for: where OpenClaw keeps its host copy of the workspace. */
+interface KnownSession {
+  readonly hostWorkspaceDir: string;
+  /**
+   * True when that host folder is this session's alone (`sandbox.scope: session` and
+   * `workspaceAccess` not `rw`, and no other session key was seen with it). Otherwise files there
+   * cannot be told apart by user, and Berth moves none of them.
+   */
+  readonly ownFolder: boolean;
 }
 
 interface Running {
@@ -107,12 +144,69 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
     return { berth, scopeKey: info?.scopeKey, running: info?.state === 'running' };
   };
 
+  // Files between the chat and the sandbox go through OpenClaw's per-session host folder: which
+  // session owns which folder is learnt from the factory, the one place OpenClaw names both.
+  const sessions = new Map<string, KnownSession>();
+  const folderOwners = new Map<string, string>();
+  const deliveredCopies = new Map<string, Set<string>>();
+  const folderQueues = new Map<string, Promise<unknown>>();
+  const warnedShared = new Set<string>();
+
+  // One transfer at a time per host folder (a run and a side question may overlap).
+  const inFolder = <T>(folder: string, work: () => Promise<T>): Promise<T> => {
+    const previous = folderQueues.get(folder) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(work);
+    const settled = next.catch(() => undefined);
+    folderQueues.set(folder, settled);
+    void settled.then(() => {
+      if (folderQueues.get(folder) === settled) folderQueues.delete(folder);
+    });
+    return next;
+  };
+
+  const learnSession = (params: OpenClawCreateSandboxBackendParams): KnownSession => {
+    const hostWorkspaceDir = path.resolve(params.workspaceDir);
+    const owner = folderOwners.get(hostWorkspaceDir);
+    if (owner === undefined) folderOwners.set(hostWorkspaceDir, params.sessionKey);
+    const ownFolder =
+      (params.cfg?.scope ?? 'session') === 'session' && params.cfg?.workspaceAccess !== 'rw' && (owner === undefined || owner === params.sessionKey);
+    if (!ownFolder && !warnedShared.has(hostWorkspaceDir)) {
+      warnedShared.add(hostWorkspaceDir);
+      logger?.warn(
+        `berth: OpenClaw keeps one host folder for several sessions (${hostWorkspaceDir}), so attachments and MEDIA: files cannot be told apart by user and are not carried; set agents.defaults.sandbox.scope: "session" and workspaceAccess: "none"`,
+      );
+    }
+    const session: KnownSession = { hostWorkspaceDir, ownFolder };
+    sessions.set(params.sessionKey, session);
+    return session;
+  };
+
+  const moveInbound = async (berth: Berth, sessionKey: string, session: KnownSession): Promise<void> => {
+    if (!session.ownFolder) return;
+    const outcomes = await inFolder(session.hostWorkspaceDir, () =>
+      moveStagedInboundMedia({
+        hostWorkspaceDir: session.hostWorkspaceDir,
+        // Resolved by core at the moment of the transfer, like every command.
+        put: (hostPath, sandboxPath) => putHostFile(berth, berth.request({ session: { sessionKey } }), hostPath, sandboxPath),
+      }),
+    );
+    for (const outcome of outcomes) if (outcome.refusal) logger?.warn(`berth: an attachment was not put in the sandbox: ${outcome.refusal}`);
+  };
+
   const registration: OpenClawSandboxBackendRegistration = {
     async factory(params) {
       const running = await start();
       // Core's one decision: a user, a conversation of its own, or a refusal naming the
       // OpenClaw setting that fixes it. No engine is touched before it is made.
       const request = running.berth.request({ session: { sessionKey: params.sessionKey } });
+      const session = learnSession(params);
+      // OpenClaw staged this turn's attachments into its host folder before calling the
+      // factory; they reach the sandbox before the agent runs.
+      try {
+        await moveInbound(running.berth, params.sessionKey, session);
+      } catch (error) {
+        logger?.warn(`berth: attachments could not be put in the sandbox: ${error instanceof Error ? error.message : String(error)}`);
+      }
       return createSandboxHandle({
         berth: running.berth,
         socket: running.socket,
@@ -140,9 +234,48 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
     capabilities: { readOnlyResourceMounts: false },
   };
 
+  const hooks: BerthSandboxBackend['hooks'] = {
+    async beforeToolCall(context) {
+      const sessionKey = context?.sessionKey;
+      const session = sessionKey ? sessions.get(sessionKey) : undefined;
+      if (!sessionKey || !session?.ownFolder) return;
+      try {
+        await moveInbound((await start()).berth, sessionKey, session);
+      } catch (error) {
+        logger?.warn(`berth: attachments could not be put in the sandbox: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    },
+    async beforeAgentFinalize(event, context) {
+      const sessionKey = context?.sessionKey ?? event?.sessionKey;
+      const session = sessionKey ? sessions.get(sessionKey) : undefined;
+      const text = event?.lastAssistantMessage;
+      if (!sessionKey || !session?.ownFolder || typeof text !== 'string' || !/media:/i.test(text)) return;
+      try {
+        const { berth } = await start();
+        await inFolder(session.hostWorkspaceDir, async () => {
+          // The previous reply's copies were sent (its payloads are built before the next turn ends).
+          const previous = deliveredCopies.get(session.hostWorkspaceDir);
+          if (previous) await removeReplyMediaCopies(previous);
+          deliveredCopies.delete(session.hostWorkspaceDir);
+          const outcomes = await prepareReplyMedia({
+            hostWorkspaceDir: session.hostWorkspaceDir,
+            text,
+            read: async (sandboxPath) => (await readSandboxFile(berth, berth.request({ session: { sessionKey } }), sandboxPath)).bytes,
+          });
+          const placed = new Set(outcomes.filter((outcome) => outcome.bytes !== undefined).map((outcome) => outcome.hostPath));
+          if (placed.size > 0) deliveredCopies.set(session.hostWorkspaceDir, placed);
+          for (const outcome of outcomes) if (outcome.refusal) logger?.warn(`berth: a MEDIA: file was not sent: ${outcome.refusal}`);
+        });
+      } catch (error) {
+        logger?.warn(`berth: MEDIA: files could not be read from the sandbox: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    },
+  };
+
   return {
     registration,
     config,
+    hooks,
     async start() {
       const running = await start();
       return { berth: running.berth, socket: running.socket };

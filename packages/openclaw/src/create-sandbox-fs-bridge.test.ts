@@ -120,3 +120,31 @@ describe("the fs bridge's bounds", () => {
     await expect(bridge.readFile({ filePath: '/workspace/pipe' })).rejects.toThrow(/not a regular file/);
   });
 });
+
+describe("the fs bridge's reads for a chat", () => {
+  it("reads a bounded read (OpenClaw's outbound media, the message tool) with the delivery checks, and the file tools' reads without them", async () => {
+    const delivered: Array<[string, number]> = [];
+    const bridge = createSandboxFsBridge({
+      shell: unused,
+      hostWorkspaceDir: '/srv/openclaw/sandboxes/workspace-1',
+      maxReadBytes: 1000,
+      readForDelivery: async (containerPath, maxBytes) => {
+        delivered.push([containerPath, maxBytes]);
+        return Buffer.from('checked');
+      },
+    });
+    expect((await bridge.readFile({ filePath: 'out/report.pdf', cwd: '/srv/openclaw/sandboxes/workspace-1', maxBytes: 5 * 1024 * 1024 })).toString()).toBe(
+      'checked',
+    );
+    expect((await bridge.readFile({ filePath: '/workspace/a.png', maxBytes: 10 })).toString()).toBe('checked');
+    // The bridge's own bound still caps the caller's; the path rules apply before anything is read.
+    expect(delivered).toEqual([
+      ['/workspace/out/report.pdf', 1000],
+      ['/workspace/a.png', 10],
+    ]);
+    await expect(bridge.readFile({ filePath: '/etc/passwd', maxBytes: 10 })).rejects.toThrow(/is outside the sandbox's \/workspace/);
+    // Unbounded (the read, edit and apply_patch tools): the bridge's own script, not the delivery read.
+    await expect(bridge.readFile({ filePath: '/workspace/a.png' })).rejects.toThrow(/must not run anything/);
+    expect(delivered).toHaveLength(2);
+  });
+});

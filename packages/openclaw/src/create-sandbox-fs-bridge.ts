@@ -124,6 +124,15 @@ export interface CreateSandboxFsBridgeOptions {
    * @default 16 MiB
    */
   readonly maxReadBytes?: number;
+  /**
+   * Reads a file that is to leave the sandbox for a chat, with the checks of a delivery
+   * (`readSandboxFile`: no link out of the user's folders, no FIFO or device, one hard link, no
+   * credential in it). `readFile` uses it when the caller bounds the read with `maxBytes`: in
+   * OpenClaw 2026.9.6 only its outbound media reader does (the message tool's
+   * `createSandboxBridgeReadFile`); the file tools read without a bound. It throws a
+   * {@link SandboxFsError}.
+   */
+  readonly readForDelivery?: (containerPath: string, maxBytes: number) => Promise<Buffer>;
 }
 
 /** The default bound of the fs bridge's `readFile`: 16 MiB. */
@@ -218,6 +227,11 @@ export function createSandboxFsBridge(options: CreateSandboxFsBridgeOptions): Op
 
     async readFile({ filePath, cwd, signal, maxBytes }) {
       const containerPath = toContainerPath(filePath, cwd);
+      // A bounded read is a file on its way to a chat (see readForDelivery): the stronger checks.
+      if (maxBytes !== undefined && options.readForDelivery) {
+        signal?.throwIfAborted();
+        return options.readForDelivery(containerPath, Math.min(maxBytes, readLimit));
+      }
       // OpenClaw's edit and apply_patch tools read without maxBytes: the bridge's own bound
       // applies then, and a caller's larger one never lifts it.
       const limit = Math.min(maxBytes ?? readLimit, readLimit);

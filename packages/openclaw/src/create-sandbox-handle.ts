@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { SandboxRequest, SessionContext } from '@berth/core';
-import type { Berth } from '@berth/gateway-plugin';
+import { SandboxFileError, type SandboxRequest, type SessionContext } from '@berth/core';
+import { readSandboxFile, type Berth } from '@berth/gateway-plugin';
 import { discardRequestFile, requestFileOf, sandboxCommandArgv } from '@berth/gateway-plugin/socket';
-import { createSandboxFsBridge, SANDBOX_WORKSPACE } from './create-sandbox-fs-bridge.js';
+import { createSandboxFsBridge, SANDBOX_WORKSPACE, SandboxFsError } from './create-sandbox-fs-bridge.js';
 import { createSandboxShell } from './create-sandbox-shell.js';
 import type { OpenClawSandboxBackendHandle } from './openclaw-sdk-types.js';
 
@@ -34,6 +34,25 @@ export interface CreateSandboxHandleOptions {
  */
 export function runtimeIdOf(scopeKey: string): string {
   return `berth-${createHash('sha256').update(`openclaw-runtime:${scopeKey}`, 'utf8').digest('hex').slice(0, 20)}`;
+}
+
+/** The errno code a file tool expects for each refusal of a delivery read. */
+const DELIVERY_ERRNO: Record<SandboxFileError['code'], string> = {
+  FILE_NOT_FOUND: 'ENOENT',
+  FILE_TOO_LARGE: 'EFBIG',
+  FILE_CHANGED: 'EAGAIN',
+  FILE_EXISTS: 'EEXIST',
+  FILE_REFUSED: 'EACCES',
+};
+
+/** A file the message tool sends to the chat, read with `readSandboxFile`'s checks (the scope resolved now, by core). */
+async function readForDelivery(berth: Berth, session: SessionContext, containerPath: string, maxBytes: number): Promise<Buffer> {
+  try {
+    return (await readSandboxFile(berth, berth.request({ session }), containerPath, { maxBytes })).bytes;
+  } catch (error) {
+    if (error instanceof SandboxFileError) throw new SandboxFsError(DELIVERY_ERRNO[error.code], containerPath, error.message);
+    throw error;
+  }
 }
 
 /**
@@ -101,6 +120,11 @@ export function createSandboxHandle(options: CreateSandboxHandleOptions): OpenCl
       return { stdout: Buffer.from(result.stdout), stderr: Buffer.from(result.stderr), code: result.exitCode };
     },
 
-    createFsBridge: ({ sandbox }) => createSandboxFsBridge({ shell, hostWorkspaceDir: sandbox.workspaceDir || options.hostWorkspaceDir }),
+    createFsBridge: ({ sandbox }) =>
+      createSandboxFsBridge({
+        shell,
+        hostWorkspaceDir: sandbox.workspaceDir || options.hostWorkspaceDir,
+        readForDelivery: (containerPath, maxBytes) => readForDelivery(berth, session, containerPath, maxBytes),
+      }),
   };
 }

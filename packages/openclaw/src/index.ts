@@ -3,9 +3,12 @@ import { definePluginEntry } from 'openclaw/plugin-sdk/plugin-entry';
 import { registerSandboxBackend } from 'openclaw/plugin-sdk/sandbox';
 import { createBerthSandboxBackend, type BerthSandboxBackend } from './create-berth-sandbox-backend.js';
 import { BERTH_SANDBOX_BACKEND_ID } from './create-sandbox-handle.js';
-import type { OpenClawPluginApi, OpenClawPluginEntry } from './openclaw-sdk-types.js';
+import type { OpenClawBeforeAgentFinalizeEvent, OpenClawHookContext, OpenClawPluginApi, OpenClawPluginEntry } from './openclaw-sdk-types.js';
 
 export type { OpenClawPluginApi, OpenClawPluginEntry } from './openclaw-sdk-types.js';
+
+/** Milliseconds a file hook may take: a 50 MB transfer runs in about 70 steps through the sandbox's shell. */
+const FILE_HOOK_TIMEOUT_MS = 120_000;
 
 /** The plugin id in `openclaw.plugin.json` and `plugins.entries`. */
 const BERTH_PLUGIN_ID = 'berth';
@@ -30,6 +33,16 @@ function registerBerth(api: OpenClawPluginApi): void {
   const previous = current;
   current = { backend, restore: registerSandboxBackend(BERTH_SANDBOX_BACKEND_ID, backend.registration) };
   if (previous) void previous.backend.close().catch((error: unknown) => logger.warn(`berth: closing the previous backend failed: ${String(error)}`));
+  // Files between the chat and the sandbox (docs/openclaw.md, "Files"). A transfer of up to
+  // docker_file_limit runs through the sandbox's shell in steps, hence the longer budget.
+  // before_agent_finalize is a conversation hook: OpenClaw drops it (with a warning in its log)
+  // unless plugins.entries.berth.hooks.allowConversationAccess is true.
+  api.on?.('before_tool_call', (_event: unknown, context: OpenClawHookContext) => backend.hooks.beforeToolCall(context), { timeoutMs: FILE_HOOK_TIMEOUT_MS });
+  api.on?.(
+    'before_agent_finalize',
+    (event: OpenClawBeforeAgentFinalizeEvent, context: OpenClawHookContext) => backend.hooks.beforeAgentFinalize(event, context),
+    { timeoutMs: FILE_HOOK_TIMEOUT_MS },
+  );
   api.registerService({
     id: 'berth-sandboxes',
     // The socket is served from the gateway's start, so the first command finds it warm.

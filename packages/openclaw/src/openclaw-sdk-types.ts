@@ -40,6 +40,30 @@ export interface OpenClawPluginApi {
   readonly rootDir?: string;
   readonly logger: OpenClawPluginLogger;
   registerService(service: OpenClawPluginService): void;
+  /**
+   * Registers a typed hook. Conversation hooks (`before_agent_finalize` among them) of a plugin
+   * that is not bundled are dropped with a warning unless `plugins.entries.<id>.hooks.allowConversationAccess`
+   * is true; `timeoutMs` is the handler's budget (default 15 s) unless the operator's
+   * `hooks.timeoutMs` / `hooks.timeouts.<name>` says otherwise.
+   */
+  on?(hookName: string, handler: (event: never, context: never) => unknown, options?: { readonly timeoutMs?: number; readonly priority?: number }): void;
+}
+
+/** The context a typed hook receives (the members Berth reads). */
+export interface OpenClawHookContext {
+  readonly sessionKey?: string;
+  readonly runId?: string;
+  readonly workspaceDir?: string;
+  readonly [key: string]: unknown;
+}
+
+/** The event of `before_agent_finalize`: the run's natural final answer, before OpenClaw builds the reply from it. */
+export interface OpenClawBeforeAgentFinalizeEvent {
+  readonly runId?: string;
+  readonly sessionKey?: string;
+  /** The final assistant message's visible text (its `MEDIA:` lines included). */
+  readonly lastAssistantMessage?: string;
+  readonly [key: string]: unknown;
 }
 
 /** What `definePluginEntry` takes. */
