@@ -164,12 +164,17 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
     return next;
   };
 
+  const sharedFolders = new Set<string>();
+  // A folder seen with two session keys stays shared for good: files there cannot be told apart by user.
+  const ownsFolder = (session: KnownSession | undefined): session is KnownSession =>
+    session?.ownFolder === true && !sharedFolders.has(session.hostWorkspaceDir);
+
   const learnSession = (params: OpenClawCreateSandboxBackendParams): KnownSession => {
     const hostWorkspaceDir = path.resolve(params.workspaceDir);
     const owner = folderOwners.get(hostWorkspaceDir);
     if (owner === undefined) folderOwners.set(hostWorkspaceDir, params.sessionKey);
-    const ownFolder =
-      (params.cfg?.scope ?? 'session') === 'session' && params.cfg?.workspaceAccess !== 'rw' && (owner === undefined || owner === params.sessionKey);
+    else if (owner !== params.sessionKey) sharedFolders.add(hostWorkspaceDir);
+    const ownFolder = (params.cfg?.scope ?? 'session') === 'session' && params.cfg?.workspaceAccess !== 'rw' && !sharedFolders.has(hostWorkspaceDir);
     if (!ownFolder && !warnedShared.has(hostWorkspaceDir)) {
       warnedShared.add(hostWorkspaceDir);
       logger?.warn(
@@ -182,7 +187,7 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
   };
 
   const moveInbound = async (berth: Berth, sessionKey: string, session: KnownSession): Promise<void> => {
-    if (!session.ownFolder) return;
+    if (!ownsFolder(session)) return;
     const outcomes = await inFolder(session.hostWorkspaceDir, () =>
       moveStagedInboundMedia({
         hostWorkspaceDir: session.hostWorkspaceDir,
@@ -238,7 +243,7 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
     async beforeToolCall(context) {
       const sessionKey = context?.sessionKey;
       const session = sessionKey ? sessions.get(sessionKey) : undefined;
-      if (!sessionKey || !session?.ownFolder) return;
+      if (!sessionKey || !ownsFolder(session)) return;
       try {
         await moveInbound((await start()).berth, sessionKey, session);
       } catch (error) {
@@ -249,7 +254,7 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
       const sessionKey = context?.sessionKey ?? event?.sessionKey;
       const session = sessionKey ? sessions.get(sessionKey) : undefined;
       const text = event?.lastAssistantMessage;
-      if (!sessionKey || !session?.ownFolder || typeof text !== 'string' || !/media:/i.test(text)) return;
+      if (!sessionKey || !ownsFolder(session) || typeof text !== 'string' || !/media:/i.test(text)) return;
       try {
         const { berth } = await start();
         await inFolder(session.hostWorkspaceDir, async () => {

@@ -163,6 +163,8 @@ beforeAll(async () => {
       entries: {
         berth: {
           enabled: true,
+          // before_agent_finalize (MEDIA: files from the sandbox) is a conversation hook: granted here, as the README says.
+          hooks: { allowConversationAccess: true },
           config: { terminal: { docker_image: IMAGE, sandbox_dir: sandboxDir, docker_network: false, lifetime_seconds: 0, timeout: 60 }, socket },
         },
       },
@@ -355,5 +357,187 @@ describe('Berth inside a real OpenClaw gateway', () => {
     // The sandboxes' shells start through each sandbox's launcher (its channel folder's FIFOs), and every command runs in them.
     expect(execs.roundOne).toBe(0);
     expect(execs.roundTwo).toBe(0);
+  });
+});
+
+// Round three: files between the chat and the user's own sandbox (docs/openclaw.md, "Files").
+// Alice sends a document; her agent reads it at the path OpenClaw told it, and answers with a
+// file of her /workspace. Bob's agent then looks for Alice's files everywhere it can and names
+// them for delivery in every way that a naive mapping would have let through.
+describe('files between the chat and the sandbox', () => {
+  const documentMark = `alice-document-${hex()}`;
+  const documentLine = `the second line of the report, ${hex()}`;
+  const documentBytes = Buffer.from(`${documentMark}\n${documentLine}\n`);
+  const aliceOutMark = `alice-out-${hex()}`;
+  const bobOutMark = `bob-out-${hex()}`;
+  const aliceOut = () => path.join(folderOf('alice'), 'workspace', 'out', 'alice-result.txt');
+  let aliceReply: SentMessage;
+  let stagedPath = '';
+  /** OpenClaw's own host copy of Alice's workspace ($STATE/sandboxes/<her scope>), where it reads MEDIA: files. */
+  let aliceOpenClawCopy = '';
+  let bobLog = '';
+
+  /** Files OpenClaw keeps for the sessions' workspaces: everything under the test's root but Berth's folders and OpenClaw's media store. */
+  const openClawWorkspaceFiles = () =>
+    filesUnder(home.stateDir).filter(
+      (file) => !file.startsWith(`${path.join(home.stateDir, 'media')}${path.sep}`) && !file.includes(`${path.sep}extensions${path.sep}`),
+    );
+
+  beforeAll(async () => {
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    let started = performance.now();
+    telegram.deliver({
+      ...direct(
+        'alice',
+        scriptedMessage(
+          'alice-3',
+          [
+            exec(`echo "path=[{media}]"; echo "got=[$(head -n 1 -- '{media}')]"`),
+            { name: 'read', arguments: { path: '{media}' } },
+            exec(
+              `mkdir -p /workspace/out && for i in 1 2 3 4 5 6 7 8; do echo "line $i ${aliceOutMark}"; done > /workspace/out/alice-result.txt && echo written`,
+            ),
+          ],
+          { final: 'MEDIA:/workspace/out/alice-result.txt' },
+        ),
+      ),
+      document: { fileName: 'report.txt', mimeType: 'text/plain', bytes: documentBytes },
+    });
+    aliceReply = await telegram.waitForMessage(resultTo(users.alice, 'alice-3'), REPLY_TIMEOUT_MS, "with Alice's result for her document");
+    // The file comes in its own message (or with the text as its caption): wait for it too.
+    await telegram.waitForMessage((message) => message.chatId === String(users.alice) && message.file !== undefined, 30_000, "with Alice's file");
+    timings.filesAliceMs = performance.now() - started;
+
+    stagedPath = /path=\[(media\/inbound\/openclaw-staged-[^\]]+)\]/.exec(aliceReply.text)?.[1] ?? '';
+    const copy = openClawWorkspaceFiles().find((file) => file.endsWith(`${path.sep}out${path.sep}alice-result.txt`));
+    aliceOpenClawCopy = copy ? path.dirname(path.dirname(copy)) : path.join(home.stateDir, 'sandboxes', 'no-copy-of-alice-found');
+    const aliceSlug = path.basename(aliceOpenClawCopy);
+
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    started = performance.now();
+    const logBefore = gateway!.log().length;
+    telegram.deliver(
+      direct(
+        'bob',
+        scriptedMessage(
+          'bob-3',
+          [
+            // Bob's command looks for Alice's attachment and her file everywhere it can.
+            exec(
+              `echo "find=[$(find / \\( -path /proc -o -path /sys \\) -prune -o \\( -name 'input-report.txt' -o -name 'alice-result.txt' \\) -print 2>/dev/null)]"; echo "staged=[$(cat /workspace/${stagedPath} 2>&1)]"; echo "berth-host=[$(cat ${aliceOut()} 2>&1)]"; echo "openclaw-host=[$(cat ${aliceOpenClawCopy}/out/alice-result.txt 2>&1)]"`,
+            ),
+            exec(
+              [
+                `printf '%s' '${bobOutMark}' > /workspace/bob-own.txt`,
+                // Links in Bob's workspace to Alice's host folders. A naive mapping of
+                // /workspace/x onto Bob's host folder ({sandbox_dir}/docker/telegram@<bob>/workspace/x),
+                // opened by path on the host, follows them to Alice's bytes.
+                `ln -sf ${aliceOut()} /workspace/link-berth.txt`,
+                `ln -sf ${aliceOpenClawCopy}/out/alice-result.txt /workspace/link-openclaw.txt`,
+                `ln -sf /proc/1/environ /workspace/environ.txt`,
+                // The race: race.txt flips between Bob's own file and a link to Alice's. A naive
+                // host check (lstat: a regular file) followed by an open by path opens the link
+                // swapped in between.
+                `nohup sh -c 'i=0; while [ $i -lt 20000 ]; do printf bob > /workspace/race.new; mv -f /workspace/race.new /workspace/race.txt; ln -sf ${aliceOut()} /workspace/race.txt; i=$((i+1)); done' >/dev/null 2>&1 </dev/null &`,
+                'echo prepared',
+              ].join('; '),
+            ),
+          ],
+          {
+            final: [
+              'Here you go.',
+              // A naive mapping that sends any absolute host path (as Hermes' default delivery check does) sends these.
+              `MEDIA:${aliceOut()}`,
+              `MEDIA:${aliceOpenClawCopy}/out/alice-result.txt`,
+              // A naive join of the path onto Bob's folders resolves these into Alice's.
+              `MEDIA:../${aliceSlug}/out/alice-result.txt`,
+              `MEDIA:/workspace/../${aliceSlug}/out/alice-result.txt`,
+              `MEDIA:/workspace/../../telegram@${users.alice}/workspace/out/alice-result.txt`,
+              'MEDIA:/workspace/link-berth.txt',
+              'MEDIA:/workspace/link-openclaw.txt',
+              'MEDIA:/workspace/race.txt',
+              // Refused in Bob's own sandbox: a link out of his folders, a file holding his token.
+              'MEDIA:/workspace/environ.txt',
+              'MEDIA:/workspace/token.txt',
+              // And his own file, which must arrive: the refusals above are not a broken delivery.
+              'MEDIA:/workspace/bob-own.txt',
+            ].join('\n'),
+          },
+        ),
+      ),
+    );
+    await telegram.waitForMessage(resultTo(users.bob, 'bob-3'), REPLY_TIMEOUT_MS, "with Bob's result for the attacks");
+    await telegram.waitForMessage((message) => message.chatId === String(users.bob) && message.file !== undefined, 30_000, "with Bob's own file");
+    // Any later file (a failure note, another document) has a moment to arrive.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    timings.filesBobMs = performance.now() - started;
+    bobLog = gateway!.log().slice(logBefore);
+  }, 300_000);
+
+  const chatOf = (user: User) => telegram.sent().filter((message) => message.chatId === String(users[user]));
+  const bobText = () =>
+    chatOf('bob')
+      .map((message) => message.text)
+      .join('\n');
+
+  it("puts Alice's attachment in her own sandbox only, at the path OpenClaw told her agent", () => {
+    expect(stagedPath).toMatch(/^media\/inbound\/openclaw-staged-[0-9a-f-]+\/input-report\.txt$/);
+    expect(aliceReply.text).toContain(`got=[${documentMark}]`);
+    // The read tool (OpenClaw's fs bridge) finds it at the same path.
+    expect(aliceReply.text).toContain(documentLine);
+    expect(readFileSync(path.join(folderOf('alice'), 'workspace', stagedPath))).toEqual(documentBytes);
+    expect(foldersHolding(documentMark)).toEqual([`telegram@${users.alice}`]);
+    // OpenClaw's staged host copy is gone: its host folders hold no copy of the document.
+    expect(openClawWorkspaceFiles().filter((file) => readFileSync(file).includes(documentMark))).toEqual([]);
+    expect(telegram.calls().getFile).toBeGreaterThanOrEqual(1);
+  });
+
+  it('sends Alice exactly the bytes of the file in her /workspace, in her chat', () => {
+    const files = chatOf('alice').filter((message) => message.file !== undefined);
+    expect(files.map((message) => message.file!.fileName)).toEqual(['alice-result.txt']);
+    expect(files[0]!.file!.bytes).toEqual(readFileSync(aliceOut()));
+    expect(files[0]!.file!.bytes.toString('utf8')).toContain(`line 8 ${aliceOutMark}`);
+  });
+
+  it("lets Bob's commands find neither Alice's attachment nor her file", () => {
+    const reply = bobText();
+    expect(reply).toContain('find=[]');
+    expect(reply).toMatch(/staged=\[cat: .*No such file or directory\]/);
+    expect(reply).toMatch(/berth-host=\[cat: .*No such file or directory\]/);
+    expect(reply).toMatch(/openclaw-host=\[cat: .*No such file or directory\]/);
+    expect(reply).not.toContain(documentMark);
+  });
+
+  it("never sends Alice's bytes to Bob's chat, whatever path his agent names, and says what was not sent", () => {
+    expect(aliceOpenClawCopy).not.toContain('no-copy-of-alice-found');
+    const bobFiles = chatOf('bob').filter((message) => message.file !== undefined);
+    for (const message of chatOf('bob')) {
+      expect(message.text).not.toContain(aliceOutMark);
+      expect(message.text).not.toContain(documentMark);
+      expect(message.file?.bytes.toString('utf8') ?? '').not.toContain(aliceOutMark);
+      expect(message.file?.bytes.toString('utf8') ?? '').not.toContain(documentMark);
+    }
+    // His own file arrives, exactly; the race file, if it arrived, is his own.
+    expect(bobFiles.find((message) => message.file!.fileName === 'bob-own.txt')?.file?.bytes.toString('utf8')).toBe(bobOutMark);
+    for (const message of bobFiles.filter((candidate) => candidate.file!.fileName === 'race.txt')) expect(message.file!.bytes.toString('utf8')).toBe('bob');
+    // No other file of his reached the chat: not the links, not his environment, not his token.
+    expect(bobFiles.map((message) => message.file!.fileName).filter((name) => !['bob-own.txt', 'race.txt'].includes(name))).toEqual([]);
+    for (const message of chatOf('bob')) expect(message.file?.bytes.toString('utf8') ?? '').not.toContain(tokens.bob);
+    // What Bob sees for each file not sent: OpenClaw's note naming it.
+    expect(bobText()).toMatch(/link-berth\.txt: File not found/);
+    expect(bobText()).toMatch(/environ\.txt: File not found/);
+    expect(bobText()).toMatch(/token\.txt: File not found/);
+    // Why, in the gateway's log: Berth's refusal of each.
+    expect(bobLog).toMatch(/berth: a MEDIA: file was not sent: \/workspace\/link-berth\.txt does not exist in the sandbox/);
+    expect(bobLog).toMatch(/berth: a MEDIA: file was not sent: \/workspace\/environ\.txt leads outside the sandbox's \/workspace, \/root and \/tmp/);
+    expect(bobLog).toMatch(/berth: a MEDIA: file was not sent: \/workspace\/token\.txt holds the value of one of the sandbox's credentials/);
+  });
+
+  it("leaves no user's file in OpenClaw's host folders but the copies just sent", () => {
+    for (const file of openClawWorkspaceFiles()) {
+      const bytes = readFileSync(file);
+      expect(bytes.includes(tokens.alice) || bytes.includes(tokens.bob), file).toBe(false);
+      if (bytes.includes(aliceOutMark)) expect(file.startsWith(`${aliceOpenClawCopy}${path.sep}`), file).toBe(true);
+    }
   });
 });

@@ -32,12 +32,16 @@ const OPENCLAW_CONTEXT = '<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>';
 /** What separates the tool results in the model's final answer. */
 export const RESULT_SEPARATOR = '\n==========\n';
 
+/** `{media}` in a call's arguments: the path OpenClaw gave the agent for the message's attachment. */
+export const MEDIA_PLACEHOLDER = '{media}';
+
 /**
- * The text a Telegram user sends to make the fake model run `calls`, one after another, then
- * answer `RESULT <label>:` followed by every tool result. `label` also names the timings.
+ * The text a Telegram user sends (or a document's caption) to make the fake model run `calls`,
+ * one after another, then answer `RESULT <label>:` followed by every tool result, and then
+ * `final` (a `MEDIA:` line, say) when given. `label` also names the timings.
  */
-export function scriptedMessage(label: string, calls: readonly ScriptedToolCall[], options: { repeat?: number } = {}): string {
-  return `RUN:${Buffer.from(JSON.stringify({ label, calls, repeat: options.repeat ?? 1 })).toString('base64')}`;
+export function scriptedMessage(label: string, calls: readonly ScriptedToolCall[], options: { repeat?: number; final?: string } = {}): string {
+  return `RUN:${Buffer.from(JSON.stringify({ label, calls, repeat: options.repeat ?? 1, ...(options.final ? { final: options.final } : {}) })).toString('base64')}`;
 }
 
 /** A script as the user's message carries it; `{n}` in an argument is the call's number. */
@@ -45,13 +49,23 @@ interface Script {
   readonly label: string;
   readonly calls: readonly ScriptedToolCall[];
   readonly repeat: number;
+  readonly final?: string;
+}
+
+/**
+ * The attachment's path in OpenClaw's note on the user's turn:
+ * `[media attached: media/inbound/openclaw-staged-<uuid>/input-<name> (<type>) "<name>"]`
+ * (or `[media attached 1/2: …]`), relative to the sandbox's working folder.
+ */
+export function attachedMediaPath(text: string): string | undefined {
+  return /\[media attached(?: \d+\/\d+)?: (.+?) \(/.exec(text)?.[1];
 }
 
 function readScript(encoded: string): Script | undefined {
   try {
     const script = JSON.parse(Buffer.from(encoded, 'base64').toString('utf8')) as Partial<Script>;
     return typeof script.label === 'string' && Array.isArray(script.calls)
-      ? { label: script.label, calls: script.calls, repeat: script.repeat ?? 1 }
+      ? { label: script.label, calls: script.calls, repeat: script.repeat ?? 1, ...(typeof script.final === 'string' ? { final: script.final } : {}) }
       : undefined;
   } catch {
     // A copy OpenClaw shortened (old history, a summary) is not the user's script.
@@ -59,10 +73,13 @@ function readScript(encoded: string): Script | undefined {
   }
 }
 
-function callAt(script: Script, index: number): ScriptedToolCall | undefined {
+function callAt(script: Script, index: number, media: string | undefined): ScriptedToolCall | undefined {
   if (index >= script.calls.length * script.repeat) return undefined;
   const call = script.calls[index % script.calls.length]!;
-  return { name: call.name, arguments: JSON.parse(JSON.stringify(call.arguments).replaceAll('{n}', String(index))) as Record<string, unknown> };
+  let encoded = JSON.stringify(call.arguments).replaceAll('{n}', String(index));
+  // Without an attachment the placeholder stays as it is: the command then fails visibly.
+  if (media !== undefined) encoded = encoded.replaceAll(MEDIA_PLACEHOLDER, JSON.stringify(media).slice(1, -1));
+  return { name: call.name, arguments: JSON.parse(encoded) as Record<string, unknown> };
 }
 
 function textOf(message: { content?: unknown }): string {
@@ -97,11 +114,19 @@ function decide(messages: ReadonlyArray<{ role?: string; content?: unknown }>, t
       .slice(at + 1)
       .filter((later) => later.role === 'tool')
       .map(textOf);
-    const next = callAt(script, results.length);
+    // OpenClaw's note is on the user's turn; should it come as a message of its own, the newest one counts.
+    const media =
+      attachedMediaPath(text) ??
+      messages
+        .map((candidate) => (candidate.role === 'user' ? attachedMediaPath(textOf(candidate)) : undefined))
+        .filter((found) => found !== undefined)
+        .at(-1);
+    const next = callAt(script, results.length, media);
     // A request without the tool (a summary, a title) gets text: only the agent's turn calls tools.
     if (next && tools.includes(next.name)) return { tool: next, label: script.label, index: results.length };
     if (next) return { text: 'Summary: the user asked for scripted tool calls.' };
-    return { text: `RESULT ${script.label}:\n${results.join(RESULT_SEPARATOR)}`, label: script.label, index: results.length };
+    const answer = `RESULT ${script.label}:\n${results.join(RESULT_SEPARATOR)}`;
+    return { text: script.final ? `${answer}\n${script.final}` : answer, label: script.label, index: results.length };
   }
   return { text: 'There is nothing to do.' };
 }
