@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Dockerode from 'dockerode';
@@ -239,6 +239,78 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     } finally {
       await cli.close();
     }
+  });
+
+  it("puts an attachment OpenClaw staged into the session user's sandbox at the path the agent is told, and nowhere else", async () => {
+    const staged = 'media/inbound/openclaw-staged-0b9c4f7e-1d2a-4c3b-8e4f-5a6b7c8d9e0f';
+    const bytes = Buffer.concat([Buffer.from('alice-attachment\n'), randomBytes(3000)]);
+    mkdirSync(path.join(hostWorkspace, staged), { recursive: true });
+    writeFileSync(path.join(hostWorkspace, staged, 'input-photo.jpg'), bytes);
+    handles.alice = await backend.registration.factory(factoryParams(keyOf(alice), hostWorkspace));
+    expect(readFileSync(path.join(workspaceOf(alice), staged, 'input-photo.jpg'))).toEqual(bytes);
+    expect(existsSync(path.join(hostWorkspace, staged))).toBe(false);
+    expect((await spawnExec(handles.alice!, `head -n 1 ${staged}/input-photo.jpg`)).stdout).toBe('alice-attachment\n');
+    expect((await spawnExec(handles.bob!, 'ls /workspace/media 2>&1; true')).stdout).toMatch(/No such file/);
+  });
+
+  it("sends a MEDIA: file from the session user's own sandbox, and nothing of anyone else's", async () => {
+    const bobHost = path.join(root, 'openclaw-workspace-bob');
+    mkdirSync(bobHost, { recursive: true });
+    await spawnExec(handles.alice!, 'mkdir -p /workspace/out && printf "alice\\000\\377bytes" > /workspace/out/a.bin');
+    await backend.hooks.beforeAgentFinalize({ lastAssistantMessage: 'Here.\nMEDIA:/workspace/out/a.bin' }, { sessionKey: keyOf(alice) });
+    expect(readFileSync(path.join(hostWorkspace, 'out', 'a.bin'))).toEqual(readFileSync(path.join(workspaceOf(alice), 'out', 'a.bin')));
+
+    // Bob's links to Alice's host folders and to his sandbox's environment; his token file (an
+    // earlier test wrote it); and his own file, which goes.
+    await spawnExec(
+      handles.bob!,
+      `ln -sf ${workspaceOf(alice)}/out/a.bin /workspace/to-alice.bin; ln -sf ${hostWorkspace}/out/a.bin /workspace/to-openclaw.bin; ln -sf /proc/1/environ /workspace/environ.txt; printf bob > /workspace/mine.txt`,
+    );
+    await backend.hooks.beforeAgentFinalize(
+      {
+        lastAssistantMessage: [
+          `MEDIA:${workspaceOf(alice)}/out/a.bin`,
+          'MEDIA:../openclaw-workspace-alice/out/a.bin',
+          'MEDIA:/workspace/to-alice.bin',
+          'MEDIA:/workspace/to-openclaw.bin',
+          'MEDIA:/workspace/environ.txt',
+          'MEDIA:/workspace/token.txt',
+          'MEDIA:mine.txt',
+        ].join('\n'),
+      },
+      { sessionKey: keyOf(bob) },
+    );
+    const placed = readdirSync(bobHost, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => path.relative(bobHost, path.join(entry.parentPath, entry.name)));
+    expect(placed).toEqual(['mine.txt']);
+    expect(readFileSync(path.join(bobHost, 'mine.txt'), 'utf8')).toBe('bob');
+    // Alice's copy was never touched by Bob's reply.
+    expect(readFileSync(path.join(hostWorkspace, 'out', 'a.bin'))).toEqual(readFileSync(path.join(workspaceOf(alice), 'out', 'a.bin')));
+  });
+
+  it("reads a file the message tool sends with the delivery checks, and the file tools' reads as before", async () => {
+    const bobBridge = handles.bob!.createFsBridge!({
+      sandbox: {
+        workspaceDir: path.join(root, 'openclaw-workspace-bob'),
+        agentWorkspaceDir: path.join(root, 'agent-workspace'),
+        workspaceAccess: 'none',
+        containerName: handles.bob!.runtimeId,
+        containerWorkdir: '/workspace',
+      },
+    });
+    await expect(bobBridge.readFile({ filePath: '/workspace/environ.txt', maxBytes: 1024 * 1024 })).rejects.toMatchObject({
+      code: 'EACCES',
+      message: expect.stringMatching(/leads outside the sandbox's \/workspace, \/root and \/tmp \(to \/proc\/1\/environ\)/),
+    });
+    await expect(bobBridge.readFile({ filePath: 'token.txt', maxBytes: 1024 * 1024 })).rejects.toMatchObject({
+      code: 'EACCES',
+      message: expect.stringMatching(/holds the value of one of the sandbox's credentials/),
+    });
+    await expect(bobBridge.readFile({ filePath: '/workspace/to-alice.bin', maxBytes: 1024 * 1024 })).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((await bobBridge.readFile({ filePath: 'mine.txt', maxBytes: 1024 * 1024 })).toString()).toBe('bob');
+    // The read and edit tools (no maxBytes) keep reading the user's own files, credentials included.
+    expect((await bobBridge.readFile({ filePath: 'token.txt' })).toString()).toBe(tokens.bob);
   });
 
   it('removes its socket when closed', async () => {

@@ -121,7 +121,8 @@ describe("the backend's file transfers", () => {
     expect(readFileSync(path.join(bob, 'b.txt'), 'utf8')).toBe('bob’s bytes');
     expect(warnings).toContain('berth: a MEDIA: file was not sent: /workspace/out/a.txt does not exist in the sandbox');
 
-    await berth.hooks.beforeAgentFinalize({ lastAssistantMessage: 'No file this time.\nMEDIA:/workspace/none.txt' }, { sessionKey: ALICE });
+    // Her next reply, with or without a file, removes the copy the previous one sent.
+    await berth.hooks.beforeAgentFinalize({ lastAssistantMessage: 'No file this time.' }, { sessionKey: ALICE });
     expect(existsSync(path.join(alice, 'out', 'a.txt'))).toBe(false);
     // Text without MEDIA: reads nothing; an unknown session does nothing.
     await berth.hooks.beforeAgentFinalize({ lastAssistantMessage: 'MEDIA:/workspace/out/a.txt' }, { sessionKey: 'agent:main:telegram:direct:999' });

@@ -253,18 +253,20 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
     async beforeAgentFinalize(event, context) {
       const sessionKey = context?.sessionKey ?? event?.sessionKey;
       const session = sessionKey ? sessions.get(sessionKey) : undefined;
-      const text = event?.lastAssistantMessage;
-      if (!sessionKey || !ownsFolder(session) || typeof text !== 'string' || !/media:/i.test(text)) return;
+      if (!sessionKey || !ownsFolder(session)) return;
+      const text = typeof event?.lastAssistantMessage === 'string' ? event.lastAssistantMessage : '';
       try {
-        const { berth } = await start();
         await inFolder(session.hostWorkspaceDir, async () => {
-          // The previous reply's copies were sent (its payloads are built before the next turn ends).
+          // The previous reply's copies were sent: its payloads were built once its run ended.
           const previous = deliveredCopies.get(session.hostWorkspaceDir);
-          if (previous) await removeReplyMediaCopies(previous);
           deliveredCopies.delete(session.hostWorkspaceDir);
+          if (previous) await removeReplyMediaCopies(previous);
+          if (!/media:/i.test(text)) return;
+          const { berth } = await start();
           const outcomes = await prepareReplyMedia({
             hostWorkspaceDir: session.hostWorkspaceDir,
             text,
+            // Resolved by core at the moment of the read, like every command.
             read: async (sandboxPath) => (await readSandboxFile(berth, berth.request({ session: { sessionKey } }), sandboxPath)).bytes,
           });
           const placed = new Set(outcomes.filter((outcome) => outcome.bytes !== undefined).map((outcome) => outcome.hostPath));

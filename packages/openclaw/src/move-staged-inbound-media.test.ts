@@ -97,11 +97,15 @@ describe('moving staged attachments into the sandbox', () => {
   it("moves only OpenClaw's staged folders (openclaw-staged-<uuid>), nothing else under media/inbound", async () => {
     const root = hostWorkspace();
     mkdirSync(path.join(root, 'media', 'inbound', 'openclaw-staged-../x'), { recursive: true });
+    writeFileSync(path.join(root, 'media', 'inbound', STAGED, '.fs-safe-1234-abcd.tmp'), 'half written');
     mkdirSync(path.join(root, 'media', 'inbound', 'mine'));
     writeFileSync(path.join(root, 'media', 'inbound', 'mine', 'a'), 'a');
     const puts: string[] = [];
     await moveStagedInboundMedia({ hostWorkspaceDir: root, put: async (_hostPath, sandboxPath) => puts.push(sandboxPath) });
     expect(puts.every((sandboxPath) => sandboxPath.startsWith(`/workspace/media/inbound/${STAGED}/`))).toBe(true);
     expect(existsSync(path.join(root, 'media', 'inbound', 'mine', 'a'))).toBe(true);
+    // A file OpenClaw is still writing stays where it is, and so does its folder.
+    expect(puts).toHaveLength(2);
+    expect(readFileSync(path.join(root, 'media', 'inbound', STAGED, '.fs-safe-1234-abcd.tmp'), 'utf8')).toBe('half written');
   });
 });

@@ -68,6 +68,9 @@ export async function moveStagedInboundMedia(options: MoveStagedInboundMediaOpti
     const folder = path.join(inbound, folderName);
     if (!(await realFolder(folder))) continue;
     for (const name of (await fs.readdir(folder)).sort()) {
+      // OpenClaw's own names only: `input-<name>` and its `.gitignore` marker. A file it is still
+      // writing is a `.fs-safe-….tmp` beside them (renamed into place once whole), left alone here.
+      if (name !== '.gitignore' && !name.startsWith('input-')) continue;
       const hostPath = path.join(folder, name);
       const sandboxPath = path.posix.join(SANDBOX_WORKSPACE, STAGED_INBOUND_FOLDER, folderName, name);
       const status = await fs.lstat(hostPath).catch(() => undefined);
