@@ -392,7 +392,7 @@ describe('files between the chat and the sandbox', () => {
         scriptedMessage(
           'alice-3',
           [
-            exec(`echo "path=[{media}]"; echo "got=[$(head -n 1 -- '{media}')]"`),
+            exec(`echo "path=[{media}]"; echo "got=[$(head -n 1 '{media}')]"`),
             { name: 'read', arguments: { path: '{media}' } },
             exec(
               `mkdir -p /workspace/out && for i in 1 2 3 4 5 6 7 8; do echo "line $i ${aliceOutMark}"; done > /workspace/out/alice-result.txt && echo written`,
