@@ -54,6 +54,8 @@ describe('where OpenClaw reads a named file', () => {
       'https://example.org/x.png',
       'file://host/workspace/x',
       'file:///workspace%2f..%2fx',
+      // A word of the line, not a file to OpenClaw: no folder, no extension.
+      'trailing',
       '',
     ]) {
       expect(replyMediaTargetOf(named, root), named).toBeUndefined();

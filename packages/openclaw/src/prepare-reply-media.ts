@@ -82,6 +82,8 @@ export function replyMediaTargetOf(named: string, hostWorkspaceDir: string): Rep
   } else if (path.isAbsolute(candidate)) {
     hostPath = path.resolve(candidate);
   } else {
+    // OpenClaw takes a relative source for a file only with a folder or an extension in it (isLikelyLocalMediaSource).
+    if (!candidate.includes('/') && !/\.\w{1,10}$/.test(candidate)) return undefined;
     hostPath = path.resolve(root, candidate);
   }
   if (!isStrictlyInside(root, hostPath)) return undefined;
