@@ -16,6 +16,18 @@ const BERTH_PLUGIN_ID = 'berth';
 // One live backend per gateway process: a reload's new registration replaces it.
 let current: { backend: BerthSandboxBackend; restore: () => void } | undefined;
 
+// OpenClaw may load this module more than once in one process (one instance per registration
+// pass), and runs typed hooks from whichever pass's registry it activated; the live backend is
+// therefore kept process-wide, as OpenClaw keeps sandbox backends (a Symbol.for on globalThis).
+const LIVE_BACKEND = Symbol.for('berth.openclaw.liveBackend');
+type LiveBackendHolder = { [LIVE_BACKEND]?: BerthSandboxBackend };
+function liveBackend(): BerthSandboxBackend | undefined {
+  return (globalThis as LiveBackendHolder)[LIVE_BACKEND];
+}
+function setLiveBackend(backend: BerthSandboxBackend | undefined): void {
+  (globalThis as LiveBackendHolder)[LIVE_BACKEND] = backend;
+}
+
 function hostLogger(api: OpenClawPluginApi): HostLogger {
   return { info: (message) => api.logger.info(message), warn: (message) => api.logger.warn(message), error: (message) => api.logger.error(message) };
 }
@@ -27,22 +39,29 @@ function hostLogger(api: OpenClawPluginApi): HostLogger {
  * (discovery, CLI metadata) leave no socket or client behind.
  */
 function registerBerth(api: OpenClawPluginApi): void {
+  // Files between the chat and the sandbox (docs/openclaw.md, "Files"). Registered in every pass
+  // that offers hooks: which pass's registry OpenClaw runs typed hooks from is its business, and
+  // the handlers act only through the live backend, so a read-only pass starts nothing. A
+  // transfer of up to docker_file_limit runs through the sandbox's shell in steps, hence the
+  // longer budget. before_agent_finalize is a conversation hook: OpenClaw drops it unless
+  // plugins.entries.berth.hooks.allowConversationAccess is true.
+  api.on?.('before_tool_call', (_event: unknown, context: OpenClawHookContext) => liveBackend()?.hooks.beforeToolCall(context), {
+    timeoutMs: FILE_HOOK_TIMEOUT_MS,
+  });
+  api.on?.(
+    'before_agent_finalize',
+    (event: OpenClawBeforeAgentFinalizeEvent, context: OpenClawHookContext) => liveBackend()?.hooks.beforeAgentFinalize(event, context),
+    { timeoutMs: FILE_HOOK_TIMEOUT_MS },
+  );
   if (api.registrationMode !== 'full') return;
   const logger = hostLogger(api);
   const backend = createBerthSandboxBackend({ pluginConfig: api.pluginConfig, environment: process.env, logger });
-  const previous = current;
+  // The previous live backend, even one another instance of this module made.
+  const previous = liveBackend() ?? current?.backend;
   current = { backend, restore: registerSandboxBackend(BERTH_SANDBOX_BACKEND_ID, backend.registration) };
-  if (previous) void previous.backend.close().catch((error: unknown) => logger.warn(`berth: closing the previous backend failed: ${String(error)}`));
-  // Files between the chat and the sandbox (docs/openclaw.md, "Files"). A transfer of up to
-  // docker_file_limit runs through the sandbox's shell in steps, hence the longer budget.
-  // before_agent_finalize is a conversation hook: OpenClaw drops it (with a warning in its log)
-  // unless plugins.entries.berth.hooks.allowConversationAccess is true.
-  api.on?.('before_tool_call', (_event: unknown, context: OpenClawHookContext) => backend.hooks.beforeToolCall(context), { timeoutMs: FILE_HOOK_TIMEOUT_MS });
-  api.on?.(
-    'before_agent_finalize',
-    (event: OpenClawBeforeAgentFinalizeEvent, context: OpenClawHookContext) => backend.hooks.beforeAgentFinalize(event, context),
-    { timeoutMs: FILE_HOOK_TIMEOUT_MS },
-  );
+  setLiveBackend(backend);
+  if (previous && previous !== backend)
+    void previous.close().catch((error: unknown) => logger.warn(`berth: closing the previous backend failed: ${String(error)}`));
   api.registerService({
     id: 'berth-sandboxes',
     // The socket is served from the gateway's start, so the first command finds it warm.
@@ -54,6 +73,7 @@ function registerBerth(api: OpenClawPluginApi): void {
         current.restore();
         current = undefined;
       }
+      if (liveBackend() === backend) setLiveBackend(undefined);
       await backend.close();
     },
   });

@@ -171,6 +171,10 @@ beforeAll(async () => {
     },
   });
 
+  if (process.env.BERTH_E2E_INSPECT)
+    console.info(
+      `[inspect] ${await runOpenClaw(install, home, ['plugins', 'inspect', 'berth', '--runtime', '--json']).catch((error: unknown) => String(error))}`,
+    );
   started = performance.now();
   gateway = startGateway(install, home);
   // OpenClaw takes about 40 s to start on an idle two-core machine, and more than two minutes
@@ -248,7 +252,22 @@ afterAll(async () => {
       .map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`)
       .join(', ')}; gateway RSS ${Math.round(gatewayRssMb)} MB; outbound attempts refused: ${JSON.stringify([...new Set(proxy?.attempts() ?? [])])}`,
   );
-  if (process.env.BERTH_E2E_VERBOSE) console.info(JSON.stringify({ replies, execs, sent: telegram?.sent() }, null, 1));
+  if (process.env.BERTH_E2E_VERBOSE) {
+    console.info(
+      JSON.stringify(
+        { replies, execs, sent: telegram?.sent().map(({ file, ...message }) => ({ ...message, file: file && { ...file, bytes: file.bytes.length } })) },
+        null,
+        1,
+      ),
+    );
+    console.info(
+      `[openclaw e2e] the gateway's lines about Berth, hooks and media:\n${`${gateway?.log() ?? ''}\n${gateway?.output() ?? ''}`
+        .split('\n')
+        .filter((line) => /berth|hook/i.test(line) && !line.startsWith('{'))
+        .slice(-200)
+        .join('\n')}`,
+    );
+  }
   // Each user's disk (container_disk) is mounted under the root: unmounted first.
   await releaseDisksUnder(root);
   rmSync(root, { recursive: true, force: true });
@@ -377,11 +396,13 @@ describe('files between the chat and the sandbox', () => {
   let aliceOpenClawCopy = '';
   let bobLog = '';
 
-  /** Files OpenClaw keeps for the sessions' workspaces: everything under the test's root but Berth's folders and OpenClaw's media store. */
-  const openClawWorkspaceFiles = () =>
-    filesUnder(home.stateDir).filter(
-      (file) => !file.startsWith(`${path.join(home.stateDir, 'media')}${path.sep}`) && !file.includes(`${path.sep}extensions${path.sep}`),
-    );
+  /**
+   * OpenClaw's host copies of the sessions' workspaces ($STATE/sandboxes/<scope>: the factory's
+   * workspaceDir), where it stages attachments and reads MEDIA: files. (Its media store and its
+   * transcripts hold the conversation, the document's text included: they are the gateway's own.)
+   */
+  const openClawCopies = () => path.join(home.stateDir, 'sandboxes');
+  const openClawWorkspaceFiles = () => filesUnder(openClawCopies());
 
   beforeAll(async () => {
     await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -410,7 +431,7 @@ describe('files between the chat and the sandbox', () => {
 
     stagedPath = /path=\[(media\/inbound\/openclaw-staged-[^\]]+)\]/.exec(aliceReply.text)?.[1] ?? '';
     const copy = openClawWorkspaceFiles().find((file) => file.endsWith(`${path.sep}out${path.sep}alice-result.txt`));
-    aliceOpenClawCopy = copy ? path.dirname(path.dirname(copy)) : path.join(home.stateDir, 'sandboxes', 'no-copy-of-alice-found');
+    aliceOpenClawCopy = copy ? path.dirname(path.dirname(copy)) : path.join(home.stateDir, 'no-copy-of-alice-found');
     const aliceSlug = path.basename(aliceOpenClawCopy);
 
     await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -424,7 +445,7 @@ describe('files between the chat and the sandbox', () => {
           [
             // Bob's command looks for Alice's attachment and her file everywhere it can.
             exec(
-              `echo "find=[$(find / \\( -path /proc -o -path /sys \\) -prune -o \\( -name 'input-report.txt' -o -name 'alice-result.txt' \\) -print 2>/dev/null)]"; echo "staged=[$(cat /workspace/${stagedPath} 2>&1)]"; echo "berth-host=[$(cat ${aliceOut()} 2>&1)]"; echo "openclaw-host=[$(cat ${aliceOpenClawCopy}/out/alice-result.txt 2>&1)]"`,
+              `echo "find=[$(find / \\( -path /proc -o -path /sys \\) -prune -o \\( -name 'input-report*' -o -name 'alice-result.txt' \\) -print 2>/dev/null)]"; echo "staged=[$(cat /workspace/${stagedPath} 2>&1)]"; echo "berth-host=[$(cat ${aliceOut()} 2>&1)]"; echo "openclaw-host=[$(cat ${aliceOpenClawCopy}/out/alice-result.txt 2>&1)]"`,
             ),
             exec(
               [
@@ -440,7 +461,7 @@ describe('files between the chat and the sandbox', () => {
                 // swapped in between.
                 `nohup sh -c 'i=0; while [ $i -lt 20000 ]; do printf bob > /workspace/race.new; mv -f /workspace/race.new /workspace/race.txt; ln -sf ${aliceOut()} /workspace/race.txt; i=$((i+1)); done' >/dev/null 2>&1 </dev/null &`,
                 'echo prepared',
-              ].join('; '),
+              ].join('\n'),
             ),
           ],
           {
@@ -481,13 +502,15 @@ describe('files between the chat and the sandbox', () => {
       .join('\n');
 
   it("puts Alice's attachment in her own sandbox only, at the path OpenClaw told her agent", () => {
-    expect(stagedPath).toMatch(/^media\/inbound\/openclaw-staged-[0-9a-f-]+\/input-report\.txt$/);
+    // OpenClaw names the staged copy after its download, which carries an id of its own: input-report---<uuid>.txt.
+    expect(stagedPath).toMatch(/^media\/inbound\/openclaw-staged-[0-9a-f-]+\/input-report[^/]*\.txt$/);
     expect(aliceReply.text).toContain(`got=[${documentMark}]`);
     // The read tool (OpenClaw's fs bridge) finds it at the same path.
     expect(aliceReply.text).toContain(documentLine);
     expect(readFileSync(path.join(folderOf('alice'), 'workspace', stagedPath))).toEqual(documentBytes);
     expect(foldersHolding(documentMark)).toEqual([`telegram@${users.alice}`]);
     // OpenClaw's staged host copy is gone: its host folders hold no copy of the document.
+    expect(existsSync(openClawCopies())).toBe(true);
     expect(openClawWorkspaceFiles().filter((file) => readFileSync(file).includes(documentMark))).toEqual([]);
     expect(telegram.calls().getFile).toBeGreaterThanOrEqual(1);
   });
@@ -509,7 +532,7 @@ describe('files between the chat and the sandbox', () => {
   });
 
   it("never sends Alice's bytes to Bob's chat, whatever path his agent names, and says what was not sent", () => {
-    expect(aliceOpenClawCopy).not.toContain('no-copy-of-alice-found');
+    expect(aliceOpenClawCopy.startsWith(`${openClawCopies()}${path.sep}`), aliceOpenClawCopy).toBe(true);
     const bobFiles = chatOf('bob').filter((message) => message.file !== undefined);
     for (const message of chatOf('bob')) {
       expect(message.text).not.toContain(aliceOutMark);
