@@ -99,7 +99,8 @@ export async function prepareSharedBound(options: PrepareSharedBoundOptions): Pr
     return {
       ...size,
       paths: [],
-      unenforced: "on Kubernetes a ResourceQuota on the sandboxes' namespace bounds them all together (docs/backend-kubernetes.md); Berth sets no parent cgroup there",
+      unenforced:
+        "on Kubernetes a ResourceQuota on the sandboxes' namespace bounds them all together (docs/backend-kubernetes.md); Berth sets no parent cgroup there",
     };
   }
   if (!cgroups) {

@@ -1,42 +1,42 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { docker, randomTelegramUser, startAttackGateway, timed, type AttackGateway, type Sender } from './support/attack-gateway.js';
+import { engineClient, randomTelegramUser, startAttackGateway, timed, type AttackGateway, type Sender } from './support/attack-gateway.js';
 
 // Many users allocating memory at once: each stays inside its own sandbox's limit, but together
 // they would take more than the installation may. The one bound all sandboxes share (a parent
 // cgroup, docker_total_memory) stops them there; the gateway and a light user keep being
-// answered, and no file is lost.
+// answered, and no file is lost. On Docker and on rootful Podman.
 const SANDBOX_MB = 256;
 const TOTAL_MB = 400;
 const HOG_MB = 200;
 const RESPONSE_BOUND_MS = 10_000;
-const hogs: Sender[] = [randomTelegramUser(), randomTelegramUser(), randomTelegramUser()];
-const light = randomTelegramUser();
-let gateway: AttackGateway;
-
-/** The parent cgroup's memory folder on this host, from what the engine says of a sandbox. */
-async function parentMemoryFolder(sender: Sender): Promise<string> {
-  const info = await gateway.containerOf(sender);
-  const inspected = await docker.getContainer(info!.Id).inspect();
-  const parent = inspected.HostConfig.CgroupParent ?? '';
-  expect(parent).toMatch(/^\/berth-[0-9a-f]{6}$/);
-  const v1 = path.join('/sys/fs/cgroup/memory', parent);
-  return existsSync(v1) ? v1 : path.join('/sys/fs/cgroup', parent);
-}
-
 const readNumber = (file: string): number => Number(readFileSync(file, 'utf8').trim());
 
-beforeAll(async () => {
-  gateway = await startAttackGateway({ config: { container_memory: SANDBOX_MB, docker_total_memory: TOTAL_MB, docker_pids_limit: 128 } });
-  await Promise.all([...hogs, light].map((sender) => gateway.run(sender, `echo kept > /workspace/kept-${sender.userId}.txt`)));
-});
+describe.each(['docker', 'podman'] as const)('one bound for all sandboxes together on %s (docker_total_memory)', (backend) => {
+  const hogs: Sender[] = [randomTelegramUser(), randomTelegramUser(), randomTelegramUser()];
+  const light = randomTelegramUser();
+  let gateway: AttackGateway;
 
-afterAll(async () => {
-  await gateway?.cleanup();
-});
+  /** The parent cgroup's memory folder on this host, from what the engine says of a sandbox. */
+  async function parentMemoryFolder(sender: Sender): Promise<string> {
+    const info = await gateway.containerOf(sender);
+    const inspected = await engineClient(backend).getContainer(info!.Id).inspect();
+    const parent = inspected.HostConfig.CgroupParent ?? '';
+    expect(parent).toMatch(/^\/berth-[0-9a-f]{6}$/);
+    const v1 = path.join('/sys/fs/cgroup/memory', parent);
+    return existsSync(v1) ? v1 : path.join('/sys/fs/cgroup', parent);
+  }
 
-describe('one bound for all sandboxes together (docker_total_memory)', () => {
+  beforeAll(async () => {
+    gateway = await startAttackGateway({ config: { backend, container_memory: SANDBOX_MB, docker_total_memory: TOTAL_MB, docker_pids_limit: 128 } });
+    await Promise.all([...hogs, light].map((sender) => gateway.run(sender, `echo kept > /workspace/kept-${sender.userId}.txt`)));
+  });
+
+  afterAll(async () => {
+    await gateway?.cleanup();
+  });
+
   it('puts every sandbox under the installation parent cgroup, whose limit is the shared bound', async () => {
     const folder = await parentMemoryFolder(light);
     const limit = existsSync(path.join(folder, 'memory.limit_in_bytes'))
