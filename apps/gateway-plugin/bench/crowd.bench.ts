@@ -11,7 +11,8 @@
  *
  * For each crowd size (BENCH_CROWDS, default 1,12,50,100 users) every user's sandbox is made
  * first (not timed), then BENCH_ROUNDS rounds (3) of every user sending BENCH_COMMANDS (5)
- * commands at once are timed: the round's wall time, each command's latency (median, p99) and
+ * commands at once are timed (each answer must carry that user's own marker, from a file in
+ * their sandbox): the round's wall time, each command's latency (median, p99) and
  * how many sandboxes were stopped while their users were active. The `summed limits` side runs
  * only up to BENCH_SUMMED_MAX users (12): beyond, each round takes minutes.
  *
@@ -42,7 +43,6 @@ const environment: Record<string, string> = { PATH: process.env.PATH ?? '', HOME
 for (let index = 0; index < most; index++) {
   const userId = String(idBase + index);
   markers.set(userId, `m${index}x${randomBytes(6).toString('hex')}`);
-  environment[`HERMES_USER_TELEGRAM_${userId}_MARK`] = markers.get(userId)!;
 }
 
 const sides = {
@@ -89,7 +89,10 @@ async function crowdRound(side: Side, users: readonly string[]): Promise<{ wallM
       users.flatMap((userId) =>
         Array.from({ length: commands }, async (_, index) => {
           const started = performance.now();
-          const result = await execAs(side.terminal, userId, `echo "$MARK-${index}"`).catch((error: unknown) => ({ output: String(error), returncode: -1 }));
+          const result = await execAs(side.terminal, userId, `echo "$(cat /root/owner)-${index}"`).catch((error: unknown) => ({
+            output: String(error),
+            returncode: -1,
+          }));
           latencies.push(performance.now() - started);
           if (result.returncode !== 0 || result.output !== `${markers.get(userId)}-${index}\n`) wrong++;
         }),
@@ -113,7 +116,10 @@ try {
     for (const [name, side] of bySide) {
       if (name === 'summed limits' && size > summedMax) continue;
       // Every user's sandbox made first, a few at a time (not timed).
-      for (let at = 0; at < users.length; at += 8) await Promise.all(users.slice(at, at + 8).map((userId) => execAs(side.terminal, userId, 'true')));
+      // Each sandbox holds its user's marker in a file (not a variable: a per-user variable is masked in output).
+      for (let at = 0; at < users.length; at += 8) {
+        await Promise.all(users.slice(at, at + 8).map((userId) => execAs(side.terminal, userId, `echo ${markers.get(userId)} > /root/owner`)));
+      }
       const stopsBefore = side.stops.length;
       const walls: number[] = [];
       const latencies: number[] = [];
