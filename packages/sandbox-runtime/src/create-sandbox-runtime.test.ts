@@ -263,14 +263,17 @@ describe('the sandbox runtime', () => {
     }
     // The bound is 90 % full (page cache that could be dropped not counted): for a new user,
     // the least recently used idle sandboxes that hold something stop, only until it would be
-    // under 85 % again; one that holds next to nothing is left running.
+    // under 85 % again; one that holds next to nothing is left running, and so is a busy one
+    // (42: a job of its user still runs).
+    const busy = (await runtime.list()).find((info) => info.userId === '42')!.containerId;
+    driver.busy.add(busy);
     writeFileSync(path.join(memory, 'memory.usage_in_bytes'), String(3986 * 2 ** 20));
     writeFileSync(path.join(memory, 'memory.stat'), `total_inactive_file ${300 * 2 ** 20}\n`);
     await runtime.doExec(request('46'), { command: 'true' });
     expect(Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]))).toEqual({
       '41': 'running',
-      '42': 'stopped',
-      '43': 'running',
+      '42': 'running',
+      '43': 'stopped',
       '44': 'running',
       '45': 'running',
       '46': 'running',
@@ -282,7 +285,8 @@ describe('the sandbox runtime', () => {
     ).toHaveLength(1);
     // Back under the bound's high mark: nobody is stopped.
     writeFileSync(path.join(memory, 'memory.usage_in_bytes'), String(1000 * 2 ** 20));
-    await runtime.doExec(request('42'), { command: 'true' });
+    driver.busy.delete(busy);
+    await runtime.doExec(request('43'), { command: 'true' });
     expect((await runtime.list()).filter((info) => info.state === 'running')).toHaveLength(6);
     expect((await runtime.describe()).sharedBound).toEqual({ parent: '/test-bound', memoryMb: 4096, pids: expect.any(Number), enforced: true });
   });

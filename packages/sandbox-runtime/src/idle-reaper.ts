@@ -131,6 +131,8 @@ export function createStoppingPolicies(
           if (entry.pending > 0 || !entry.containerId) continue;
           const usage = await readSandboxUsage(bound, entry.containerId);
           if (!usage || (usage.memoryBytes < pressure.memoryLimit * 0.01 && usage.pids < pressure.pidsLimit * 0.01)) continue;
+          // Never a busy one: a job of its user still running (a server, a build) is theirs to keep.
+          if (context.driver.capabilities.processList && (await context.driver.isBusy(entry.containerId).catch(() => true))) continue;
           const which =
             memory / pressure.memoryLimit >= pids / pressure.pidsLimit
               ? `memory ${Math.round((memory / pressure.memoryLimit) * 100)} %`
