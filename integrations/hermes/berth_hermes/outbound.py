@@ -83,7 +83,17 @@ def _masked(text: str) -> str:
         masked = BasePlatformAdapter._mask_protected_spans(text)
         return str(BasePlatformAdapter._mask_json_string_media(masked))
     except (ImportError, AttributeError):
-        return text
+        pass
+    # Hermes' rule where its module is not there: fenced and inline code (not a MEDIA: path in
+    # backticks) and block quotes.
+    spans = [m.span() for m in re.finditer(r"```[^\n]*\n.*?```", text, re.DOTALL)]
+    spans += [m.span() for m in re.finditer(r"`[^`\n]+`", text)
+              if not re.search(r"MEDIA:\s*$", text[max(0, m.start() - 20):m.start()])]
+    spans += [m.span() for m in re.finditer(r"^>.*$", text, re.MULTILINE)]
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = [" " if char != "\n" else char for char in chars[start:end]]
+    return "".join(chars)
 
 
 def directive_for(host_path: str) -> str | None:
