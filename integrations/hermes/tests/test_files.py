@@ -152,7 +152,7 @@ def a_with_secrets(gateway, a: str) -> dict:
             "host_workspace": os.fspath(host_file.parent)}
 
 
-ATTACKS = {
+ATTACKS: dict[str, tuple[list[str], str]] = {
     "A's host cache path": ([], "MEDIA:{cached}"),
     "A's host sandbox path": ([], "MEDIA:{host_file}"),
     "../ paths": ([], "MEDIA:/workspace/../../telegram@{a}/workspace/secret.txt\n"
