@@ -81,12 +81,13 @@ def test_images_and_voice_notes_go_in_too_and_their_host_paths_never_reach_the_a
     gateway = make_gateway()
     a = unique_user()
     picture = b"\x89PNG\r\n\x1a\n" + secrets.token_bytes(300)
-    got = message(gateway, a, attachment={"kind": "photo", "data": b64(picture)}, commands=["wc -c < {told}"])
+    size = "wc -c < {told} | tr -d ' '"
+    got = message(gateway, a, attachment={"kind": "photo", "data": b64(picture)}, commands=[size])
     [cached] = got["cached"]
     assert re.fullmatch(r"/workspace/attachments/img_[0-9a-f]{12}\.jpg", got["told"]), got["prompt"]
     assert cached not in got["prompt"] and got["results"][0]["output"] == str(len(picture))
     voice = secrets.token_bytes(500)
-    got = message(gateway, a, attachment={"kind": "voice", "data": b64(voice)}, commands=["wc -c < {told}"])
+    got = message(gateway, a, attachment={"kind": "voice", "data": b64(voice)}, commands=[size])
     [cached] = got["cached"]
     assert re.fullmatch(r"/workspace/attachments/audio_[0-9a-f]{12}\.ogg", got["told"]), got["prompt"]
     assert cached not in got["prompt"] and got["results"][0]["output"] == str(len(voice))
@@ -96,7 +97,7 @@ def test_an_attachment_over_the_limit_gives_the_agent_one_line_and_leaves_nothin
     gateway = make_gateway({"docker_file_limit": 1})
     a = unique_user()
     got = message(gateway, a, attachment=document("big.pdf", secrets.token_bytes(1_500_000), "application/pdf"),
-                  commands=["ls -A /workspace/attachments 2>/dev/null | wc -l"])
+                  commands=["ls -A /workspace/attachments 2>/dev/null | wc -l | tr -d ' '"])
     lines = [line for line in got["prompt"].splitlines() if "big.pdf could not be put in your sandbox" in line]
     assert len(lines) == 1 and "[attachment big.pdf could not be put in your sandbox: " in lines[0], got["prompt"]
     assert got["cached"][0] not in got["prompt"] and "/workspace/attachments/" not in got["prompt"]
@@ -199,9 +200,9 @@ def test_a_file_swapped_for_a_link_to_a_users_file_while_it_is_delivered_never_d
     swapper = (
         "i=0; while [ $i -lt 20000 ]; do echo B-own > /workspace/r.tmp; mv -f /workspace/r.tmp /workspace/race.txt; "
         f"ln -sfn {paths['host_file']} /workspace/r.lnk; mv -f /workspace/r.lnk /workspace/race.txt; "
-        "i=$((i+1)); echo $i > /workspace/swaps; done"
+        "i=$((i+1)); echo $i > /workspace/s.tmp; mv -f /workspace/s.tmp /workspace/swaps; done"
     )
-    got = message(gateway, b, commands=[f"setsid sh -c '{swapper}' </dev/null >/dev/null 2>&1 & sleep 0.5; "
+    got = message(gateway, b, commands=[f"setsid sh -c '{swapper}' </dev/null >/dev/null 2>&1 & sleep 1; "
                                         "cat /workspace/swaps"],
                   final="\n".join(["MEDIA:/workspace/race.txt"] * 20))
     swaps_before = int(got["results"][0]["output"] or 0)
@@ -211,7 +212,6 @@ def test_a_file_swapped_for_a_link_to_a_users_file_while_it_is_delivered_never_d
     assert set(delivered) <= {b"B-own\n"}, "a swapped-in link was followed"
     assert paths["secret"] not in b"".join(delivered)
     assert len(delivered) + text_to(got["sent"], b).count("[file not sent: ") == 20
-    gateway.terminal("pkill -f r.lnk || true", session=session_of(b))
 
 
 def test_bare_host_paths_in_a_reply_and_in_the_send_message_tool_are_not_sent(make_gateway):
