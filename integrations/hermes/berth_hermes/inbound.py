@@ -124,9 +124,10 @@ async def bring_attachments_in(
         target = f"{ATTACHMENTS_FOLDER}/{os.path.basename(source)}"
         try:
             # A worker thread: berth serve may create the sandbox first, and the event loop serves every chat.
-            await asyncio.get_running_loop().run_in_executor(None, put, session, source, target)
-            replacement = target
-            placed.record(names, target)
+            answer = await asyncio.get_running_loop().run_in_executor(None, put, session, source, target)
+            placed_at = answer.get("path") if isinstance(answer, dict) else None
+            replacement = placed_at if isinstance(placed_at, str) and placed_at else target
+            placed.record(names, replacement)
         except BerthBridgeError as error:
             replacement = f"[attachment {display_name(source)} could not be put in your sandbox: {reason_of(error)}]"
             logger.warning("berth: attachment %s not put in the sandbox: %s", os.path.basename(source), error)
