@@ -223,3 +223,25 @@ def test_a_directive_is_written_so_hermes_reads_back_the_same_path(path):
     directive = outbound.directive_for(f"/h/outbox/{path}")
     assert directive is not None
     assert outbound.normalize_directive_path(directive[len("MEDIA:"):]) == f"/h/outbox/{path}"
+
+
+def test_native_image_mode_names_the_sandbox_path_too(monkeypatch):
+    import types
+
+    routing = types.ModuleType("agent.image_routing")
+
+    def build_native_content_parts(user_text, image_paths, image_urls=None):
+        text = user_text + "".join(f"\n\n[Image attached at: {path}]" for path in image_paths)
+        return [{"type": "text", "text": text}, {"type": "image_url", "image_url": {"url": "data:..."}}], []
+
+    routing.build_native_content_parts = build_native_content_parts  # type: ignore[attr-defined]
+    package = types.ModuleType("agent")
+    package.image_routing = routing  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agent", package)
+    monkeypatch.setitem(sys.modules, "agent.image_routing", routing)
+    placed = inbound.PutAttachments()
+    placed.record(["/h/cache/images/img_0123456789ab.jpg"], "/workspace/attachments/img_0123456789ab.jpg")
+    inbound.wrap_native_image_parts(placed)
+    parts, skipped = routing.build_native_content_parts("look", ["/h/cache/images/img_0123456789ab.jpg"])
+    assert parts[0]["text"] == "look\n\n[Image attached at: /workspace/attachments/img_0123456789ab.jpg]"
+    assert skipped == []
