@@ -145,6 +145,10 @@ export const terminalConfigSchema = z
       .regex(/^[a-z0-9._-]+$/)
       .optional(),
     docker_output_limit: z.number().int().min(1024).max(268_435_456).default(1_048_576),
+    // Berth's own: the largest file, in megabytes, that goes between a chat and a sandbox
+    // (an attachment put in, a file the agent names for delivery taken out). Telegram's bots
+    // send at most 50 MB, Hermes' own remote fetch defaults to 50 MiB.
+    docker_file_limit: z.number().int().min(1).max(2048).default(50),
     docker_identity_links: z.array(z.array(z.string().min(3)).min(2, { message: 'a link needs at least two identities' })).default([]),
     platform_adapters: z.array(z.string().min(1)).default([]),
     // Berth's own keys for backend: kubernetes (docs/backend-kubernetes.md).

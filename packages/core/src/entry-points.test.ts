@@ -33,6 +33,7 @@ describe('the entry points of @berth/core', () => {
         'SANDBOX_SOCKET_PROTOCOL_VERSION',
         'SESSION_ENVIRONMENT_VARIABLES',
         'SandboxError',
+        'SandboxFileError',
         'SessionAttributionError',
         'TIMEOUT_EXIT_CODE',
         'UnknownPlatformError',

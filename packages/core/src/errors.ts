@@ -213,6 +213,25 @@ export function isRetryableSandboxError(error: unknown): boolean {
   return code !== undefined && NEVER_STARTED_CODES.has(code);
 }
 
+/** Every code a {@link SandboxFileError} may carry. */
+export type SandboxFileErrorCode = 'FILE_REFUSED' | 'FILE_TOO_LARGE' | 'FILE_NOT_FOUND' | 'FILE_EXISTS' | 'FILE_CHANGED';
+
+/**
+ * A file could not go between a chat and a sandbox (an attachment put in, a file named for
+ * delivery taken out): refused before anything was read or left half-written. The message is
+ * one line naming the path and what to do; it never holds the file's contents.
+ */
+export class SandboxFileError extends BerthError {
+  declare readonly code: SandboxFileErrorCode;
+  /** The path at fault, as the sandbox sees it (or the host path of an attachment). */
+  readonly path: string;
+
+  constructor(code: SandboxFileErrorCode, path: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.path = path;
+  }
+}
+
 /**
  * Berth cannot tell whose sandbox a command belongs to (a session key of an unknown or shared
  * shape, a session read from process-wide variables in a host that runs messages concurrently):

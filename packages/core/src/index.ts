@@ -18,10 +18,12 @@ export {
   PathEscapeError,
   SANDBOX_ERROR_CODES,
   SandboxError,
+  SandboxFileError,
   SessionAttributionError,
   UnknownPlatformError,
   UnsupportedSpecificationError,
   type SandboxErrorCode,
+  type SandboxFileErrorCode,
 } from './errors.js';
 export { describeForMessage, escapeForDisplay, formatIdentity, truncateForMessage, type Identity } from './identity.js';
 export { decodeEnvComponent, encodeEnvComponent, encodeFolderComponent } from './encode-name.js';

@@ -33,3 +33,4 @@ export {
 } from './egress-firewall.js';
 export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';
 export { isIdleProcess, isSandboxBusy, type SandboxProcessList } from './is-sandbox-busy.js';
+export { quoteShell } from './shell-words.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSandboxSocketRequest, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
+import { parseSandboxSocketLine, parseSandboxSocketRequest, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
 import { MAX_SANDBOX_SOCKET_REQUEST_BYTES } from './protocol.js';
 
 function refusal(line: string): SandboxSocketRequestError {
@@ -85,5 +85,35 @@ describe('parseSandboxSocketRequest', () => {
   it('never echoes a long hostile field name in full', () => {
     const error = refusal(JSON.stringify({ v: 1, command: 'x', [`${'k'.repeat(5000)}\n`]: 1 }));
     expect(error.message.length).toBeLessThan(300);
+  });
+});
+
+describe('parseSandboxSocketLine', () => {
+  const session = { v: 1, platform: 'telegram', userId: '5', sessionRequired: true };
+
+  it('takes a command as parseSandboxSocketRequest does, and the two file operations with the same session fields', () => {
+    expect(parseSandboxSocketLine('{"v":1,"command":"true"}')).toEqual({ v: 1, command: 'true' });
+    const put = { ...session, op: 'put-file', source: '/home/gw/.hermes/cache/documents/doc_1_a.txt', path: '/workspace/attachments/doc_1_a.txt' };
+    expect(parseSandboxSocketLine(JSON.stringify(put))).toEqual(put);
+    const get = { ...session, op: 'get-file', path: 'out.txt', target: '/home/gw/.hermes/cache/documents/berth-outbox' };
+    expect(parseSandboxSocketLine(JSON.stringify(get))).toEqual(get);
+  });
+
+  it.each([
+    ['a put-file without its source', { ...session, op: 'put-file', path: '/workspace/a' }, /field source is required/],
+    ['a relative source', { ...session, op: 'put-file', source: 'a.txt', path: '/workspace/a' }, /field source must be an absolute host path/],
+    ['a get-file without its target', { ...session, op: 'get-file', path: 'a' }, /field target is required/],
+    ['a command field on a file operation', { ...session, op: 'get-file', path: 'a', target: '/t', command: 'ls' }, /unknown field "command"/],
+    ['an unknown op', { ...session, op: 'rm', command: 'ls' }, /field op must be "exec", "put-file" or "get-file"/],
+  ])('refuses %s in one line', (_name, request, message) => {
+    let caught: unknown;
+    try {
+      parseSandboxSocketLine(JSON.stringify(request));
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(SandboxSocketRequestError);
+    expect((caught as SandboxSocketRequestError).code).toBe('REQUEST_INVALID');
+    expect((caught as Error).message).toMatch(message);
   });
 });

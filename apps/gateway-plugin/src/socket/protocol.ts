@@ -16,7 +16,27 @@ export { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION } fro
  * someone Berth cannot attribute (a `userId` without `platform`); the task scope when nothing is
  * named, unless `sessionRequired`.
  */
-export interface SandboxSocketRequest {
+export interface SandboxSocketRequest extends SandboxSocketTarget {
+  /** What is asked: a command. @default 'exec' */
+  readonly op?: 'exec';
+  /** The command line, run by the sandbox's shell. */
+  readonly command: string;
+  /** Working directory inside the sandbox; the session's current one when absent. */
+  readonly cwd?: string;
+  /** Seconds before the command's process tree is killed (exit 124). @default terminal.timeout */
+  readonly timeout?: number;
+  /** Standard input of the command; empty when absent. */
+  readonly stdin?: string;
+  /**
+   * How a result comes back: one JSON line ({@link SandboxSocketResult}), or `framed`
+   * ({@link encodeFramedResult}), which a client that is not Node reads without a JSON parser.
+   * Refusals are a JSON line either way. @default 'json'
+   */
+  readonly reply?: 'json' | 'framed';
+}
+
+/** The fields of every request that say whose sandbox it is for. */
+export interface SandboxSocketTarget {
   /** The protocol version, {@link SANDBOX_SOCKET_PROTOCOL_VERSION}. */
   readonly v: typeof SANDBOX_SOCKET_PROTOCOL_VERSION;
   /** A host session key such as `agent:main:telegram:direct:123`. */
@@ -35,20 +55,49 @@ export interface SandboxSocketRequest {
    * task's sandbox that all such commands would share. @default false
    */
   readonly sessionRequired?: boolean;
-  /** The command line, run by the sandbox's shell. */
-  readonly command: string;
-  /** Working directory inside the sandbox; the session's current one when absent. */
-  readonly cwd?: string;
-  /** Seconds before the command's process tree is killed (exit 124). @default terminal.timeout */
-  readonly timeout?: number;
-  /** Standard input of the command; empty when absent. */
-  readonly stdin?: string;
-  /**
-   * How a result comes back: one JSON line ({@link SandboxSocketResult}), or `framed`
-   * ({@link encodeFramedResult}), which a client that is not Node reads without a JSON parser.
-   * Refusals are a JSON line either way. @default 'json'
-   */
-  readonly reply?: 'json' | 'framed';
+}
+
+/**
+ * Copies a file the gateway owns on the host (an attachment it saved) into the sandbox at
+ * `path` (in `/workspace` or `/root`; see docs/files.md). Answered by {@link SandboxSocketFileResult}.
+ */
+export interface SandboxSocketPutFileRequest extends SandboxSocketTarget {
+  readonly op: 'put-file';
+  /** The absolute host path of the file; opened without following a link. */
+  readonly source: string;
+  /** Where it goes in the sandbox, e.g. `/workspace/attachments/doc_ab12_notes.txt`. */
+  readonly path: string;
+}
+
+/**
+ * Copies a file named for delivery out of the sandbox into a new private folder under the host
+ * folder `target`. Answered by {@link SandboxSocketFileResult} with `hostPath`.
+ */
+export interface SandboxSocketGetFileRequest extends SandboxSocketTarget {
+  readonly op: 'get-file';
+  /** The path as the agent wrote it: `/workspace/…`, `/root/…`, `/tmp/…`, `~/…` or relative to `/workspace`. */
+  readonly path: string;
+  /** An absolute host folder of the gateway's own, created (mode 0700) when missing. */
+  readonly target: string;
+}
+
+/** A request to move a file between the host and a sandbox. */
+export type SandboxSocketFileRequest = SandboxSocketPutFileRequest | SandboxSocketGetFileRequest;
+
+/** Any request `berth serve` takes. */
+export type SandboxSocketAnyRequest = SandboxSocketRequest | SandboxSocketFileRequest;
+
+/** A file that went between the host and a sandbox. */
+export interface SandboxSocketFileResult {
+  readonly v: typeof SANDBOX_SOCKET_PROTOCOL_VERSION;
+  /** The file's path in the sandbox. */
+  readonly path: string;
+  /** Its size in bytes. */
+  readonly bytes: number;
+  /** `get-file` only: the new host copy. */
+  readonly hostPath?: string;
+  /** The scope of the sandbox, e.g. `user:telegram:123`. */
+  readonly scope: string;
 }
 
 /** What a command produced, secrets masked as the plugin masks them. */
@@ -73,7 +122,7 @@ export interface SandboxSocketErrorResponse {
 }
 
 /** The one JSON line `berth serve` answers with. */
-export type SandboxSocketResponse = SandboxSocketResult | SandboxSocketErrorResponse;
+export type SandboxSocketResponse = SandboxSocketResult | SandboxSocketFileResult | SandboxSocketErrorResponse;
 
 /** The first word of a framed result's header line. */
 export const FRAMED_RESULT_TAG = 'BERTH1';

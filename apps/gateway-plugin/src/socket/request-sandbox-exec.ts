@@ -1,7 +1,14 @@
 import { lstatSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { MAX_SANDBOX_SOCKET_REQUEST_BYTES, type SandboxSocketRequest, type SandboxSocketResponse, type SandboxSocketResult } from './protocol.js';
+import {
+  MAX_SANDBOX_SOCKET_REQUEST_BYTES,
+  type SandboxSocketFileRequest,
+  type SandboxSocketFileResult,
+  type SandboxSocketRequest,
+  type SandboxSocketResponse,
+  type SandboxSocketResult,
+} from './protocol.js';
 
 // This file is on the spawned client's path and must not import @berth/core (zod and yaml
 // cost about 100 ms to load), so its error is a plain Error with the same `code` convention.
@@ -53,6 +60,18 @@ function checkSocket(socket: string): void {
  * Loads nothing but Node's own modules, so a spawned client stays fast.
  */
 export function requestSandboxExec(socketPath: string, request: SandboxSocketRequest): Promise<SandboxSocketResult> {
+  return requestSandboxSocket<SandboxSocketResult>(socketPath, request);
+}
+
+/** As {@link requestSandboxExec}, for a file between the host and the sandbox (`put-file`, `get-file`). */
+export function requestSandboxFile(socketPath: string, request: SandboxSocketFileRequest): Promise<SandboxSocketFileResult> {
+  return requestSandboxSocket<SandboxSocketFileResult>(socketPath, request);
+}
+
+function requestSandboxSocket<T extends Exclude<SandboxSocketResponse, { error: unknown }>>(
+  socketPath: string,
+  request: SandboxSocketRequest | SandboxSocketFileRequest,
+): Promise<T> {
   const socket = path.resolve(socketPath);
   const line = JSON.stringify(request);
   if (Buffer.byteLength(line) > MAX_SANDBOX_SOCKET_REQUEST_BYTES) {
@@ -118,7 +137,7 @@ export function requestSandboxExec(socketPath: string, request: SandboxSocketReq
         return;
       }
       settled = true;
-      resolve(response);
+      resolve(response as T);
     });
   });
 }

@@ -3,13 +3,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { isBerthError, type HostLogger, type SandboxRequest, type SessionContext } from '@berth/core';
 import type { Berth } from '../create-berth.js';
-import { parseSandboxSocketRequest, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
+import { getSandboxFile, putHostFile } from '../files/host-files.js';
+import { parseSandboxSocketLine, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
 import {
   encodeFramedResult,
   MAX_SANDBOX_SOCKET_REQUEST_BYTES,
   SANDBOX_SOCKET_PROTOCOL_VERSION,
+  type SandboxSocketAnyRequest,
   type SandboxSocketErrorResponse,
-  type SandboxSocketRequest,
   type SandboxSocketResponse,
 } from './protocol.js';
 import { createServeAdmission } from './serve-admission.js';
@@ -63,7 +64,7 @@ export interface SandboxSocketServer {
   close(options?: { graceMs?: number }): Promise<void>;
 }
 
-function sessionOf(request: SandboxSocketRequest): SessionContext | undefined {
+function sessionOf(request: SandboxSocketAnyRequest): SessionContext | undefined {
   const session: SessionContext = {
     ...(request.platform !== undefined ? { platform: request.platform } : {}),
     ...(request.userId !== undefined ? { userId: request.userId } : {}),
@@ -104,15 +105,23 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
   const answer = (connection: net.Socket, response: SandboxSocketResponse, framed = false): void => {
     if (connection.destroyed) return;
     // Closed once written: the request line's bytes after a refusal are not read.
-    const bytes = framed && !('error' in response) ? encodeFramedResult(response) : `${JSON.stringify(response)}\n`;
+    const bytes = framed && 'exitCode' in response ? encodeFramedResult(response) : `${JSON.stringify(response)}\n`;
     connection.end(bytes, () => connection.destroy());
   };
 
   const { admit, release } = createServeAdmission({ maxInFlight, maxQueuedPerScope, maxQueued });
 
-  const run = async (connection: net.Socket, request: SandboxSocketRequest, sandboxRequest: SandboxRequest): Promise<void> => {
+  const run = async (connection: net.Socket, request: SandboxSocketAnyRequest, sandboxRequest: SandboxRequest): Promise<void> => {
     let response: SandboxSocketResponse;
     try {
+      if (request.op === 'put-file' || request.op === 'get-file') {
+        const moved =
+          request.op === 'put-file'
+            ? await putHostFile(berth, sandboxRequest, request.source, request.path)
+            : await getSandboxFile(berth, sandboxRequest, request.path, request.target);
+        answer(connection, { v: SANDBOX_SOCKET_PROTOCOL_VERSION, ...moved, scope: sandboxRequest.scope.key });
+        return;
+      }
       const result = await berth.executeRequest(sandboxRequest, request.command, {
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...(request.timeout !== undefined ? { timeout: request.timeout } : {}),
@@ -131,7 +140,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
     } catch (error) {
       response = refusal(error);
     }
-    answer(connection, response, request.reply === 'framed');
+    answer(connection, response, request.op !== 'put-file' && request.op !== 'get-file' && request.reply === 'framed');
   };
 
   const refusal = (error: unknown): SandboxSocketErrorResponse => {
@@ -167,10 +176,10 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       unpend(connection);
       connection.pause();
       // Whose sandbox it is, decided (and checked) before it takes a place in any queue.
-      let request: SandboxSocketRequest;
+      let request: SandboxSocketAnyRequest;
       let sandboxRequest: SandboxRequest;
       try {
-        request = parseSandboxSocketRequest(line);
+        request = parseSandboxSocketLine(line);
         const session = sessionOf(request);
         sandboxRequest = berth.request({
           ...(session ? { session } : {}),
