@@ -202,7 +202,7 @@ def test_a_file_swapped_for_a_link_to_a_users_file_while_it_is_delivered_never_d
         f"ln -sfn {paths['host_file']} /workspace/r.lnk; mv -f /workspace/r.lnk /workspace/race.txt; "
         "i=$((i+1)); echo $i > /workspace/s.tmp; mv -f /workspace/s.tmp /workspace/swaps; done"
     )
-    got = message(gateway, b, commands=[f"setsid sh -c '{swapper}' </dev/null >/dev/null 2>&1 & sleep 1; "
+    got = message(gateway, b, commands=[f"sh -c '{swapper}' </dev/null >/dev/null 2>&1 & sleep 1; "
                                         "cat /workspace/swaps"],
                   final="\n".join(["MEDIA:/workspace/race.txt"] * 20))
     swaps_before = int(got["results"][0]["output"] or 0)
