@@ -70,7 +70,10 @@ def register(ctx: Any) -> None:
             settings.socket,
         )
     bind_background_jobs()
-    carry_files(ctx, server, settings)
+    # Files go to and from Berth's sandboxes only when the configured backend is the one Berth serves
+    # here: else the agent's files are in Hermes' own container, and Hermes' own file handling stays.
+    if settings.backend == (PROVIDER_NAME if callable(register_provider) else "docker"):
+        carry_files(ctx, server, settings)
 
 
 def carry_files(ctx: Any, server: BerthServer, settings: BridgeSettings) -> None:
