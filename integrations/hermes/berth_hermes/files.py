@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 from .environment import session_request
 from .errors import BerthBridgeError
+from .protocol import ATTACHMENTS_FOLDER as ATTACHMENTS_FOLDER_OF_PROTOCOL
 from .server import BerthServer
 
 logger = logging.getLogger("berth_hermes")
@@ -37,8 +38,8 @@ OUTBOX_NAME = "berth-outbox"
 OUTBOX_MAX_AGE_SECONDS = 3600
 """How long a file taken out of a sandbox stays in the outbox for Hermes to send it."""
 
-ATTACHMENTS_FOLDER = "/workspace/attachments"
-"""Where an attachment of a message lands in its sender's sandbox (the contract's default)."""
+ATTACHMENTS_FOLDER: str = ATTACHMENTS_FOLDER_OF_PROTOCOL
+"""Where an attachment of a message lands in its sender's sandbox: core's request protocol decides it."""
 
 FILE_ANSWER_SECONDS = 300.0
 """How long to wait for ``berth serve`` to copy one file (the first may create the sandbox)."""
