@@ -9,7 +9,12 @@ import { berthVitestConfig } from '../../vitest.shared.js';
  * the other suites (`BERTH_ATTACK_PART=shared`) and these alone at the end
  * (`BERTH_ATTACK_PART=alone`); without the variable, as a developer runs it, every file runs.
  */
-export const ALONE = ['src/faults-engine-restart.attack.test.ts', 'src/storm.attack.test.ts', 'src/resources.attack.test.ts'];
+export const ALONE = [
+  'src/faults-engine-restart.attack.test.ts',
+  'src/storm.attack.test.ts',
+  'src/resources.attack.test.ts',
+  'src/shared-bound.attack.test.ts',
+];
 
 const part = process.env.BERTH_ATTACK_PART;
 if (part !== undefined && part !== 'shared' && part !== 'alone') {

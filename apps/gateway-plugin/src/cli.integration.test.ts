@@ -281,6 +281,10 @@ describe('berth ls, env, doctor', () => {
     expect(human.stdout.split('\n')[0]).toMatch(/^OWNER\s+CONTAINER\s+STATE\s+LAST USED\s+DISK\s+WORKSPACE\s+HOME$/);
     expect(human.stdout).toMatch(new RegExp(`telegram:${alice}.*\\d+/51200 MB`));
     expect(human.stdout).toContain(`telegram:${alice}`);
+    // Its last line: how many may run and why (root, a local engine with cgroupfs: the shared bound holds).
+    expect(human.stdout).toMatch(
+      /\n\d+ running; any number of sandboxes may run at once within their shared bound \(\d+ MB, \d+ pids\).*\(docker_max_running: auto\)\n$/,
+    );
     // biome-ignore lint/suspicious/noControlCharactersInRegex: no terminal colour code (ESC [) in output that is not a terminal
     expect(human.stdout).not.toMatch(/\u001b\[/);
   });

@@ -56,6 +56,19 @@ def serves_many_people(environment: Mapping[str, str] = os.environ) -> bool:
     return str(environment.get("HERMES_GATEWAY_SESSION", "")).strip().lower() in {"1", "true", "yes", "on"}
 
 
+def session_request(session: Mapping[str, str], task_id: str = "default") -> dict[str, Any]:
+    """The fields every request to ``berth serve`` starts with: the protocol version, the session as
+    ``read_session()`` gave it, the task, and ``sessionRequired`` in the gateway.
+
+    Commands and files (``put-file``, ``get-file``) send exactly these, so whose sandbox a file goes
+    to or comes from is decided as for a command, by core.
+    """
+    request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": task_id or "default"}
+    if serves_many_people():
+        request["sessionRequired"] = True
+    return request
+
+
 def _interrupted() -> bool:
     try:
         from tools.interrupt import is_interrupted
@@ -152,13 +165,9 @@ def environment_class() -> type:
             ``{sandbox_dir}/docker/{task_id}``, in Hermes' CLI, and is refused in its gateway.
             Berth's failures raise one line (``berth: …``), never a traceback.
             """
-            session = dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
             effective_timeout = timeout or self.timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS
-            request: dict[str, Any] = {
-                "v": PROTOCOL_VERSION, **session, "taskId": self._berth_task_id, "command": command
-            }
-            if serves_many_people():
-                request["sessionRequired"] = True
+            request = session_request(self.berth_session(), self._berth_task_id)
+            request["command"] = command
             if cwd:
                 request["cwd"] = container_path(cwd)
             request["timeout"] = checked_timeout(effective_timeout)
@@ -177,9 +186,42 @@ def environment_class() -> type:
                 returncode = TIMEOUT_EXIT_CODE
             return {"output": output, "returncode": returncode}
 
+        def berth_session(self) -> dict[str, str]:
+            """The session this handle serves now: the one it was pinned to, else the message's (read now)."""
+            return dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
+
         def init_session(self) -> None:
             """Nothing to prepare: Berth keeps one persistent shell per sandbox (Hermes' snapshot is for its
             own backends)."""
+
+        # -- files, for a Hermes whose gateway fetches MEDIA: files from a remote sandbox (0.21) --------
+
+        _remote_home = "/root"
+        """The sandbox's home: Hermes' remote fetch reads ``~/`` there (and screens paths against it)."""
+
+        def fetch_realpath(self, remote_path: str) -> str | None:
+            """Where ``remote_path`` really is in the sandbox, as Berth reads it; None when Berth refuses it.
+
+            Berth answers this by taking the file out (``get-file``), so the path Hermes then screens is
+            the one Berth checked, and the copy waits for :meth:`fetch_file`.
+            """
+            from .files import pending_copies
+
+            return pending_copies(self._berth_server).realpath(self.berth_session(), remote_path, self._berth_task_id)
+
+        def fetch_file(self, remote_path: str, local_dest: Any, *, max_bytes: int) -> None:
+            """Copies the sandbox file ``remote_path`` to the host file ``local_dest`` (at most ``max_bytes``).
+
+            Berth reads it without following a link out of the sandbox and refuses FIFOs, devices and
+            files over ``terminal.docker_file_limit``; a refusal raises Hermes' ``FileFetchError`` with
+            Berth's line. The host copy is recorded as one Hermes may send.
+            """
+            from .files import pending_copies
+
+            pending_copies(self._berth_server).fetch(
+                self.berth_session(), remote_path, os.fspath(local_dest), max_bytes=max_bytes,
+                task_id=self._berth_task_id,
+            )
 
         def bound_to(self, session: Mapping[str, str]) -> "BerthDockerEnvironment":
             """The same handle, pinned to ``session``: for work that outlives the message (a background

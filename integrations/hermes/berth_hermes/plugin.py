@@ -17,6 +17,9 @@ from typing import Any, Callable
 
 from .environment import create_environment, is_berth_environment, read_session
 from .errors import BerthNotInstalledError
+from .files import deliverable_files, outbox_folder
+from .inbound import wrap_inbound_text
+from .outbound import guard_delivery, register_media_transform
 from .server import BerthServer, locate_berth, server_for
 from .settings import BridgeSettings
 
@@ -67,6 +70,27 @@ def register(ctx: Any) -> None:
             settings.socket,
         )
     bind_background_jobs()
+    # Files go to and from Berth's sandboxes only when the configured backend is the one Berth serves
+    # here: else the agent's files are in Hermes' own container, and Hermes' own file handling stays.
+    if settings.backend == (PROVIDER_NAME if callable(register_provider) else "docker"):
+        carry_files(ctx, server, settings)
+
+
+def carry_files(ctx: Any, server: BerthServer, settings: BridgeSettings) -> None:
+    """Files between the chat and the user's sandbox (docs/hermes.md, "Files in and out").
+
+    Attachments are put into the sender's sandbox as Hermes builds the agent's text; ``MEDIA:``
+    paths of the final reply are read from the sandbox; Hermes then sends only files Berth took
+    out of a sandbox, never another host file a reply names.
+    """
+    outbox = outbox_folder(settings.home)
+    wrap_inbound_text(server, settings.home)
+    register_hook = getattr(ctx, "register_hook", None)
+    if callable(register_hook):
+        register_media_transform(ctx, server, settings.home)
+    else:
+        logger.warning("berth: this Hermes has no plugin hooks, so MEDIA: files are not read from sandboxes")
+    guard_delivery(deliverable_files(outbox))
 
 
 def replace_create_environment(server: BerthServer) -> None:

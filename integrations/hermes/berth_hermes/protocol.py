@@ -19,6 +19,7 @@ MAX_REQUEST_BYTES: int = _CONSTANTS["maxRequestBytes"]
 MAX_COMMAND_TIMEOUT_SECONDS: int = _CONSTANTS["maxCommandTimeoutSeconds"]
 DEFAULT_COMMAND_TIMEOUT_SECONDS: int = _CONSTANTS["defaultCommandTimeoutSeconds"]
 TIMEOUT_EXIT_CODE: int = _CONSTANTS["timeoutExitCode"]
+ATTACHMENTS_FOLDER: str = _CONSTANTS["attachmentsFolder"]
 
 
 def checked_timeout(seconds: float) -> float:

@@ -346,9 +346,18 @@ class BerthServer:
             ) from None
 
     def request(
-        self, payload: Mapping[str, Any], *, read_timeout: float, interrupted: Callable[[], bool]
+        self,
+        payload: Mapping[str, Any],
+        *,
+        read_timeout: float,
+        interrupted: Callable[[], bool] = lambda: False,
+        answer_field: str = "exitCode",
     ) -> dict[str, Any]:
-        """Sends one request and returns Berth's answer; raises :class:`BerthBridgeError` with Berth's own one line."""
+        """Sends one request and returns Berth's answer; raises :class:`BerthBridgeError` with Berth's own one line.
+
+        ``answer_field`` is the field every good answer to this operation carries: ``exitCode`` for a
+        command, ``hostPath`` or ``path`` for a file (``put-file``, ``get-file``).
+        """
         line = (json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
         if len(line) > MAX_REQUEST_BYTES + 1:
             raise BerthBridgeError(
@@ -404,9 +413,10 @@ class BerthServer:
             raise BerthBridgeError(
                 message if message.startswith("berth:") else f"berth: {message}", code=str(error.get("code") or "ERROR")
             )
-        if not isinstance(response, dict) or "exitCode" not in response:
+        if not isinstance(response, dict) or answer_field not in response:
             raise BerthBridgeError(
-                "berth: berth serve answered without an exit code; check that BERTH_CLI is Berth's CLI",
+                f"berth: berth serve answered without {answer_field}; check that BERTH_CLI is Berth's CLI "
+                "(a version that knows this operation)",
                 code="BAD_ANSWER",
             )
         return response

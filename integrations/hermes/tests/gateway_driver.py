@@ -11,10 +11,13 @@ session ContextVars are set for that message (`session`), or none.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
 import contextvars
 import json
 import logging
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -101,8 +104,86 @@ def _run_in_threads(calls: list[Callable[[], Any]]) -> list[Any]:
     return results
 
 
+class Chat:
+    """The fake Telegram side of the gateway: one adapter, one GatewayRunner, one event loop in a thread.
+
+    A message's agent is a script: ``commands`` run through the terminal tool in the agent's
+    thread (the message's session set), ``{told}`` in them and in ``final`` standing for the first
+    path the agent's text names for the attachment; ``final`` is the turn's final response.
+    """
+
+    def __init__(self) -> None:
+        from gateway.run import GatewayRunner
+        from plugins.platforms.telegram.adapter import TelegramAdapter
+
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="gateway-loop", daemon=True).start()
+        self.adapter = TelegramAdapter()
+        self.script: dict = {}
+        self.told = ""
+        self.results: list = []
+        self.runner = GatewayRunner(self.adapter, self._agent)
+
+    def _agent(self, text: str) -> str:
+        from tools import terminal_tool
+
+        told = re.search(r"(?:saved at: |image_url: |voice message: )(\S+)", text)
+        self.told = told.group(1).rstrip("].") if told else ""
+        self.results = [
+            json.loads(terminal_tool.terminal_tool(command.replace("{told}", self.told)))
+            for command in self.script.get("commands", [])
+        ]
+        return str(self.script.get("final", "done")).replace("{told}", self.told)
+
+    def message(self, action: dict) -> dict:
+        attachment = action.get("attachment") or {}
+        event = self.adapter.event_for(
+            str(action["user"]), text=action.get("text", ""), kind=attachment.get("kind", ""),
+            data=base64.b64decode(attachment.get("data", "")), file_name=attachment.get("name", ""),
+            mime_type=attachment.get("mime", ""),
+        )
+        self.script, self.told, self.results, self.runner.last_prompt = action.get("agent") or {}, "", [], None
+        before = len(self.adapter.sent)
+        asyncio.run_coroutine_threadsafe(self.adapter._process_message_background(event), self.loop).result(600)
+        return {"prompt": self.runner.last_prompt, "told": self.told, "results": self.results,
+                "cached": event.media_urls, "sent": _sent(self.adapter.sent[before:])}
+
+
+def _sent(records: list) -> list:
+    return [{**record, "data": base64.b64encode(record["data"]).decode()} if "data" in record else record
+            for record in records]
+
+
+_chat: list = []
+
+
+def chat() -> Chat:
+    if not _chat:
+        _chat.append(Chat())
+    return _chat[0]
+
+
 def handle(action: dict) -> Any:
     op = action["op"]
+    if op == "message":
+        return chat().message(action)
+    if op == "sent":
+        return _sent(chat().adapter.sent)
+    if op == "send_message":
+        def send() -> Any:
+            from tools.send_message_tool import send_message
+
+            return send_message(chat().adapter, action["chat_id"], action["message"])
+        before = len(chat().adapter.sent)
+        result = _run_in_threads([_session_call(action.get("session"), send)])[0]
+        return {"result": result, "sent": _sent(chat().adapter.sent[before:])}
+    if op == "fetch_remote_media":
+        def fetch() -> Any:
+            from gateway.media_fetch import fetch_remote_media
+
+            local = fetch_remote_media(action["path"])
+            return {"local": local, "data": base64.b64encode(Path(local).read_bytes()).decode() if local else None}
+        return _run_in_threads([_session_call(action.get("session"), fetch)])[0]
     if op == "call":
         return _run_in_threads([_session_call(action.get("session"), _tool(action))])[0]
     if op == "concurrent":

@@ -36,7 +36,8 @@ def test_the_wheel_carries_the_plugin_its_entry_point_and_a_valid_record():
             assert {"berth_hermes/__init__.py", "berth_hermes/plugin.py", "berth_hermes/server.py",
                     "berth_hermes/environment.py", "berth_hermes/settings.py", "berth_hermes/errors.py",
                     "berth_hermes/plugin.yaml", "berth_hermes/exit_with_gateway.mjs", "berth_hermes/protocol.py",
-                    "berth_hermes/request_protocol.json"} <= files
+                    "berth_hermes/request_protocol.json", "berth_hermes/files.py", "berth_hermes/inbound.py",
+                    "berth_hermes/outbound.py"} <= files
             dist_info = f"berth_hermes-{VERSION}.dist-info"
             assert wheel.read(f"{dist_info}/entry_points.txt").decode() == (
                 "[hermes_agent.plugins]\nberth = berth_hermes\n\n"

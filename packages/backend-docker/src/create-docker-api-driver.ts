@@ -102,7 +102,13 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     call('read the engine version', async ({ docker, endpoint, discovery, warnings, networkPool }) => {
       const [version, info] = await Promise.all([
         docker.version(),
-        docker.info() as Promise<{ Runtimes?: Record<string, { path?: string }>; MemTotal?: number; NCPU?: number }>,
+        docker.info() as Promise<{
+          Runtimes?: Record<string, { path?: string }>;
+          MemTotal?: number;
+          NCPU?: number;
+          CgroupDriver?: string;
+          CgroupVersion?: string;
+        }>,
       ]);
       // An engine lists the runtimes it is configured with; one whose binary is missing cannot run.
       const runtimes = Object.entries(info.Runtimes ?? {})
@@ -119,6 +125,10 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         runtimes,
         ...host,
         ...(networkPool ? { networkPool } : {}),
+        // The same test as the pool's: a local, rootful engine's cgroups are this host's.
+        ...(networkPool && (info.CgroupDriver === 'cgroupfs' || info.CgroupDriver === 'systemd')
+          ? { cgroups: { manager: info.CgroupDriver, version: info.CgroupVersion === '2' || info.CgroupVersion === 'v2' ? (2 as const) : (1 as const) } }
+          : {}),
       };
     });
 

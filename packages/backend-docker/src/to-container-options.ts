@@ -57,6 +57,8 @@ export function toContainerCreateOptions(spec: SandboxSpec, networkMode: string)
       NetworkMode: networkMode,
       RestartPolicy: { Name: 'no' },
       ...(security.runtime ? { Runtime: security.runtime } : {}),
+      // The installation's one bound, shared by all its sandboxes (the runtime's shared-bound.ts).
+      ...(limits.cgroupParent ? { CgroupParent: limits.cgroupParent } : {}),
     },
   };
 }

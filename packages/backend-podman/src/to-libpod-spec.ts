@@ -23,6 +23,7 @@ export interface LibpodSpec {
   userns?: { nsmode: string };
   restart_policy?: string;
   oci_runtime?: string;
+  cgroup_parent?: string;
   sysctl?: Record<string, string>;
 }
 
@@ -61,6 +62,7 @@ export function toLibpodSpec(spec: Dockerode.ContainerCreateOptions): LibpodSpec
     'NetworkMode',
     'RestartPolicy',
     'Runtime',
+    'CgroupParent',
     'UsernsMode',
     'Sysctls',
   ]);
@@ -119,6 +121,7 @@ export function toLibpodSpec(spec: Dockerode.ContainerCreateOptions): LibpodSpec
   if (host.UsernsMode) result.userns = { nsmode: host.UsernsMode };
   if (host.RestartPolicy?.Name) result.restart_policy = host.RestartPolicy.Name;
   if (host.Runtime) result.oci_runtime = host.Runtime;
+  if (host.CgroupParent) result.cgroup_parent = host.CgroupParent;
   if (host.Sysctls && Object.keys(host.Sysctls).length > 0) result.sysctl = { ...host.Sysctls };
   return result;
 }

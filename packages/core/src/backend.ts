@@ -85,6 +85,11 @@ export interface BackendCapabilities {
 export interface BackendDescription extends DriverDescription {
   /** Whether the image asked about is on the engine. */
   readonly image?: { readonly name: string; readonly present: boolean };
+  /**
+   * The one bound all sandboxes share (a parent cgroup's memory and pids), once the runtime set
+   * it: `enforced` false when it could not (the reason is among the warnings).
+   */
+  readonly sharedBound?: { readonly parent?: string; readonly memoryMb: number; readonly pids: number; readonly enforced: boolean };
 }
 
 /**

@@ -129,6 +129,16 @@ export const terminalConfigSchema = z
     docker_mask_secrets: z.boolean().default(true),
     // 'auto': as many as the host's memory, CPUs and pid_max hold (see docs/configuration.md); 0: no cap.
     docker_max_running: z.union([z.literal('auto'), z.number().int().min(0)]).default('auto'),
+    // Berth's own: one bound for all of an installation's sandboxes together, a parent cgroup
+    // whose memory and pids limits keep the host and the gateway safe (docs/backend-docker.md).
+    // auto: a parent of this installation's own; "" leaves each sandbox in the engine's default.
+    docker_cgroup_parent: z
+      .string()
+      .regex(/^(?:auto|[A-Za-z0-9][A-Za-z0-9_.-]{0,63})?$/, { message: 'expected auto, "" or a cgroup name of letters, digits, "_", "." and "-"' })
+      .default('auto'),
+    // auto: 90 % of the engine host's memory, and half its pid_max.
+    docker_total_memory: z.union([z.literal('auto'), megabytes]).default('auto'),
+    docker_total_pids: z.union([z.literal('auto'), z.number().int().min(64).max(4_194_304)]).default('auto'),
     docker_max_sandboxes: z.number().int().min(0).default(256),
     docker_remove_after_seconds: z.number().int().min(0).max(315_360_000).default(604_800),
     docker_pids_limit: z.number().int().min(16).max(1_000_000).default(512),
@@ -216,6 +226,8 @@ const EXPECTED_FORM: Record<string, string> = {
   docker_env: 'expected a string, number or boolean value',
   container_memory: 'expected megabytes as a number (5120) or a size like "512m" or "2g"',
   docker_max_running: 'expected "auto" or a whole number of sandboxes (0: no cap)',
+  docker_total_memory: 'expected "auto", megabytes as a number (20000) or a size like "20g"',
+  docker_total_pids: 'expected "auto" or a whole number of processes (at least 64)',
   docker_tmp_size: 'expected megabytes as a number (512) or a size like "512m"',
   container_disk: 'expected megabytes as a number (51200), a size like "50g", or 0 for no limit',
 };

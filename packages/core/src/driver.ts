@@ -78,6 +78,11 @@ export interface SandboxSpec {
      * them sizes its storage with it (a claim's size).
      */
     readonly diskMb: number;
+    /**
+     * The parent cgroup the sandbox lives under (the engine's `--cgroup-parent`): the one bound
+     * all of an installation's sandboxes share. Absent: the engine's default.
+     */
+    readonly cgroupParent?: string;
   };
   readonly security: {
     /** The capabilities kept after dropping all. */
@@ -115,6 +120,11 @@ export interface DriverDescription {
    * there. Absent when it cannot (rootless user-mode networking, a remote engine).
    */
   readonly networkPool?: string;
+  /**
+   * How the engine places containers in cgroups, when its cgroups are the gateway's host's own
+   * (a local, rootful engine): the runtime then bounds all sandboxes together under one parent.
+   */
+  readonly cgroups?: { readonly manager: 'cgroupfs' | 'systemd'; readonly version: 1 | 2 };
   /**
    * How the driver enforces the egress policy itself, when it does (a Kubernetes NetworkPolicy,
    * say); the runtime then installs no host rules and warns of nothing.

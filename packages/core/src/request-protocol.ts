@@ -50,6 +50,9 @@ export function platformAndUserTogether(platform: string | undefined, userId: st
   return (platform === undefined) === (userId === undefined);
 }
 
+/** Where an attachment of a message lands in its sender's sandbox when the host names no other place (docs/files.md). */
+export const ATTACHMENTS_FOLDER = '/workspace/attachments';
+
 /** The values of this module that a client in another language needs, as the JSON file holds them. */
 export interface RequestProtocolConstants {
   readonly protocolVersion: number;
@@ -60,6 +63,7 @@ export interface RequestProtocolConstants {
   readonly berthFailureExitCode: number;
   /** {@link PLAIN_TASK_ID_PATTERN}'s source, which Python's `re` reads the same way. */
   readonly plainTaskIdPattern: string;
+  readonly attachmentsFolder: string;
 }
 
 /** What `request_protocol.json` holds for the Python bridge and the Perl client. */
@@ -72,5 +76,6 @@ export function requestProtocolConstants(): RequestProtocolConstants {
     timeoutExitCode: TIMEOUT_EXIT_CODE,
     berthFailureExitCode: BERTH_FAILURE_EXIT_CODE,
     plainTaskIdPattern: PLAIN_TASK_ID_PATTERN.source,
+    attachmentsFolder: ATTACHMENTS_FOLDER,
   };
 }

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { SandboxSettings } from './sandbox-settings.js';
 
+/** How full the shared bound may get (memory or pids) before idle sandboxes are stopped to make room. */
+export const PRESSURE_HIGH = 0.85;
+
 /** What the sandboxes' limits must fit in. */
 export interface HostSize {
   readonly memoryMb: number;
@@ -58,4 +61,24 @@ export function capacityReport(
     cpus: { sum: running * settings.container_cpu, host: host.cpus },
     pids: { sum: running * settings.docker_pids_limit, host: host.pidMax },
   };
+}
+
+/**
+ * One line saying how many sandboxes may run at once and why, as `berth doctor` and `berth ls`
+ * print it: with `auto` and the shared bound in force, no count (idle sandboxes stop when the
+ * bound fills up); else the count and what it comes from.
+ */
+export function describeRunningCap(
+  settings: Pick<SandboxSettings, 'docker_max_running' | 'container_memory' | 'container_cpu' | 'docker_pids_limit'>,
+  host: HostSize,
+  sharedBound?: { readonly memoryMb: number; readonly pids: number; readonly enforced: boolean },
+): string {
+  if (settings.docker_max_running === 0) return 'any number of sandboxes may run at once (docker_max_running: 0)';
+  if (settings.docker_max_running === 'auto' && sharedBound?.enforced) {
+    return `any number of sandboxes may run at once within their shared bound (${sharedBound.memoryMb} MB, ${sharedBound.pids} pids); when it is ${Math.round(PRESSURE_HIGH * 100)} % used, the least recently used idle ones that hold memory stop (docker_max_running: auto)`;
+  }
+  const count = maxRunningOf(settings, host);
+  return settings.docker_max_running === 'auto'
+    ? `${count} sandboxes may run at once: as many as fit the host with their limits added up, since no shared bound holds them (docker_max_running: auto)`
+    : `${count} sandboxes may run at once (docker_max_running)`;
 }

@@ -1,6 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -204,6 +204,91 @@ describe('the sandbox runtime', () => {
     const runtime = runtimeOver(driver, config);
     for (const user of ['24', '25', '26']) await runtime.doExec(request(user), { command: 'true' });
     expect(Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]))).toEqual({ '24': 'stopped', '25': 'running', '26': 'running' });
+  });
+
+  it('with the shared bound in force, docker_max_running: auto stops sandboxes when the bound fills up, not when their limits add up', async () => {
+    // Five sandboxes of 3 GB each on a host of 8 GB: the old count (limits added up) would keep 2.
+    const { config, request } = setUp({ container_memory: 3072, docker_cgroup_parent: 'test-bound', docker_total_memory: 4096 });
+    const cgroupRoot = mkdtempSync(path.join(tmpdir(), 'berth-cgroup-'));
+    folders.push(cgroupRoot);
+    const memory = path.join(cgroupRoot, 'memory', 'test-bound');
+    const pids = path.join(cgroupRoot, 'pids', 'test-bound');
+    // As the kernel lays out a cgroup v1 parent (it makes a new cgroup's files itself).
+    for (const [folder, files] of [
+      [memory, { 'memory.limit_in_bytes': '', 'memory.usage_in_bytes': String(100 * 2 ** 20), 'memory.stat': 'total_inactive_file 0\n' }],
+      [pids, { 'pids.max': '', 'pids.current': '20' }],
+    ] as const) {
+      mkdirSync(folder, { recursive: true });
+      for (const [name, value] of Object.entries(files)) writeFileSync(path.join(folder, name), value);
+    }
+    const driver = createFakeDriver();
+    driver.describe = async () => ({
+      engine: 'fake',
+      endpoint: 'fake',
+      discovery: 'given',
+      version: '1',
+      apiVersion: '1',
+      warnings: [],
+      host: { memoryMb: 8192, cpus: 16 },
+      cgroups: { manager: 'cgroupfs', version: 1 },
+    });
+    const logs: string[] = [];
+    const runtime = createSandboxRuntime({
+      driver,
+      settings: sandboxSettings(config),
+      reapIntervalMs: 0,
+      firstLaunchWaitMs: 0,
+      cgroupRoot,
+      logger: { info: (line) => logs.push(line), warn: (line) => logs.push(line), error: (line) => logs.push(line) },
+    });
+    runtimes.push(runtime);
+    for (const user of ['41', '42', '43', '44', '45']) await runtime.doExec(request(user), { command: 'true' });
+    expect(readFileSync(path.join(memory, 'memory.limit_in_bytes'), 'utf8')).toBe(String(4096 * 2 ** 20));
+    expect((await runtime.list()).filter((info) => info.state === 'running')).toHaveLength(5);
+    expect([...driver.sandboxes.values()].every((sandbox) => sandbox.spec.limits.cgroupParent === '/test-bound')).toBe(true);
+
+    // Each sandbox's own cgroup under the parent, as the engine makes it (named by container id):
+    // 41 holds next to nothing, 42 and 43 hold 300 MB each, 44 and 45 10 MB.
+    const held: Record<string, number> = { '41': 1, '42': 300, '43': 300, '44': 10, '45': 10 };
+    for (const info of await runtime.list()) {
+      const id = info.containerId;
+      for (const [folder, file, value] of [
+        [memory, 'memory.usage_in_bytes', String(held[String(info.userId)]! * 2 ** 20)],
+        [memory, 'memory.stat', 'total_inactive_file 0\n'],
+        [pids, 'pids.current', '3'],
+      ] as const) {
+        mkdirSync(path.join(folder, id), { recursive: true });
+        writeFileSync(path.join(folder, id, file), value);
+      }
+    }
+    // The bound is 90 % full (page cache that could be dropped not counted): for a new user,
+    // the least recently used idle sandboxes that hold something stop, only until it would be
+    // under 85 % again; one that holds next to nothing is left running, and so is a busy one
+    // (42: a job of its user still runs).
+    const busy = (await runtime.list()).find((info) => info.userId === '42')!.containerId;
+    driver.busy.add(busy);
+    writeFileSync(path.join(memory, 'memory.usage_in_bytes'), String(3986 * 2 ** 20));
+    writeFileSync(path.join(memory, 'memory.stat'), `total_inactive_file ${300 * 2 ** 20}\n`);
+    await runtime.doExec(request('46'), { command: 'true' });
+    expect(Object.fromEntries((await runtime.list()).map((info) => [info.userId, info.state]))).toEqual({
+      '41': 'running',
+      '42': 'running',
+      '43': 'stopped',
+      '44': 'running',
+      '45': 'running',
+      '46': 'running',
+    });
+    expect(
+      logs.filter((line) =>
+        /stopping .*least recently used, because the sandboxes' shared bound is filling up \(memory 90 % of it in use; it held 300 MB\)/.test(line),
+      ),
+    ).toHaveLength(1);
+    // Back under the bound's high mark: nobody is stopped.
+    writeFileSync(path.join(memory, 'memory.usage_in_bytes'), String(1000 * 2 ** 20));
+    driver.busy.delete(busy);
+    await runtime.doExec(request('43'), { command: 'true' });
+    expect((await runtime.list()).filter((info) => info.state === 'running')).toHaveLength(6);
+    expect((await runtime.describe()).sharedBound).toEqual({ parent: '/test-bound', memoryMb: 4096, pids: expect.any(Number), enforced: true });
   });
 
   it('refuses a new user past docker_max_sandboxes in one line, and creates nothing', async () => {

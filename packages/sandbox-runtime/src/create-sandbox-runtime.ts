@@ -15,6 +15,8 @@ import { createShellSessions, dropShells } from './shell-sessions.js';
 import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
 import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
 import { lockScope } from './scope-lock.js';
+import { prepareSharedBound, releaseSharedBound, type SharedBound } from './shared-bound.js';
+import { installationTag } from './egress-names.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
@@ -56,6 +58,8 @@ export interface SandboxRuntimeOptions {
    * while to reach it. @default 5 000
    */
   readonly firstLaunchWaitMs?: number;
+  /** Where the cgroup file system is mounted, for the one bound all sandboxes share. @default /sys/fs/cgroup */
+  readonly cgroupRoot?: string;
 }
 
 /** A backend made of the runtime's policies over a driver, with what tests and tools also use. */
@@ -118,7 +122,30 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       if (settings.docker_network) await (await egressFirewall()).ensure();
     },
     egressUnenforced: async () => (await egressFirewall()).unenforced,
+    sharedBound: () => {
+      bound ??= driver
+        .describe()
+        .then((description) =>
+          prepareSharedBound({
+            settings,
+            description,
+            installationTag: installationTagOf(),
+            ...(options.cgroupRoot ? { cgroupRoot: options.cgroupRoot } : {}),
+          }),
+        )
+        .then((prepared) => {
+          if (prepared.unenforced) options.logger?.warn(`berth: ${prepared.unenforced}`);
+          return prepared;
+        })
+        .catch((error: unknown) => {
+          bound = undefined;
+          throw error;
+        });
+      return bound;
+    },
   };
+  let bound: Promise<SharedBound> | undefined;
+  const installationTagOf = (): string => installationTag({ sandboxRoot: context.sandboxRoot, pool: settings.docker_network_pool });
   if (context.disks.unenforced) options.logger?.warn(`berth: ${context.disks.unenforced}`);
   let closed = false;
   // The egress policy, once the engine has said where its sandbox networks are.
@@ -265,8 +292,26 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
 
     async describe(describeOptions = {}): Promise<BackendDescription> {
       const driverDescription = await driver.describe();
-      const notEnforced = [context.disks.unenforced, await context.egressUnenforced()].filter((line): line is string => line !== undefined);
-      const description = notEnforced.length > 0 ? { ...driverDescription, warnings: [...driverDescription.warnings, ...notEnforced] } : driverDescription;
+      // Described, not made: the bound is written before the first sandbox starts, not by a status.
+      const shared = await (bound ??
+        prepareSharedBound({
+          settings,
+          description: driverDescription,
+          installationTag: installationTagOf(),
+          ...(options.cgroupRoot ? { cgroupRoot: options.cgroupRoot } : {}),
+          dryRun: true,
+        }));
+      const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
+      const description = {
+        ...driverDescription,
+        warnings: [...driverDescription.warnings, ...notEnforced],
+        sharedBound: {
+          ...(shared.parent ? { parent: shared.parent } : {}),
+          memoryMb: shared.memoryMb,
+          pids: shared.pids,
+          enforced: shared.unenforced === undefined,
+        },
+      };
       if (describeOptions.image === undefined) return description;
       return { ...description, image: { name: describeOptions.image, present: await driver.hasImage(describeOptions.image) } };
     },
@@ -281,6 +326,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
           () => undefined,
         );
       for (const entry of context.entries.values()) shells.drop(entry);
+      // The bound's cgroups go only when no sandbox is left in them (a running one keeps them).
+      if (bound) await bound.then(releaseSharedBound, () => undefined);
       await driver.close?.();
     },
   };

@@ -1,8 +1,13 @@
-import { localHostSize, maxRunningOf, type HostSize } from './capacity.js';
+import { localHostSize, maxRunningOf, PRESSURE_HIGH, type HostSize } from './capacity.js';
 import { messageOf, type RuntimeContext } from './runtime-context.js';
 import { enqueue, type SandboxEntry } from './sandbox-entry.js';
+import { readBoundPressure, readSandboxUsage } from './shared-bound.js';
 
-/** The stopping policies: idle sandboxes after `lifetime_seconds`, the least recently used beyond `docker_max_running`. */
+/**
+ * The stopping policies: idle sandboxes after `lifetime_seconds`; the least recently used idle
+ * ones while the shared bound is filling up (`docker_max_running: auto`), or beyond a fixed
+ * `docker_max_running`.
+ */
 export interface StoppingPolicies {
   /** Stops sandboxes idle for longer than the lifetime; returns the scope keys stopped. */
   reap(): Promise<string[]>;
@@ -85,28 +90,70 @@ export function createStoppingPolicies(
     }
   };
 
+  /** Stops one idle sandbox (its queue empty), least recently used first, in its own queue. */
+  const stopIdle = async (entry: SandboxEntry, why: string): Promise<void> => {
+    logger?.info(`berth: stopping ${entry.name}, least recently used, ${why}`);
+    // In the sandbox's own queue, as the reaper stops one: a command of its user that comes in
+    // while the engine stops it waits, then starts it again, instead of finding a sandbox that
+    // is still running for the engine but stopping under it (two failed tries: an error, seen
+    // with 50 users). Its queue is empty (pending is 0), so the stop starts at once; a stop is
+    // not a use of the sandbox.
+    await enqueue(
+      entry,
+      async () => {
+        if (entry.running) await options.stop(entry);
+      },
+      () => options.settled(entry),
+      { use: false },
+    ).catch((error: unknown) => logger?.warn(`berth: could not stop ${entry.name}: ${messageOf(error)}`));
+  };
+
+  const idleByAge = (current: SandboxEntry): SandboxEntry[] =>
+    [...context.entries.values()].filter((entry) => entry.running && entry !== current).sort((a, b) => a.lastUsed - b.lastUsed);
+
   const enforceMaxRunning: StoppingPolicies['enforceMaxRunning'] = async (current) => {
     if (settings.docker_max_running === 0) return;
+    if (settings.docker_max_running === 'auto') {
+      // With the one bound all sandboxes share in force, memory limits are ceilings under it, not
+      // reservations: sandboxes stop because the bound is filling up, never because their limits
+      // add up. Without it (a rootless or remote engine), the count that fits the host stays.
+      const bound = await context.sharedBound();
+      const pressure = await readBoundPressure(bound);
+      if (pressure) {
+        // What is in use once the stops so far take effect; a sandbox that holds next to nothing
+        // is not stopped, since stopping it would free nothing (its user would only lose their
+        // background jobs and wait for a restart).
+        let memory = pressure.memoryBytes;
+        let pids = pressure.pids;
+        const full = (): boolean => memory >= pressure.memoryLimit * PRESSURE_HIGH || pids >= pressure.pidsLimit * PRESSURE_HIGH;
+        for (const entry of idleByAge(current)) {
+          if (!full()) return;
+          if (entry.pending > 0 || !entry.containerId) continue;
+          const usage = await readSandboxUsage(bound, entry.containerId);
+          if (!usage || (usage.memoryBytes < pressure.memoryLimit * 0.01 && usage.pids < pressure.pidsLimit * 0.01)) continue;
+          // Never a busy one: a job of its user still running (a server, a build) is theirs to keep.
+          if (context.driver.capabilities.processList && (await context.driver.isBusy(entry.containerId).catch(() => true))) continue;
+          const which =
+            memory / pressure.memoryLimit >= pids / pressure.pidsLimit
+              ? `memory ${Math.round((memory / pressure.memoryLimit) * 100)} %`
+              : `pids ${Math.round((pids / pressure.pidsLimit) * 100)} %`;
+          await stopIdle(
+            entry,
+            `because the sandboxes' shared bound is filling up (${which} of it in use; it held ${Math.round(usage.memoryBytes / 2 ** 20)} MB)`,
+          );
+          memory -= usage.memoryBytes;
+          pids -= usage.pids;
+        }
+        return;
+      }
+    }
     const limit = maxRunningOf(settings, await sizeOfHost());
-    const running = [...context.entries.values()].filter((entry) => entry.running && entry !== current);
+    const running = idleByAge(current);
     let excess = running.length + 1 - limit;
-    for (const entry of running.sort((a, b) => a.lastUsed - b.lastUsed)) {
+    for (const entry of running) {
       if (excess <= 0) break;
       if (entry.pending > 0) continue;
-      logger?.info(`berth: stopping ${entry.name}, least recently used, to stay within terminal.docker_max_running=${limit}`);
-      // In the sandbox's own queue, as the reaper stops one: a command of its user that comes in
-      // while the engine stops it waits, then starts it again, instead of finding a sandbox that
-      // is still running for the engine but stopping under it (two failed tries: an error, seen
-      // with 50 users). Its queue is empty (pending is 0), so the stop starts at once; a stop is
-      // not a use of the sandbox.
-      await enqueue(
-        entry,
-        async () => {
-          if (entry.running) await options.stop(entry);
-        },
-        () => options.settled(entry),
-        { use: false },
-      ).catch((error: unknown) => logger?.warn(`berth: could not stop ${entry.name}: ${messageOf(error)}`));
+      await stopIdle(entry, `to stay within terminal.docker_max_running=${limit}`);
       excess--;
     }
   };

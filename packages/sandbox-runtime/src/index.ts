@@ -15,7 +15,8 @@ export {
 export { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
 export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './exec-channel-events.js';
 export { isProcessIdentityGone, processIdentity } from './process-identity.js';
-export { capacityReport, localHostSize, type HostSize } from './capacity.js';
+export { capacityReport, describeRunningCap, localHostSize, PRESSURE_HIGH, type HostSize } from './capacity.js';
+export { prepareSharedBound, readBoundPressure, type SharedBound } from './shared-bound.js';
 export { releaseDisksUnder } from './scope-disks.js';
 export {
   BRIDGE_NAME_PREFIX,

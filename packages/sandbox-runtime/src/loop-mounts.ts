@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { run, tool } from './disk-tools.js';
 
@@ -141,5 +141,48 @@ export async function unmount(where: string): Promise<void> {
   } catch {
     // Busy (a shell on the host sits in it): detach now, freed when the last user leaves.
     await run(tool('umount'), ['--lazy', where]);
+  }
+}
+
+/**
+ * The processes (a few, with their names) whose mount namespace other than this one still mounts
+ * `device`: what keeps a loop device attached after its unmount here. For the operator's message.
+ */
+export function holdersOf(device: string, most = 3): string[] {
+  let majorMinor: string;
+  try {
+    const { rdev } = statSync(device);
+    majorMinor = `${(rdev >> 8) & 0xfff}:${(rdev & 0xff) | ((rdev >> 12) & 0xfff00)}`;
+  } catch {
+    return [];
+  }
+  const own = readLink('/proc/self/ns/mnt');
+  const seen = new Set<string>();
+  const holders: string[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    const namespace = readLink(`/proc/${pid}/ns/mnt`);
+    if (!namespace || namespace === own || seen.has(namespace)) continue;
+    seen.add(namespace);
+    try {
+      if (
+        readFileSync(`/proc/${pid}/mountinfo`, 'utf8')
+          .split('\n')
+          .some((line) => line.split(' ')[2] === majorMinor)
+      ) {
+        holders.push(`${pid} (${readFileSync(`/proc/${pid}/comm`, 'utf8').trim()})`);
+        if (holders.length >= most) break;
+      }
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return holders;
+}
+
+function readLink(file: string): string | undefined {
+  try {
+    return readlinkSync(file);
+  } catch {
+    return undefined;
   }
 }

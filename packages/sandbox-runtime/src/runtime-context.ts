@@ -1,3 +1,4 @@
+import type { SharedBound } from './shared-bound.js';
 import type { HostLogger, SandboxPaths } from '@berth/core';
 import type { SandboxDriverV1 } from '@berth/core/driver';
 import type { Limiter, SandboxEntry } from './sandbox-entry.js';
@@ -43,6 +44,8 @@ export interface RuntimeContext {
   readonly prepareNetwork: () => Promise<void>;
   /** Why the egress policy is not enforced, once the engine said (`undefined`: enforced, or not known yet). */
   readonly egressUnenforced: () => Promise<string | undefined>;
+  /** The one bound all sandboxes share (shared-bound.ts), set once before the first sandbox is made. */
+  readonly sharedBound: () => Promise<SharedBound>;
 }
 
 /** The error's message, for a log line. */

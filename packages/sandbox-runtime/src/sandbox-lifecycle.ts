@@ -140,7 +140,9 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
   };
 
   const acquire: SandboxLifecycle['acquire'] = async (entry, request) => {
+    const bound = await context.sharedBound();
     const { spec, configHash } = buildSandboxSpec({
+      ...(bound.parent ? { cgroupParent: bound.parent } : {}),
       settings,
       image: context.image,
       name: entry.name,

@@ -121,6 +121,8 @@ export interface BuildSandboxSpecOptions {
   readonly extraLabels?: Readonly<Record<string, string>>;
   /** The scope's channel folder, for a driver with host folders (see `SandboxSpec.channels`). */
   readonly channels?: string;
+  /** The parent cgroup all sandboxes share (shared-bound.ts), when the runtime set one. */
+  readonly cgroupParent?: string;
 }
 
 /**
@@ -156,6 +158,7 @@ export function buildSandboxSpec(options: BuildSandboxSpecOptions): { spec: Sand
       nproc: settings.docker_nproc,
       tmpMb: settings.docker_tmp_size,
       diskMb: settings.container_disk,
+      ...(options.cgroupParent ? { cgroupParent: options.cgroupParent } : {}),
     },
     security: {
       capabilities: [...settings.docker_cap_add],

@@ -3,7 +3,7 @@ import { chmod, lstat, mkdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
 import { diskUnenforcedReason, findTool, MB, run, tool } from './disk-tools.js';
-import { attachedDevice, backingFile, detached, diskMountsUnder, isMountedAnywhere, mountsOn, unmount, unmountedLoopsUnder } from './loop-mounts.js';
+import { attachedDevice, backingFile, detached, diskMountsUnder, holdersOf, isMountedAnywhere, mountsOn, unmount, unmountedLoopsUnder } from './loop-mounts.js';
 import { createImage, diskLayout, isEmpty, mountOnFolder, removeUnder, resize, type DiskLayout } from './scope-disk-image.js';
 import { createSpareDisks } from './spare-disk.js';
 
@@ -42,6 +42,8 @@ export interface ScopeDisks {
 
 /** How long a purge tries again to unmount a disk that is busy, before it gives up. */
 const PURGE_BUSY_WAIT_MS = 15_000;
+/** How long a purge waits for an unmounted disk's loop device to be let go by the mount namespaces that still hold it. */
+const DETACH_WAIT_MS = 60_000;
 
 /**
  * Unmounts every scope disk under a sandbox root, the staging mounts of interrupted copies
@@ -88,12 +90,15 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
   /** Waits for the image's loop device to go, detaching it when it is not mounted anywhere; false when it stays. */
   const detachImage = async (image: string): Promise<boolean> => {
     if (await detached(image)) return true;
-    const device = attachedDevice(image);
-    if (device && !isMountedAnywhere(device)) await run(tool('losetup'), ['-d', device]).catch(() => undefined);
     // Its file system unmounted here, a loop device is freed once no mount namespace holds it:
-    // that of a sandbox just removed goes a moment later (seconds, on a busy machine).
-    const until = Date.now() + PURGE_BUSY_WAIT_MS;
+    // that of a sandbox just removed goes a moment later (seconds on a busy machine; with both
+    // cores taken by other work, more than 15 s was seen). Asked to detach again each time, so
+    // that a device whose last holder went meanwhile is let go.
+    const until = Date.now() + DETACH_WAIT_MS;
     while (Date.now() < until) {
+      const device = attachedDevice(image);
+      if (!device) return true;
+      if (!isMountedAnywhere(device)) await run(tool('losetup'), ['-d', device]).catch(() => undefined);
       if (await detached(image)) return true;
     }
     return false;
@@ -173,10 +178,11 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     }
     for (const image of [files.image, files.fresh]) {
       if (await detachImage(image)) continue;
-      const device = attachedDevice(image) ?? 'a loop device';
+      const device = attachedDevice(image);
+      const holders = device ? holdersOf(device) : [];
       throw new SandboxError(
         'PURGE_INCOMPLETE',
-        `the disk image of ${name} is still attached to ${device} (a sandbox or process elsewhere still uses it), so nothing was deleted; stop it and run berth rm --purge again`,
+        `the disk image of ${name} is still attached to ${device ?? 'a loop device'} (${holders.length > 0 ? `mounted in the mount namespace of process ${holders.join(', ')}` : 'a sandbox or process elsewhere still uses it'}), so nothing was deleted; stop it and run berth rm --purge again`,
       );
     }
     await rm(files.image, { force: true });

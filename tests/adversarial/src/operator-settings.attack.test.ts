@@ -89,12 +89,19 @@ describe('settings that undo the isolation, and capacity', () => {
     expect(problems.some((line) => line.includes('terminal.docker_volumes.3'))).toBe(false);
   });
 
-  it('berth doctor with the defaults finds no isolation risk, and shows the sums of the limits against the host', async () => {
+  it('berth doctor with the defaults finds no isolation risk, and says how many sandboxes may run and why', async () => {
     const run = await doctor(`terminal:\n  docker_image: ${ATTACK_IMAGE}\n`);
     expect(run.stdout).toMatch(/^ok\s+isolation: no setting undoes/m);
+    // Root on a local engine with cgroupfs: the shared bound holds, so no count of summed limits.
     expect(run.stdout).toMatch(
+      /^ok\s+capacity: any number of sandboxes may run at once within their shared bound \(\d+ MB, \d+ pids\); when it is 85 % used, the least recently used idle ones that hold memory stop \(docker_max_running: auto\)$/m,
+    );
+    // Without the bound, the count the host holds with every limit added up, as before.
+    const unbound = await doctor(`terminal:\n  docker_image: ${ATTACK_IMAGE}\n  docker_cgroup_parent: ""\n`);
+    expect(unbound.stdout).toMatch(
       /^ok\s+capacity: up to \d+ at once \(docker_max_running: auto\): their limits add up to \d+ of \d+ MB of memory, [\d.]+ of \d+ CPUs and \d+ of \d+ pids \(pid_max\)/m,
     );
+    expect(unbound.stdout).toMatch(/^warning\s+engine: terminal\.docker_cgroup_parent is "": sandboxes share no bound/m);
     expect(run.stdout).toMatch(/disk: each sandbox has a disk of 51200 MB \(container_disk\)/);
   });
 

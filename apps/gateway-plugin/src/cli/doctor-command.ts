@@ -14,7 +14,7 @@ import {
 import { createBackend } from '../create-backend.js';
 import { createBerthResolver } from '../create-berth.js';
 import { findIsolationRisks } from '../isolation-risks.js';
-import { capacityReport, localHostSize, type HostSize } from '@berth/sandbox-runtime';
+import { capacityReport, describeRunningCap, localHostSize, type HostSize } from '@berth/sandbox-runtime';
 import { colorsFor, type CliIo } from './cli-io.js';
 import { loadCliConfig } from './load-cli-config.js';
 import type { CliOptions } from './parse-cli-arguments.js';
@@ -68,7 +68,9 @@ async function sandboxRootState(root: string): Promise<{ exists: boolean; writab
 }
 
 /** The running sandboxes' limits added up against the host: memory, CPUs, pids against pid_max. */
-function capacityCheck(config: TerminalConfig, host: HostSize): DoctorCheck {
+function capacityCheck(config: TerminalConfig, host: HostSize, sharedBound?: BackendDescription['sharedBound']): DoctorCheck {
+  if (config.docker_max_running === 'auto' && sharedBound?.enforced)
+    return { name: 'capacity', status: 'ok', detail: describeRunningCap(config, host, sharedBound) };
   const report = capacityReport(config, host);
   const cap = config.docker_max_running === 'auto' ? `${report.maxRunning} at once (docker_max_running: auto)` : `${report.maxRunning} at once`;
   const sums = `their limits add up to ${report.memoryMb.sum} of ${report.memoryMb.host} MB of memory, ${report.cpus.sum} of ${report.cpus.host} CPUs and ${report.pids.sum} of ${report.pids.host} pids (pid_max); at most ${config.docker_max_sandboxes || 'any number of'} sandboxes exist (docker_max_sandboxes)`;
@@ -245,7 +247,7 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
             detail:
               "the cluster's scheduler places each sandbox's pod on a node with room (docker_max_running: auto sets no cap of Berth's there); bound the namespace with a ResourceQuota",
           }
-        : capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }),
+        : capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }, description?.sharedBound),
     );
   }
   // Kubernetes sizes each claim with container_disk; the host's free space says nothing there.

@@ -1,3 +1,4 @@
+import { describeRunningCap, localHostSize } from '@berth/sandbox-runtime';
 import { createBackend } from '../create-backend.js';
 import type { CliIo } from './cli-io.js';
 import { formatTable } from './format-table.js';
@@ -14,6 +15,12 @@ export async function runLsCommand(io: CliIo, options: CliOptions): Promise<numb
     if (options.json) io.stdout.write(`${stringifyForDisplay(records)}\n`);
     else if (records.length === 0) io.stdout.write('no sandboxes\n');
     else io.stdout.write(formatTable(SANDBOX_TABLE_HEADERS, records.map(sandboxRecordRow)));
+    if (!options.json && config.backend !== 'kubernetes') {
+      // How many may run, and why: the engine's description says whether the shared bound holds.
+      const description = await backend.describe().catch(() => undefined);
+      const running = records.filter((record) => record.state === 'running').length;
+      io.stdout.write(`${running} running; ${describeRunningCap(config, { ...localHostSize(), ...(description?.host ?? {}) }, description?.sharedBound)}\n`);
+    }
     return 0;
   } finally {
     await backend.close();

@@ -11,8 +11,8 @@ import type { Berth } from '../create-berth.js';
 // only to that sandbox's own files. What may leave is checked on the descriptor the shell
 // opened (its real location, its type, its links), not on the path string.
 
-/** Where an attachment lands in the sandbox when the host names no other place. */
-export const ATTACHMENTS_FOLDER = '/workspace/attachments';
+/** Where an attachment lands in the sandbox when the host names no other place (core's request protocol, which the Python bridge reads too). */
+export { ATTACHMENTS_FOLDER } from '@berth/core/request-protocol';
 
 /** The sandbox folders a file may be put in or taken from: the user's own, and the sandbox's /tmp. */
 export const FILE_ROOTS = ['/workspace', '/root', '/tmp'] as const;

@@ -59,7 +59,11 @@ export async function startStandInNetwork(options: { link: string; extra?: reado
     ip('-n', namespace, 'route', 'add', 'default', 'via', hostAddress);
     for (const address of extra) ip('route', 'add', `${address}/32`, 'via', peerAddress, 'dev', hostEnd);
     const script = `const s=require('http').createServer((q,r)=>r.end('reached '+q.socket.localAddress.replace(/^::ffff:/,'')+'\\n')).listen(0,'0.0.0.0',()=>console.log(s.address().port));`;
-    server = spawn('ip', ['netns', 'exec', namespace, process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // Into the network namespace only: `ip netns exec` also makes a mount namespace, a private
+    // copy of every mount of the host at that moment, users' disks of concurrent suites among
+    // them, which this server then held for its lifetime, so a purge there could not let the
+    // disk's loop device go (`berth rm --purge` exited 125 naming this process).
+    server = spawn('nsenter', [`--net=/run/netns/${namespace}`, '--', process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     const port = await new Promise<number>((resolve, reject) => {
       server!.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
       server!.once('exit', (code) => reject(new Error(`the stand-in server in ${namespace} exited (${code})`)));

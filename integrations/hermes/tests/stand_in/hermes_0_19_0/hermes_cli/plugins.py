@@ -116,6 +116,21 @@ class PluginManager:
             logger.warning("Plugin '%s' failed to load: %s", manifest.name, e)
             self.errors[manifest.name] = str(e)
 
+    def invoke_hook(self, hook_name: str, **kwargs: Any) -> List[Any]:
+        """Every callback of ``hook_name`` with ``kwargs``; non-None returns collected, exceptions logged and
+        swallowed, as Hermes' ``PluginManager.invoke_hook`` (research notes §3)."""
+        kwargs.setdefault("telemetry_schema_version", 1)
+        results: List[Any] = []
+        for callback in self.hooks.get(hook_name, []):
+            try:
+                value = callback(**kwargs)
+                if value is not None:
+                    results.append(value)
+            except Exception as e:
+                name = getattr(callback, "__name__", callback)
+                logger.warning("Hook '%s' callback %s raised: %s", hook_name, name, e)
+        return results
+
 
 _manager: PluginManager = None
 
@@ -131,3 +146,7 @@ def discover_plugins() -> PluginManager:
     manager = get_plugin_manager()
     manager.discover_and_load()
     return manager
+
+
+def invoke_hook(hook_name: str, **kwargs: Any) -> List[Any]:
+    return get_plugin_manager().invoke_hook(hook_name, **kwargs)
