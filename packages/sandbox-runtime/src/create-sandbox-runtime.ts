@@ -15,7 +15,7 @@ import { createShellSessions, dropShells } from './shell-sessions.js';
 import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
 import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
 import { lockScope } from './scope-lock.js';
-import { prepareSharedBound, releaseSharedBound, type SharedBound } from './shared-bound.js';
+import { prepareSharedBound, releaseSharedBound } from './shared-bound.js';
 import { installationTag } from './egress-names.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
@@ -122,58 +122,57 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       if (settings.docker_network) await (await egressFirewall()).ensure();
     },
     egressUnenforced: async () => (await egressFirewall()).unenforced,
-    sharedBound: () => {
-      bound ??= driver
-        .describe()
-        .then((description) =>
-          prepareSharedBound({
-            settings,
-            description,
-            installationTag: installationTagOf(),
-            ...(options.cgroupRoot ? { cgroupRoot: options.cgroupRoot } : {}),
-          }),
-        )
-        .then((prepared) => {
-          if (prepared.unenforced) options.logger?.warn(`berth: ${prepared.unenforced}`);
-          return prepared;
-        })
-        .catch((error: unknown) => {
-          bound = undefined;
-          throw error;
-        });
-      return bound;
-    },
+    sharedBound: () => sharedBound(),
   };
-  let bound: Promise<SharedBound> | undefined;
-  const installationTagOf = (): string => installationTag({ sandboxRoot: context.sandboxRoot, pool: settings.docker_network_pool });
+  const boundOptions = (description: Awaited<ReturnType<SandboxDriverV1['describe']>>) => ({
+    settings,
+    description,
+    installationTag: installationTag({ sandboxRoot: context.sandboxRoot, pool: settings.docker_network_pool }),
+    ...(options.cgroupRoot ? { cgroupRoot: options.cgroupRoot } : {}),
+  });
   if (context.disks.unenforced) options.logger?.warn(`berth: ${context.disks.unenforced}`);
   let closed = false;
+  /** What depends on the engine's description, made once; asked again after a failure. */
+  const onceDescribed = <T>(
+    make: (description: Awaited<ReturnType<SandboxDriverV1['describe']>>) => Promise<T> | T,
+  ): { get: () => Promise<T>; made: () => Promise<T> | undefined } => {
+    let made: Promise<T> | undefined;
+    return {
+      get: () =>
+        (made ??= driver
+          .describe()
+          .then(make)
+          .catch((error: unknown) => {
+            made = undefined;
+            throw error;
+          })),
+      made: () => made,
+    };
+  };
   // The egress policy, once the engine has said where its sandbox networks are.
-  let egress: Promise<EgressFirewall> | undefined;
-  function egressFirewall(): Promise<EgressFirewall> {
-    egress ??= driver
-      .describe()
-      .then((description) => {
-        const firewall: EgressFirewall = description.egressEnforcedBy
-          ? { unenforced: undefined, ensure: async () => undefined, close: () => undefined }
-          : createEgressFirewall({
-              pool: description.networkPool ?? settings.docker_network_pool,
-              allow: settings.docker_egress_allow,
-              network: settings.docker_network,
-              poolNetworks: description.networkPool !== undefined,
-              engine: driver.engine,
-              sandboxRoot: context.sandboxRoot,
-              logger: options.logger,
-            });
-        if (firewall.unenforced) options.logger?.warn(`berth: ${firewall.unenforced}`);
-        return firewall;
-      })
-      .catch((error: unknown) => {
-        egress = undefined;
-        throw error;
-      });
-    return egress;
-  }
+  const egress = onceDescribed((description) => {
+    const firewall: EgressFirewall = description.egressEnforcedBy
+      ? { unenforced: undefined, ensure: async () => undefined, close: () => undefined }
+      : createEgressFirewall({
+          pool: description.networkPool ?? settings.docker_network_pool,
+          allow: settings.docker_egress_allow,
+          network: settings.docker_network,
+          poolNetworks: description.networkPool !== undefined,
+          engine: driver.engine,
+          sandboxRoot: context.sandboxRoot,
+          logger: options.logger,
+        });
+    if (firewall.unenforced) options.logger?.warn(`berth: ${firewall.unenforced}`);
+    return firewall;
+  });
+  const egressFirewall = egress.get;
+  // The one bound all sandboxes share, written before the first sandbox starts.
+  const bound = onceDescribed(async (description) => {
+    const prepared = await prepareSharedBound(boundOptions(description));
+    if (prepared.unenforced) options.logger?.warn(`berth: ${prepared.unenforced}`);
+    return prepared;
+  });
+  const sharedBound = bound.get;
 
   const lifecycle = createSandboxLifecycle(context);
   const inventory = createInventory(context, lifecycle);
@@ -293,14 +292,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     async describe(describeOptions = {}): Promise<BackendDescription> {
       const driverDescription = await driver.describe();
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
-      const shared = await (bound ??
-        prepareSharedBound({
-          settings,
-          description: driverDescription,
-          installationTag: installationTagOf(),
-          ...(options.cgroupRoot ? { cgroupRoot: options.cgroupRoot } : {}),
-          dryRun: true,
-        }));
+      const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription), dryRun: true }));
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
       const description = {
         ...driverDescription,
@@ -320,14 +312,13 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       closed = true;
       policies.close();
       // Only the refresh timer: the egress tables stay, since the sandboxes keep running.
-      if (egress)
-        void egress.then(
-          (firewall) => firewall.close(),
-          () => undefined,
-        );
+      void egress.made()?.then(
+        (firewall) => firewall.close(),
+        () => undefined,
+      );
       for (const entry of context.entries.values()) shells.drop(entry);
       // The bound's cgroups go only when no sandbox is left in them (a running one keeps them).
-      if (bound) await bound.then(releaseSharedBound, () => undefined);
+      await bound.made()?.then(releaseSharedBound, () => undefined);
       await driver.close?.();
     },
   };
