@@ -1,8 +1,8 @@
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ImageNotFoundError } from '@berth/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildSandboxSpec, LABELS, releaseDisksUnder, sandboxSettings } from '@berth/sandbox-runtime';
 import { toContainerCreateOptions } from './to-container-options.js';
 import { createHarness, engineExec, TEST_IMAGE, TEST_LABEL, type Harness } from './testing/integration-harness.js';
@@ -217,8 +217,9 @@ describe('recovery', () => {
     const backend = harness.backend();
     const id = await backend.doAcquire(request);
     expect(await backend.driver.isBusy(id), 'idle, with a spare shell waiting for the next command').toBe(false);
-    const running = backend.doExec(request, { command: 'while [ ! -f /workspace/stop ]; do :; done; echo stopped' });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The loop says it started with a builtin redirection (no fork), and the check waits for that, not for a time.
+    const running = backend.doExec(request, { command: ': > /workspace/started; while [ ! -f /workspace/stop ]; do :; done; echo stopped' });
+    await vi.waitFor(() => access(path.join(request.paths.workspace, 'started')), { timeout: 30_000, interval: 50 });
     expect(await backend.driver.isBusy(id), 'a builtin loop forks nothing, so only the session knows it runs').toBe(true);
     await writeFile(path.join(request.paths.workspace, 'stop'), '');
     expect((await running).stdout).toBe('stopped\n');

@@ -1,5 +1,5 @@
 import type Dockerode from 'dockerode';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createSandboxNetworks } from './sandbox-networks.js';
 
 /** An engine error shaped as dockerode makes it. */
@@ -81,8 +81,8 @@ describe('createSandboxNetworks', () => {
       createNetwork: async () => ({}),
     } as unknown as Dockerode;
     await createSandboxNetworks({ docker, endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' }).prepare('berth-new');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(removed).toEqual(['n1']);
+    // The sweep runs in the background: wait for it, not for a time that a busy machine outlasts.
+    await vi.waitFor(() => expect(removed).toEqual(['n1']), { timeout: 10_000 });
   });
 
   it('gives a new sandbox the spare made ahead, with a random name, and makes the next one only when asked', async () => {
@@ -104,8 +104,7 @@ describe('createSandboxNetworks', () => {
     expect(first).toMatchObject({ pool: true });
     expect(first.mode).toMatch(/^berth-net-[0-9a-f]{16}$/);
     networks.refill();
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(made).toHaveLength(2);
+    await vi.waitFor(() => expect(made).toHaveLength(2), { timeout: 10_000 });
     const second = await networks.take();
     expect(second.mode, 'the spare, not a new network').toBe(made[1]);
     expect(made).toHaveLength(2);
@@ -113,7 +112,8 @@ describe('createSandboxNetworks', () => {
     await networks.close();
     expect(made, 'closing removes the spare').toEqual([first.mode, second.mode]);
     networks.refill();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // An absence: given ten times what making the spare took above on an idle machine.
+    await new Promise((resolve) => setTimeout(resolve, 200));
     expect(made, 'nothing is made after closing').toEqual([first.mode, second.mode]);
   });
 
