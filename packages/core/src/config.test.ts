@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { describeIgnoredKeys, IGNORED_GATEWAY_KEYS, loadConfig, parseConfigText, parseTerminalConfig } from './config.js';
 import { ConfigError } from './errors.js';
 
@@ -80,6 +80,7 @@ describe('config', () => {
 
   it('uses defaults when the default file is absent, and fails when an explicit one is', () => {
     const home = mkdtempSync(path.join(tmpdir(), 'berth-config-'));
+    onTestFinished(() => rmSync(home, { recursive: true, force: true }));
     expect(loadConfig({ environment: { HERMES_HOME: home } }).file).toBeUndefined();
     expect(message(() => loadConfig({ file: path.join(home, 'missing.yaml'), environment: {} }))).toMatch(/does not exist/);
     writeFileSync(path.join(home, 'config.yaml'), 'terminal:\n  docker_image: alpine:3\n');

@@ -1,12 +1,19 @@
-import { existsSync, lstatSync, mkdtempSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { readLastUsed, touchLastUsed } from './last-used-file.js';
+
+/** A temporary folder, removed when the test ends. */
+function temporaryFolder(prefix: string): string {
+  const folder = mkdtempSync(path.join(tmpdir(), prefix));
+  onTestFinished(() => rmSync(folder, { recursive: true, force: true }));
+  return folder;
+}
 
 describe('last-used file', () => {
   it('records a time that a later reader sees, beside the workspace', async () => {
-    const folder = mkdtempSync(path.join(tmpdir(), 'berth-last-used-'));
+    const folder = temporaryFolder('berth-last-used-');
     const workspace = path.join(folder, 'workspace');
     mkdirSync(workspace);
     expect(readLastUsed(workspace)).toBeUndefined();
@@ -24,8 +31,8 @@ describe('last-used file', () => {
   });
 
   it('writes nothing through a scope folder that is a link, nor through a planted file link', () => {
-    const root = mkdtempSync(path.join(tmpdir(), 'berth-last-used-'));
-    const elsewhere = mkdtempSync(path.join(tmpdir(), 'berth-elsewhere-'));
+    const root = temporaryFolder('berth-last-used-');
+    const elsewhere = temporaryFolder('berth-elsewhere-');
     symlinkSync(elsewhere, path.join(root, 'telegram@1'));
     touchLastUsed(path.join(root, 'telegram@1', 'workspace'));
     expect(readdirSync(elsewhere)).toEqual([]);

@@ -197,19 +197,26 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
     registerEnvironmentProvider: (provider) => void providers.set(provider.name, provider),
   };
   const plugin = createBerthPlugin();
-  await plugin.register({
-    specificationVersion: 'v1',
-    terminal,
-    config: {
-      docker_image: ATTACK_IMAGE,
-      sandbox_dir: sandboxDir,
-      container_memory: 256,
-      timeout: 60,
-      docker_network_pool: ATTACK_NETWORK_POOL,
-      ...options.config,
-    },
-    environment: options.environment ?? {},
-    logger,
+  // A registration refused (the cases that try bad settings) leaves no folder behind.
+  const registered = Promise.resolve().then(() =>
+    plugin.register({
+      specificationVersion: 'v1',
+      terminal,
+      config: {
+        docker_image: ATTACK_IMAGE,
+        sandbox_dir: sandboxDir,
+        container_memory: 256,
+        timeout: 60,
+        docker_network_pool: ATTACK_NETWORK_POOL,
+        ...options.config,
+      },
+      environment: options.environment ?? {},
+      logger,
+    }),
+  );
+  await registered.catch((error: unknown) => {
+    if (!options.sandboxDir) rmSync(sandboxDir, { recursive: true, force: true });
+    throw error;
   });
   const backend = options.config?.backend === 'podman' ? 'podman' : 'docker';
   const client = engineClient(backend);
