@@ -1,9 +1,12 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError } from '@berth/core';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, SandboxError, type BerthError } from '@berth/core';
 import type { DriverCapabilities, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
-import { isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
+import { insideProcessListing, isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
 import { openExecChannel } from './open-exec-channel.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { nameOf, ownNetworkOf, stateOf } from './container-record.js';
@@ -12,8 +15,29 @@ import { toContainerCreateOptions } from './to-container-options.js';
 /** How long after a new sandbox started the spare network for the next one is made. */
 const REFILL_DELAY_MS = 200;
 
+const execFileAsync = promisify(execFile);
+
 /** The engine's own processes in a container (an init it runs the launcher under). */
 const ENGINE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
+
+/** gVisor's own processes on the host, which are all an engine lists of a gVisor sandbox. */
+const GVISOR_PROCESS = /(^|\/)runsc(-sandbox|-gofer)?\b/;
+
+/** How long a listing run in a sandbox may take before the sandbox counts as busy. */
+const LISTING_TIMEOUT_MS = 10_000;
+
+/** Runs a command in a container and collects its output (the busy check's listing). */
+async function runCollecting(docker: Dockerode, id: string, command: string[]): Promise<{ stdout: string; exitCode: number | undefined }> {
+  const channel = await openExecChannel(docker, id, command);
+  let stdout = '';
+  channel.onStdout((chunk) => (stdout += chunk.toString('utf8')));
+  channel.onStderr(() => undefined);
+  const closed = new Promise<void>((resolve) => channel.onClose(resolve));
+  const timer = setTimeout(() => channel.destroy(), LISTING_TIMEOUT_MS);
+  await closed;
+  clearTimeout(timer);
+  return { stdout, exitCode: await channel.exitCode() };
+}
 
 /** A connection to a Docker-compatible engine, and what its engine changes about creating sandboxes. */
 export interface DockerApiConnection {
@@ -28,6 +52,8 @@ export interface DockerApiConnection {
   readonly adjustCreate?: (options: Dockerode.ContainerCreateOptions) => Dockerode.ContainerCreateOptions;
   /** Creates through another endpoint (Podman's own API); resolves to the new container's id. */
   readonly createContainer?: (options: Dockerode.ContainerCreateOptions) => Promise<string>;
+  /** The OCI runtime a container was made under, where the engine's compatible inspect does not say (Podman's shows `oci`). */
+  readonly runtimeOf?: (id: string) => Promise<string | undefined>;
   /** What the operator should know about this engine. */
   readonly warnings?: readonly string[];
   /** See `DriverDescription.networkPool`: set when the sandbox networks are pool bridges on this host. */
@@ -47,6 +73,43 @@ export interface DockerApiDriverOptions {
   readonly mapError: (error: unknown, context: EngineErrorContext) => BerthError;
   /** Called before a removed sandbox's host folders are purged. */
   readonly beforePurge?: SandboxDriverV1['beforePurge'];
+}
+
+/** How long a runtime's binary may take to say its version. */
+const RUNTIME_VERSION_TIMEOUT_MS = 3_000;
+
+/**
+ * The first line of each runtime's `--version` (asked of a local engine's runtimes only: a remote
+ * one's paths are not this host's). A binary that is missing or does not answer is left out. The binaries are the engine's configuration (root's),
+ * and only asked for their version.
+ */
+async function readRuntimeVersions(runtimes: Record<string, { path?: string }>): Promise<Record<string, string>> {
+  const versions: Record<string, string> = {};
+  await Promise.all(
+    Object.entries(runtimes).map(async ([name, runtime]) => {
+      const binary = runtime.path && binaryPath(runtime.path);
+      if (!binary) return;
+      try {
+        const { stdout } = await execFileAsync(binary, ['--version'], { timeout: RUNTIME_VERSION_TIMEOUT_MS, maxBuffer: 64 * 1024 });
+        const line = stdout.split('\n', 1)[0]!.trim();
+        if (line) versions[name] = line;
+      } catch {
+        // No version to tell: doctor says so.
+      }
+    }),
+  );
+  return versions;
+}
+
+/** An absolute path that exists, or a bare name found on PATH (Docker names `runc` so). */
+function binaryPath(name: string): string | undefined {
+  if (name.startsWith('/')) return existsSync(name) ? name : undefined;
+  if (name.includes('/')) return undefined;
+  return (process.env.PATH ?? '')
+    .split(':')
+    .filter((folder) => folder.startsWith('/'))
+    .map((folder) => path.join(folder, name))
+    .find((candidate) => existsSync(candidate));
 }
 
 /** How long an engine's description is reused before it is asked again. */
@@ -104,6 +167,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         docker.version(),
         docker.info() as Promise<{
           Runtimes?: Record<string, { path?: string }>;
+          DefaultRuntime?: string;
           MemTotal?: number;
           NCPU?: number;
           CgroupDriver?: string;
@@ -114,6 +178,10 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       const runtimes = Object.entries(info.Runtimes ?? {})
         .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
         .map(([name]) => name);
+      // A unix socket is an engine on this host: its runtimes' binaries are this host's too.
+      // (A client given to the backend says by its modem: a socket path, or dockerode's finder of the default one.)
+      const local = endpoint.startsWith('/') || endpoint.startsWith('unix:') || (docker.modem as { socketPath?: unknown } | undefined)?.socketPath !== undefined;
+      const runtimeVersions = local ? await readRuntimeVersions(info.Runtimes ?? {}) : {};
       const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
       return {
         engine,
@@ -123,6 +191,8 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         apiVersion: version.ApiVersion,
         warnings: [...(warnings ?? [])],
         runtimes,
+        ...(info.DefaultRuntime ? { defaultRuntime: info.DefaultRuntime } : {}),
+        ...(Object.keys(runtimeVersions).length > 0 ? { runtimeVersions } : {}),
         ...host,
         ...(networkPool ? { networkPool } : {}),
         // The same test as the pool's: a local, rootful engine's cgroups are this host's.
@@ -160,6 +230,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         ...description,
         warnings: [...description.warnings],
         ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),
+        ...(description.runtimeVersions ? { runtimeVersions: { ...description.runtimeVersions } } : {}),
       }));
     },
 
@@ -229,7 +300,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       }),
 
     create: (spec: SandboxSpec) =>
-      call(`create container ${spec.name}`, async ({ docker, networks, adjustCreate, createContainer }) => {
+      call(`create container ${spec.name}`, async ({ docker, networks, adjustCreate, createContainer, runtimeOf }) => {
         let network: { mode: string; pool: boolean } = { mode: 'none', pool: false };
         if (spec.network) {
           const prepared = taken.get(spec.name);
@@ -243,6 +314,28 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         try {
           const id = createContainer ? await createContainer(request) : (await docker.createContainer(request)).id;
           created = true;
+          const wanted = spec.security.runtime;
+          if (wanted) {
+            // An engine may take the runtime and ignore it (Podman 4.3's API runs every container
+            // under its service's own runtime): a sandbox asked for under gVisor never runs under
+            // another, so one made so goes again at once, never started.
+            const actual = runtimeOf ? await runtimeOf(id) : (await docker.getContainer(id).inspect()).HostConfig.Runtime;
+            if (actual !== wanted) {
+              await docker
+                .getContainer(id)
+                .remove({ force: true, v: true })
+                .catch(() => undefined);
+              created = false;
+              throw new SandboxError(
+                'RUNTIME_IGNORED',
+                `the ${engine} engine made sandbox ${spec.name} under ${actual ?? 'an unknown runtime'}, not ${wanted} (terminal.docker_runtime), so Berth removed it unstarted; ${
+                  engine === 'podman'
+                    ? 'Podman runs every container its API service makes under the service\'s own runtime: point Berth at a Podman service started with --runtime ' + wanted
+                    : 'check the engine\'s runtimes'
+                } (docs/gvisor.md), or unset docker_runtime`,
+              );
+            }
+          }
           return id;
         } catch (error) {
           // 409: another process created it first; the runtime adopts that one.
@@ -316,6 +409,15 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
             (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)),
           );
           const commands = (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? '');
+          if (commands.some((command) => GVISOR_PROCESS.test(command))) {
+            // gVisor: the user's processes live in its own kernel, and the engine lists only
+            // gVisor's; they are listed from inside, with the runtime's probe in the same exec.
+            const listing = insideProcessListing();
+            const { stdout, exitCode } = await runCollecting(docker, id, ['/bin/sh', '-c', listing.script]);
+            if (exitCode !== 0) return true;
+            const inside = listing.read(stdout);
+            return isSandboxBusy({ commands: inside.commands, engineProcess: ENGINE_PROCESS }, inside.running);
+          }
           // The runtime decides; this driver lists, and runs the runtime's probe when it is asked to.
           return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, async () => {
             const probe = await openExecChannel(docker, id, ['/bin/sh', '-c', RUNNING_PROBE]);
