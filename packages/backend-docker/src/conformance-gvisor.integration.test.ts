@@ -1,12 +1,12 @@
 import { randomInt } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { access, mkdtemp, rm } from 'node:fs/promises';
 import { release, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig } from '@berth/core';
 import { testBackend } from '@berth/testkit';
 import { isOlderRelease, releaseDisksUnder, TESTED_RUNTIME_RELEASES } from '@berth/sandbox-runtime';
 import Docker from 'dockerode';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDockerBackend } from './index.js';
 
 /**
@@ -77,6 +77,29 @@ describe('docker (gVisor): the kernel between users', () => {
       expect(description.runtime).toMatchObject({ name: RUNTIME, configured: true, gvisor: true });
       expect(description.runtime!.fallbacks.length).toBeGreaterThan(0);
       expect(isOlderRelease(description.runtime!.release!, TESTED_RUNTIME_RELEASES.runsc!)).toBe(false);
+      await backend.remove(request.scope.key);
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("tells a busy sandbox from an idle one from inside (the engine's own list reads gVisor's process ids as the host's)", async () => {
+    const config = parseTerminalConfig({ docker_image: image, sandbox_dir: root, docker_runtime: RUNTIME, docker_network: false });
+    const backend = createDockerBackend({ settings: config, docker });
+    try {
+      const resolver = createSandboxResolver({ config, registry: createPlatformRegistry() });
+      const request = resolver.resolve({ session: { platform: 'telegram', userId: String(randomInt(1_000_000_000, 2_000_000_000)) } });
+      const id = await backend.doAcquire(request);
+      // The engine's list is wrong here: what it shows are not this sandbox's processes.
+      const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Processes?: string[][] };
+      expect((top.Processes ?? []).some((row) => /sleep 3600/.test(row.join(' ')))).toBe(false);
+      // Idle once the first command's shell has settled (busy is the safe answer meanwhile).
+      await vi.waitFor(async () => expect(await backend.driver.isBusy(id), 'idle').toBe(false), { timeout: 20_000, interval: 500 });
+      const running = backend.doExec(request, { command: ': > /workspace/started; sleep 5; echo done' });
+      await vi.waitFor(() => access(path.join(request.paths.workspace, 'started')), { timeout: 30_000, interval: 50 });
+      expect(await backend.driver.isBusy(id), 'running sleep 5').toBe(true);
+      expect((await running).stdout).toBe('done\n');
+      await vi.waitFor(async () => expect(await backend.driver.isBusy(id), 'idle again').toBe(false), { timeout: 20_000, interval: 500 });
       await backend.remove(request.scope.key);
     } finally {
       await backend.close();

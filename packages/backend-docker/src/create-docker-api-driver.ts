@@ -20,9 +20,6 @@ const execFileAsync = promisify(execFile);
 /** The engine's own processes in a container (an init it runs the launcher under). */
 const ENGINE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
 
-/** gVisor's own processes on the host, which are all an engine lists of a gVisor sandbox. */
-const GVISOR_PROCESS = /(^|\/)runsc(-sandbox|-gofer)?\b/;
-
 /** How long a listing run in a sandbox may take before the sandbox counts as busy. */
 const LISTING_TIMEOUT_MS = 10_000;
 
@@ -180,7 +177,8 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         .map(([name]) => name);
       // A unix socket is an engine on this host: its runtimes' binaries are this host's too.
       // (A client given to the backend says by its modem: a socket path, or dockerode's finder of the default one.)
-      const local = endpoint.startsWith('/') || endpoint.startsWith('unix:') || (docker.modem as { socketPath?: unknown } | undefined)?.socketPath !== undefined;
+      const local =
+        endpoint.startsWith('/') || endpoint.startsWith('unix:') || (docker.modem as { socketPath?: unknown } | undefined)?.socketPath !== undefined;
       const runtimeVersions = local ? await readRuntimeVersions(info.Runtimes ?? {}) : {};
       const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
       return {
@@ -202,6 +200,24 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       };
     });
 
+  const describe = (): ReturnType<SandboxDriverV1['describe']> => {
+    if (!described || performance.now() - described.at >= DESCRIBE_REUSE_MS) {
+      const answer = describeNow();
+      described = { at: performance.now(), answer };
+      // A failure is not kept: the next call asks again.
+      answer.catch(() => {
+        if (described?.answer === answer) described = undefined;
+      });
+    }
+    // Each caller gets lists of its own.
+    return described.answer.then((description) => ({
+      ...description,
+      warnings: [...description.warnings],
+      ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),
+      ...(description.runtimeVersions ? { runtimeVersions: { ...description.runtimeVersions } } : {}),
+    }));
+  };
+
   return {
     specificationVersion: 'v1',
     engine,
@@ -216,23 +232,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     ping: () => call('reach the engine', async ({ docker }) => void (await docker.ping())),
 
-    describe: () => {
-      if (!described || performance.now() - described.at >= DESCRIBE_REUSE_MS) {
-        const answer = describeNow();
-        described = { at: performance.now(), answer };
-        // A failure is not kept: the next call asks again.
-        answer.catch(() => {
-          if (described?.answer === answer) described = undefined;
-        });
-      }
-      // Each caller gets lists of its own.
-      return described.answer.then((description) => ({
-        ...description,
-        warnings: [...description.warnings],
-        ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),
-        ...(description.runtimeVersions ? { runtimeVersions: { ...description.runtimeVersions } } : {}),
-      }));
-    },
+    describe,
 
     hasImage: (image) =>
       call(`inspect image ${image}`, async ({ docker }) => {
@@ -330,8 +330,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
                 'RUNTIME_IGNORED',
                 `the ${engine} engine made sandbox ${spec.name} under ${actual ?? 'an unknown runtime'}, not ${wanted} (terminal.docker_runtime), so Berth removed it unstarted; ${
                   engine === 'podman'
-                    ? 'Podman runs every container its API service makes under the service\'s own runtime: point Berth at a Podman service started with --runtime ' + wanted
-                    : 'check the engine\'s runtimes'
+                    ? "Podman runs every container its API service makes under the service's own runtime: point Berth at a Podman service started with --runtime " +
+                      wanted
+                    : "check the engine's runtimes"
                 } (docs/gvisor.md), or unset docker_runtime`,
               );
             }
@@ -402,22 +403,25 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     async isBusy(id) {
       try {
-        return await call(`list the processes of ${id}`, async ({ docker }) => {
-          const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
-          const column = Math.max(
-            0,
-            (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)),
-          );
-          const commands = (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? '');
-          if (commands.some((command) => GVISOR_PROCESS.test(command))) {
-            // gVisor: the user's processes live in its own kernel, and the engine lists only
-            // gVisor's; they are listed from inside, with the runtime's probe in the same exec.
+        return await call(`list the processes of ${id}`, async ({ docker, runtimeOf }) => {
+          // Under gVisor the user's processes live in its own kernel, and the engine's list is
+          // wrong (it reads gVisor's own process ids as the host's: seen naming the host's init):
+          // the processes are listed from inside, with the runtime's probe in the same exec.
+          const runtime = runtimeOf ? await runtimeOf(id) : (await docker.getContainer(id).inspect()).HostConfig.Runtime;
+          const versions = runtime ? (await describe().catch(() => undefined))?.runtimeVersions : undefined;
+          if (runtime && /^runsc\b/.test(versions?.[runtime] ?? '')) {
             const listing = insideProcessListing();
             const { stdout, exitCode } = await runCollecting(docker, id, ['/bin/sh', '-c', listing.script]);
             if (exitCode !== 0) return true;
             const inside = listing.read(stdout);
             return isSandboxBusy({ commands: inside.commands, engineProcess: ENGINE_PROCESS }, inside.running);
           }
+          const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
+          const column = Math.max(
+            0,
+            (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)),
+          );
+          const commands = (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? '');
           // The runtime decides; this driver lists, and runs the runtime's probe when it is asked to.
           return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, async () => {
             const probe = await openExecChannel(docker, id, ['/bin/sh', '-c', RUNNING_PROBE]);

@@ -56,12 +56,13 @@ export function insideProcessListing(): { readonly script: string; read(stdout: 
   const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
   return {
     script: `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`,
-    read: (stdout) => ({
-      commands: stdout
-        .split('\n')
-        .map((line) => line.trim())
-        .filter((line) => line && !line.includes(marker) && !/^tr /.test(line)),
-      running: stdout.includes(`${marker}-running`),
-    }),
+    read: (stdout) => {
+      const lines = stdout.split('\n').map((line) => line.trim());
+      return {
+        commands: lines.filter((line) => line && !line.includes(marker) && !/^tr /.test(line)),
+        // A whole line: the listing's own command line, which it prints too, holds the same words.
+        running: lines.includes(`${marker}-running`),
+      };
+    },
   };
 }
