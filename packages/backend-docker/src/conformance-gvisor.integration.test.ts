@@ -83,6 +83,29 @@ describe('docker (gVisor): the kernel between users', () => {
     }
   });
 
+  it('answers the next command within seconds when its sandbox is removed or killed under a live session (the engine leaves the exec open)', async () => {
+    const config = parseTerminalConfig({ docker_image: image, sandbox_dir: root, docker_runtime: RUNTIME, docker_network: false });
+    const backend = createDockerBackend({ settings: config, docker });
+    try {
+      const resolver = createSandboxResolver({ config, registry: createPlatformRegistry() });
+      const request = resolver.resolve({ session: { platform: 'telegram', userId: String(randomInt(1_000_000_000, 2_000_000_000)) } });
+      await backend.doExec(request, { command: 'echo kept > /workspace/kept' });
+      for (const fault of ['remove', 'kill'] as const) {
+        const id = await backend.doAcquire(request);
+        if (fault === 'remove') await docker.getContainer(id).remove({ force: true });
+        else await docker.getContainer(id).kill();
+        // The command's own timeout is 60 s: an answer long before it is the sandbox found gone and made again.
+        const started = Date.now();
+        const result = await backend.doExec(request, { command: 'cat /workspace/kept', timeout: 60 });
+        expect(result, fault).toMatchObject({ exitCode: 0, stdout: 'kept\n' });
+        expect(Date.now() - started, `${fault}: answered in ms`).toBeLessThan(30_000);
+      }
+      await backend.remove(request.scope.key);
+    } finally {
+      await backend.close();
+    }
+  });
+
   it("tells a busy sandbox from an idle one from inside (the engine's own list reads gVisor's process ids as the host's)", async () => {
     const config = parseTerminalConfig({ docker_image: image, sandbox_dir: root, docker_runtime: RUNTIME, docker_network: false });
     const backend = createDockerBackend({ settings: config, docker });

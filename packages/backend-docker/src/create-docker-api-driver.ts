@@ -8,6 +8,7 @@ import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
 import { insideProcessListing, isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
 import { openExecChannel } from './open-exec-channel.js';
+import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { nameOf, ownNetworkOf, stateOf } from './container-record.js';
 import { toContainerCreateOptions } from './to-container-options.js';
@@ -151,6 +152,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     }
   };
 
+  // The exec channels, ended when their container ends (container-ends.ts: gVisor leaves them open).
+  let ends: ContainerEnds | undefined;
+
   // Networks taken by prepare() for the create() that follows, by sandbox name.
   const taken = new Map<string, Promise<{ mode: string; pool: boolean }>>();
 
@@ -222,6 +226,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     specificationVersion: 'v1',
     engine,
     async close() {
+      ends?.close();
       const connected = await connecting?.catch(() => undefined);
       await connected?.networks.close();
     },
@@ -438,6 +443,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     },
 
     openChannel: (id, command, channelOptions) =>
-      call(`run a command in container ${id}`, ({ docker }) => openExecChannel(docker, id, command, channelOptions)),
+      call(`run a command in container ${id}`, async ({ docker }) => {
+        ends ??= createContainerEnds(docker);
+        return ends.track(id, await openExecChannel(docker, id, command, channelOptions));
+      }),
   };
 }
