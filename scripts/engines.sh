@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure a Docker Engine and a rootful Podman API service answer, and that the local
-# base image exists on both. Leaves an engine that already runs alone. Safe to run twice.
+# base image exists on both, and that Docker has gVisor's runtime. Leaves an engine that already
+# runs alone but for that runtime entry (a reload: its containers keep running). Safe to run twice.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DOCKER_SOCKET="/var/run/docker.sock"
