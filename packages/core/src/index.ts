@@ -72,7 +72,6 @@ export {
   type SandboxBackend,
   type SandboxBackendV1,
   type SandboxInfo,
-  type RuntimeDescription,
   type SandboxRequest,
   type SandboxState,
 } from './backend.js';

@@ -16,7 +16,6 @@ import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
 import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
 import { lockScope } from './scope-lock.js';
 import { prepareSharedBound, releaseSharedBound } from './shared-bound.js';
-import { runtimeFacts } from './oci-runtime.js';
 import { installationTag } from './egress-names.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
@@ -124,7 +123,6 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     },
     egressUnenforced: async () => (await egressFirewall()).unenforced,
     sharedBound: () => sharedBound(),
-    ociRuntime: () => ociRuntime.get().catch(() => undefined),
   };
   const boundOptions = (description: Awaited<ReturnType<SandboxDriverV1['describe']>>) => ({
     settings,
@@ -175,8 +173,6 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     return prepared;
   });
   const sharedBound = bound.get;
-  // The runtime sandboxes run under (gVisor or not), once the engine has said.
-  const ociRuntime = onceDescribed((description) => runtimeFacts(description, settings.docker_runtime));
 
   const lifecycle = createSandboxLifecycle(context);
   const inventory = createInventory(context, lifecycle);
@@ -300,7 +296,6 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
       const description = {
         ...driverDescription,
-        runtime: runtimeFacts(driverDescription, settings.docker_runtime),
         warnings: [...driverDescription.warnings, ...notEnforced],
         sharedBound: {
           ...(shared.parent ? { parent: shared.parent } : {}),

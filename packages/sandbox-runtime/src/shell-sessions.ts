@@ -55,8 +55,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
   const shellOpener =
     (entry: SandboxEntry): OpenExecChannel =>
     async (command, options) => {
-      // gVisor cannot write the launcher's pipes (oci-runtime.ts): its shells take the exec at once.
-      if (driver.capabilities.hostFolders && entry.paths && !entry.shellsByExec && !(await context.ociRuntime())?.gvisor) {
+      if (driver.capabilities.hostFolders && entry.paths && !entry.shellsByExec) {
         // A sandbox just started may take a while to reach its launcher on a busy machine: its
         // first shells wait longer for it than later ones, which find it reading.
         const channel = await openFifoChannel(channelsFolderOf(entry.paths.folder), entry.launcherAnswered ? {} : { readerWaitMs: context.firstLaunchWaitMs });
