@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, type BerthError } from '@berth/core';
+import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, SandboxError, type BerthError } from '@berth/core';
 import type { DriverCapabilities, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
@@ -28,6 +28,8 @@ export interface DockerApiConnection {
   readonly adjustCreate?: (options: Dockerode.ContainerCreateOptions) => Dockerode.ContainerCreateOptions;
   /** Creates through another endpoint (Podman's own API); resolves to the new container's id. */
   readonly createContainer?: (options: Dockerode.ContainerCreateOptions) => Promise<string>;
+  /** The OCI runtime a container was made under, where the engine's compatible inspect does not say (Podman's shows `oci`). */
+  readonly runtimeOf?: (id: string) => Promise<string | undefined>;
   /** What the operator should know about this engine. */
   readonly warnings?: readonly string[];
   /** See `DriverDescription.networkPool`: set when the sandbox networks are pool bridges on this host. */
@@ -229,7 +231,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       }),
 
     create: (spec: SandboxSpec) =>
-      call(`create container ${spec.name}`, async ({ docker, networks, adjustCreate, createContainer }) => {
+      call(`create container ${spec.name}`, async ({ docker, networks, adjustCreate, createContainer, runtimeOf }) => {
         let network: { mode: string; pool: boolean } = { mode: 'none', pool: false };
         if (spec.network) {
           const prepared = taken.get(spec.name);
@@ -243,6 +245,28 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         try {
           const id = createContainer ? await createContainer(request) : (await docker.createContainer(request)).id;
           created = true;
+          const wanted = spec.security.runtime;
+          if (wanted) {
+            // An engine may take the runtime and ignore it (Podman 4.3's API runs every container
+            // under its service's own runtime): a sandbox asked for under another runtime (gVisor,
+            // say) never runs under the default, so one made so goes again at once, never started.
+            const actual = runtimeOf ? await runtimeOf(id) : (await docker.getContainer(id).inspect()).HostConfig.Runtime;
+            if (actual !== wanted) {
+              await docker
+                .getContainer(id)
+                .remove({ force: true, v: true })
+                .catch(() => undefined);
+              created = false;
+              throw new SandboxError(
+                'RUNTIME_IGNORED',
+                `the ${engine} engine made sandbox ${spec.name} under ${actual ?? 'an unknown runtime'}, not ${wanted} (terminal.docker_runtime), so Berth removed it unstarted; ${
+                  engine === 'podman'
+                    ? `Podman runs every container its API service makes under the service's own runtime: point Berth at a Podman service started with --runtime ${wanted}`
+                    : "check the engine's runtimes"
+                }, or unset docker_runtime`,
+              );
+            }
+          }
           return id;
         } catch (error) {
           // 409: another process created it first; the runtime adopts that one.

@@ -45,12 +45,22 @@ export async function isPodBusy(connected: Connection, namespace: string, name: 
   const script = `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`;
   const { stdout, exitCode } = await runInPod(connected, namespace, pod, ['/bin/sh', '-c', script], 10_000);
   if (exitCode !== 0) return true;
-  const commands = stdout
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line && !line.includes(marker) && !/^tr /.test(line));
+  const { commands, running } = readPodListing(stdout, marker);
   // The runtime decides; this driver lists, with the runtime's probe in the same exec.
-  return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, stdout.includes(`${marker}-running`));
+  return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, running);
+}
+
+/**
+ * The busy check's listing read: every process's command line but the listing's own, and whether
+ * the probe said a command runs — a whole line of its own, since the listing's own command line,
+ * which it prints too, holds the same words (read as a substring, every pod looked busy).
+ */
+export function readPodListing(stdout: string, marker: string): { commands: string[]; running: boolean } {
+  const lines = stdout.split('\n').map((line) => line.trim());
+  return {
+    commands: lines.filter((line) => line && !line.includes(marker) && !/^tr /.test(line)),
+    running: lines.includes(`${marker}-running`),
+  };
 }
 
 /**

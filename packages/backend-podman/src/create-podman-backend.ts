@@ -13,7 +13,7 @@ import { adjustPodmanCreate, PODMAN_SANDBOX_NETWORK } from './adjust-podman-spec
 import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js';
 import { mapPodmanError } from './map-podman-error.js';
 import { readPodmanHostOf, type PodmanHost } from './read-podman-host.js';
-import { createThroughLibpod } from './to-libpod-spec.js';
+import { createThroughLibpod, libpodRuntimeOf } from './to-libpod-spec.js';
 
 /** Options of {@link createPodmanDriver}. */
 export interface PodmanDriverOptions {
@@ -139,6 +139,7 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
         adjustCreate: (request) => adjustPodmanCreate(request, host),
         // Rootless, the compatible create drops the ulimits; Podman's own create keeps them.
         ...(host.rootless ? { createContainer: (request: Dockerode.ContainerCreateOptions) => createThroughLibpod(docker, request) } : {}),
+        runtimeOf: (id: string) => libpodRuntimeOf(docker, id),
       };
     },
   });

@@ -137,3 +137,13 @@ export function createThroughLibpod(docker: Dockerode, spec: Dockerode.Container
     );
   });
 }
+
+/** The OCI runtime Podman made a container under (its own inspect's `OCIRuntime`; the compatible one says `oci`). */
+export function libpodRuntimeOf(docker: Dockerode, id: string): Promise<string | undefined> {
+  const path = (docker.modem as { version?: string }).version ? `/libpod/containers/${id}/json` : `/v4.0.0/libpod/containers/${id}/json`;
+  return new Promise((resolve, reject) => {
+    docker.modem.dial({ path, method: 'GET', statusCodes: { 200: true, 404: 'no such container', 500: 'server error' } }, (error: unknown, data: unknown) =>
+      error ? reject(error) : resolve((data as { OCIRuntime?: string }).OCIRuntime),
+    );
+  });
+}

@@ -154,6 +154,8 @@ export const SANDBOX_ERROR_CODES = [
   'SANDBOX_PATH_UNSUPPORTED',
   'SPEC_INVALID',
   'SPEC_UNSUPPORTED',
+  // An engine that made a sandbox under another runtime than the one asked for.
+  'RUNTIME_IGNORED',
 ] as const;
 
 /** One of {@link SANDBOX_ERROR_CODES}. */
