@@ -49,7 +49,8 @@ ensure_podman() {
   if docker_answers "$PODMAN_SOCKET"; then say "Podman API already answers on $PODMAN_SOCKET"; return; fi
   say "starting podman system service in the background (log: /var/log/berth-podman.log)"
   as_root mkdir -p /run/podman
-  as_root bash -c "nohup podman system service --time=0 unix://$PODMAN_SOCKET >/var/log/berth-podman.log 2>&1 &"
+  # Started from /: the service keeps its working folder, and conmon fails in one deleted since (a removed clone).
+  (cd / && as_root bash -c "nohup podman system service --time=0 unix://$PODMAN_SOCKET >/var/log/berth-podman.log 2>&1 &")
   wait_for_socket "$PODMAN_SOCKET" "Podman API" /var/log/berth-podman.log
 }
 

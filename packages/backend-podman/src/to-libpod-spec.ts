@@ -126,10 +126,15 @@ export function toLibpodSpec(spec: Dockerode.ContainerCreateOptions): LibpodSpec
   return result;
 }
 
+/** A path of Podman's own API: versioned by the client's modem when it names a version, else as Podman 4. */
+function libpodPath(docker: Dockerode, path: string): string {
+  return (docker.modem as { version?: string }).version ? path : `/v4.0.0${path}`;
+}
+
 /** Creates a container through `POST /libpod/containers/create`; resolves to its id. Errors carry the engine's status, like dockerode's. */
 export function createThroughLibpod(docker: Dockerode, spec: Dockerode.ContainerCreateOptions): Promise<string> {
   const body = toLibpodSpec(spec);
-  const path = (docker.modem as { version?: string }).version ? '/libpod/containers/create' : '/v4.0.0/libpod/containers/create';
+  const path = libpodPath(docker, '/libpod/containers/create');
   return new Promise((resolve, reject) => {
     docker.modem.dial(
       { path, method: 'POST', options: body, statusCodes: { 201: true, 400: 'bad parameter', 404: 'no such image', 409: 'conflict', 500: 'server error' } },
@@ -140,7 +145,7 @@ export function createThroughLibpod(docker: Dockerode, spec: Dockerode.Container
 
 /** The OCI runtime Podman made a container under (its own inspect's `OCIRuntime`; the compatible one says `oci`). */
 export function libpodRuntimeOf(docker: Dockerode, id: string): Promise<string | undefined> {
-  const path = (docker.modem as { version?: string }).version ? `/libpod/containers/${id}/json` : `/v4.0.0/libpod/containers/${id}/json`;
+  const path = libpodPath(docker, `/libpod/containers/${id}/json`);
   return new Promise((resolve, reject) => {
     docker.modem.dial({ path, method: 'GET', statusCodes: { 200: true, 404: 'no such container', 500: 'server error' } }, (error: unknown, data: unknown) =>
       error ? reject(error) : resolve((data as { OCIRuntime?: string }).OCIRuntime),
