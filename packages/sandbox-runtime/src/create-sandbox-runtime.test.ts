@@ -11,6 +11,7 @@ import {
   ImageNotFoundError,
   parseTerminalConfig,
   SandboxError,
+  sandboxRootOf,
   type SandboxRequest,
 } from '@berth/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -46,6 +47,7 @@ function runtimeOver(
   driver: FakeDriver,
   config: ReturnType<typeof parseTerminalConfig>,
   extra: {
+    sandboxRoot?: string;
     reapIntervalMs?: number;
     shellReadyTimeoutMs?: number;
     logger?: { info: (line: string) => void; warn: (line: string) => void; error: (line: string) => void };
@@ -342,16 +344,48 @@ describe('the sandbox runtime', () => {
   });
 
   it('a first reap adopts and stops what a previous gateway left running, by its recorded last use', async () => {
-    const { config, request } = setUp({ lifetime_seconds: 1 });
+    const { sandboxDir, config, request } = setUp({ lifetime_seconds: 1 });
     const driver = createFakeDriver();
-    await runtimeOver(driver, config).doExec(request('33'), { command: 'true' });
+    // As a gateway makes its backend: told its sandbox root, so it knows its sandboxes before any request.
+    const sandboxRoot = sandboxRootOf(sandboxDir);
+    await runtimeOver(driver, config, { sandboxRoot }).doExec(request('33'), { command: 'true' });
     // The last use is recorded beside the folders (at most every few seconds); make it old.
     const marker = path.join(path.dirname(request('33').paths.workspace), '.berth-last-used');
     writeFileSync(marker, '');
     const { utimesSync } = await import('node:fs');
     utimesSync(marker, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
-    const restarted = runtimeOver(driver, config);
+    const restarted = runtimeOver(driver, config, { sandboxRoot });
     expect(await restarted.reap()).toEqual(['user:telegram:33']);
+  });
+
+  it("a runtime made without a sandbox root lists, reaps and stops only the sandboxes of the roots it served, never another installation's", async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const mine = setUp({ lifetime_seconds: 1 });
+    const theirs = setUp({ lifetime_seconds: 1 });
+    const driver = createFakeDriver();
+    // Another gateway on the same engine, with a sandbox idle for a minute by its record.
+    await runtimeOver(driver, theirs.config, { sandboxRoot: sandboxRootOf(theirs.sandboxDir) }).doExec(theirs.request('40'), { command: 'true' });
+    const marker = path.join(path.dirname(theirs.request('40').paths.workspace), '.berth-last-used');
+    writeFileSync(marker, '');
+    const { utimesSync } = await import('node:fs');
+    utimesSync(marker, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+    const theirsRunning = async (): Promise<boolean> =>
+      (await driver.list({ [LABELS.managedBy]: MANAGED_BY })).some(
+        (sandbox) => sandbox.state === 'running' && (sandbox.labels[LABELS.workspace] ?? '').startsWith(theirs.sandboxDir),
+      );
+    // A backend made as a library user or a test makes one: settings, no root.
+    const runtime = runtimeOver(driver, mine.config);
+    expect(await runtime.list()).toEqual([]);
+    expect(await runtime.reap()).toEqual([]);
+    await runtime.stop('user:telegram:40');
+    await runtime.remove('user:telegram:40');
+    expect(await theirsRunning()).toBe(true);
+    // Its own, once served, are its own; theirs stay running through its reaps.
+    await runtime.doExec(mine.request('41'), { command: 'true' });
+    expect((await runtime.list()).map((info) => info.userId)).toEqual(['41']);
+    vi.setSystemTime(Date.now() + 1_100);
+    expect(await runtime.reap()).toEqual(['user:telegram:41']);
+    expect(await theirsRunning()).toBe(true);
   });
 
   it("refuses a sandbox of its name that is not Berth's sandbox for the scope", async () => {

@@ -1,5 +1,13 @@
 import path from 'node:path';
-import { SandboxError, type BackendCapabilities, type BackendDescription, type HostLogger, type SandboxBackendV1, type SandboxRequest } from '@berth/core';
+import {
+  SandboxError,
+  type BackendCapabilities,
+  type BackendDescription,
+  type HostLogger,
+  type SandboxBackendV1,
+  type SandboxPaths,
+  type SandboxRequest,
+} from '@berth/core';
 import { assertSandboxDriver, type SandboxDriverV1 } from '@berth/core/driver';
 import { createEgressFirewall, type EgressFirewall } from './egress-firewall.js';
 import { createScopeDisks } from './scope-disks.js';
@@ -43,7 +51,10 @@ export interface SandboxRuntimeOptions {
    * The folder of this installation's sandboxes (`{sandbox_dir}/docker`, a request's
    * `paths.root`). When given, the runtime lists, adopts, reaps, stops and removes only the
    * sandboxes whose workspace is inside it, so two gateways on one engine never touch each
-   * other's sandboxes, even those of the same user.
+   * other's sandboxes, even those of the same user. Without it, the roots of the requests it
+   * served are its own (none before the first): a backend made without it never lists, reaps or
+   * stops another installation's sandboxes either, but it finds the sandboxes an earlier
+   * process left only once a request of theirs came in.
    */
   readonly sandboxRoot?: string;
   /** Milliseconds between automatic reaps while `lifetime_seconds` is set; 0: only explicit `reap()`. @default a quarter of the lifetime, 1 s to 60 s */
@@ -93,6 +104,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     namePrefix: options.namePrefix ?? 'berth-',
     extraLabels: options.labels ?? {},
     ...(options.sandboxRoot ? { sandboxRoot: path.resolve(options.sandboxRoot) } : {}),
+    servedRoots: new Set(),
     logger: options.logger,
     onProgress: options.onProgress,
     entries: new Map(),
@@ -197,7 +209,13 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     if (closed) throw new SandboxError('BACKEND_CLOSED', `the ${driver.engine} backend was closed; create a new one`);
   };
 
+  /** Without a root given, a request's root is the runtime's own from then on (RuntimeContext.servedRoots). */
+  const serve = (paths: SandboxPaths): void => {
+    if (context.sandboxRoot === undefined) context.servedRoots.add(path.resolve(paths.root));
+  };
+
   const entryFor = (request: SandboxRequest): SandboxEntry => {
+    serve(request.paths);
     const { scope } = request;
     let entry = context.entries.get(scope.key);
     if (!entry) {
@@ -260,6 +278,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       if (removeOptions.purge && !removeOptions.paths) {
         throw new SandboxError('PURGE_NEEDS_PATHS', `purging ${scopeKey} needs its paths (resolve them with the sandbox resolver); nothing was removed`);
       }
+      if (removeOptions.paths) serve(removeOptions.paths);
       const entry = context.entries.get(scopeKey);
       const removeSandboxes = async (): Promise<void> => {
         if (entry) shells.drop(entry);

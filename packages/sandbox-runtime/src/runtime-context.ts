@@ -23,6 +23,12 @@ export interface RuntimeContext {
   readonly extraLabels: Readonly<Record<string, string>>;
   /** The folder of this installation's sandboxes: only those whose workspace is inside it are the runtime's. */
   readonly sandboxRoot?: string;
+  /**
+   * Without `sandboxRoot`: the sandbox roots of the requests this runtime served (`paths.root`).
+   * Only sandboxes inside one of them are the runtime's to list, adopt, reap, stop or remove;
+   * before its first request it has none, and touches no sandbox it did not make.
+   */
+  readonly servedRoots: Set<string>;
   readonly logger: HostLogger | undefined;
   readonly onProgress: ((event: ProgressEvent) => void) | undefined;
   /** Scope key → entry. */

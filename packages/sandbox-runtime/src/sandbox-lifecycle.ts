@@ -32,11 +32,16 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     ...(scopeKey ? { [LABELS.scope]: scopeKey } : {}),
   });
   // This installation's sandboxes only: another gateway on the engine labels its own the same way,
-  // for the same users, and its workspaces are elsewhere.
-  const root = context.sandboxRoot === undefined ? undefined : `${context.sandboxRoot}${path.sep}`;
+  // for the same users, and its workspaces are elsewhere. Without a root given, the roots of the
+  // requests served (seen: a test backend without one reaped every other gateway's sandboxes).
+  const ownRoots = (): string[] => (context.sandboxRoot === undefined ? [...context.servedRoots] : [context.sandboxRoot]).map((root) => `${root}${path.sep}`);
   const find: SandboxLifecycle['find'] = async (scopeKey) => {
     const sandboxes = await driver.list(ownLabels(scopeKey));
-    return root === undefined ? sandboxes : sandboxes.filter((sandbox) => (sandbox.labels[LABELS.workspace] ?? '').startsWith(root));
+    const roots = ownRoots();
+    return sandboxes.filter((sandbox) => {
+      const workspace = sandbox.labels[LABELS.workspace] ?? '';
+      return roots.some((root) => workspace.startsWith(root));
+    });
   };
 
   const ensureImage = (): Promise<void> => {

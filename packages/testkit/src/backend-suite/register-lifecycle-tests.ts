@@ -1,6 +1,9 @@
+import { randomInt } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createPlatformRegistry, createSandboxResolver } from '@berth/core';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { TEST_TIMEOUT_MS, type BackendFixture } from './create-backend-fixture.js';
@@ -59,6 +62,45 @@ export function registerLifecycleTests(fixture: BackendFixture): void {
         expect(state, 'stopped within 20 s of its last command (lifetime_seconds 1)').toBe('stopped');
         expect(await fixture.run('erin', `cat /workspace/${tag}.txt`)).toMatchObject({ exitCode: 0, stdout: `${tag}\n` });
         expect((await fixture.entriesOf('erin'))[0]?.state).toBe('running');
+      });
+
+      it("a backend of another installation on the same engine, made without a sandbox root and reaping every second, stops only its own sandboxes, never this one's", {
+        timeout: TEST_TIMEOUT_MS,
+      }, async (context) => {
+        await fixture.requireCapability(context, 'idleStop');
+        const registry = createPlatformRegistry();
+        const randomUser = () => ({ platform: 'telegram', userId: String(randomInt(1_000_000_000, 2_000_000_000)) });
+        // This installation's reaping backend adopts what runs at its first reap, once: done now
+        // (where the backend has a reap to call), so that the sandbox below is only the main backend's.
+        await ((await fixture.backend('idle')) as { reap?: () => Promise<unknown> }).reap?.();
+        const main = await fixture.backend('main');
+        const mine = createSandboxResolver({ config: fixture.config('main'), registry }).resolve({ session: randomUser() });
+        expect(await main.doExec(mine, { command: 'echo kept > /workspace/kept' })).toMatchObject({ exitCode: 0 });
+        const mineNow = async () => (await main.list()).find((entry) => entry.scopeKey === mine.scope.key);
+        const container = (await mineNow())?.containerId;
+        // Another gateway's folder, and its backend as a library user makes one: settings only.
+        const otherDir = await mkdtemp(path.join(tmpdir(), `berth-testkit-neighbour-${fixture.runId}-`));
+        const config = { ...fixture.config('idle'), sandbox_dir: otherDir };
+        const neighbour = await fixture.options.create(config);
+        const theirs = createSandboxResolver({ config, registry }).resolve({ session: randomUser() });
+        try {
+          expect(await neighbour.doExec(theirs, { command: 'echo theirs' })).toMatchObject({ exitCode: 0, stdout: 'theirs\n' });
+          // Its reaper works: its own sandbox stops once idle (lifetime_seconds 1).
+          const own = async () => (await neighbour.list()).find((entry) => entry.scopeKey === theirs.scope.key)?.state;
+          const deadline = Date.now() + 20_000;
+          while ((await own()) !== 'stopped' && Date.now() < deadline) await sleep(250);
+          expect(await own(), "the neighbour's own sandbox, stopped by its reaper").toBe('stopped');
+          // It never listed this installation's sandboxes, and left this one running.
+          expect((await neighbour.list()).map((entry) => entry.scopeKey)).toEqual([theirs.scope.key]);
+          expect(await mineNow()).toMatchObject({ containerId: container, state: 'running' });
+          expect(await main.doExec(mine, { command: 'cat /workspace/kept' })).toMatchObject({ exitCode: 0, stdout: 'kept\n' });
+          expect((await mineNow())?.containerId).toBe(container);
+        } finally {
+          await neighbour.remove(theirs.scope.key, { purge: true, paths: theirs.paths }).catch(() => undefined);
+          await neighbour.close();
+          await main.remove(mine.scope.key, { purge: true, paths: mine.paths }).catch(() => undefined);
+          await rm(otherDir, { recursive: true, force: true });
+        }
       });
     });
 
