@@ -10,6 +10,7 @@ import {
   createSandboxResolver,
   EngineUnavailableError,
   parseTerminalConfig,
+  sandboxRootOf,
   type SandboxRequest,
   type TerminalConfigInput,
 } from '@berth/core';
@@ -57,6 +58,8 @@ function backendOf(overrides: TerminalConfigInput = {}, options: { reapIntervalM
   const backend = createKubernetesBackend({
     settings: config,
     kubernetes: config,
+    // As the plugin makes it: this installation's sandboxes, known before its first request.
+    sandboxRoot: sandboxRootOf(config.sandbox_dir!),
     kubeConfig: options.kubeConfig ?? cluster.driverConfig,
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig, type SandboxRequest, type TerminalConfigInput } from '@berth/core';
+import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig, sandboxRootOf, type SandboxRequest, type TerminalConfigInput } from '@berth/core';
 import Dockerode from 'dockerode';
 import { createDockerBackend, type DockerBackend, type DockerBackendOptions } from '../create-docker-backend.js';
 import { releaseDisksUnder } from '@berth/sandbox-runtime';
@@ -64,9 +64,12 @@ export async function createHarness(): Promise<Harness> {
     runId,
     sandboxDir,
     backend(config, options) {
+      const settings = parseTerminalConfig(baseConfig(config));
       const backend = createDockerBackend({
-        settings: parseTerminalConfig(baseConfig(config)),
+        settings,
         docker,
+        // As the plugin makes it: this installation's sandboxes, known before its first request.
+        sandboxRoot: sandboxRootOf(settings.sandbox_dir!),
         namePrefix: `berth-t${runId}-`,
         labels: { [TEST_LABEL]: runId },
         ...options,
