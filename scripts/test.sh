@@ -9,8 +9,8 @@
 #      the unit tests with the static checks beside them (type-check, Biome's lint and format
 #      check, shellcheck, the Python checks: mypy, flake8), while the test cluster's binaries build (nice 19, a new machine
 #      only) and the cluster then starts, and OpenClaw downloads into its cache;
-#   2. two lanes side by side: the Docker and Podman integration suites, rootless Podman, the
-#      Hermes bridge and the install test; and the Kubernetes suite, OpenClaw end to end and the
+#   2. two lanes side by side: the Docker and Podman integration suites (Docker's conformance
+#      suite a second time under gVisor), rootless Podman, the Hermes bridge and the install test; and the Kubernetes suite, OpenClaw end to end and the
 #      attack cases that may share the machine. Fork bombs take one machine-wide lock (testkit's
 #      whileSaturating), so two never run at once;
 #   3. the attack cases that must be alone: they restart dockerd or flood the machine.

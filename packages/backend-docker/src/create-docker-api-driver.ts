@@ -1,10 +1,14 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, SandboxError, type BerthError } from '@berth/core';
 import type { DriverCapabilities, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
-import { isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
+import { insideProcessListing, isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
 import { openExecChannel } from './open-exec-channel.js';
+import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { nameOf, ownNetworkOf, stateOf } from './container-record.js';
 import { toContainerCreateOptions } from './to-container-options.js';
@@ -12,8 +16,26 @@ import { toContainerCreateOptions } from './to-container-options.js';
 /** How long after a new sandbox started the spare network for the next one is made. */
 const REFILL_DELAY_MS = 200;
 
+const execFileAsync = promisify(execFile);
+
 /** The engine's own processes in a container (an init it runs the launcher under). */
 const ENGINE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
+
+/** How long a listing run in a sandbox may take before the sandbox counts as busy. */
+const LISTING_TIMEOUT_MS = 10_000;
+
+/** Runs a command in a container and collects its output (the busy check's listing). */
+async function runCollecting(docker: Dockerode, id: string, command: string[]): Promise<{ stdout: string; exitCode: number | undefined }> {
+  const channel = await openExecChannel(docker, id, command);
+  let stdout = '';
+  channel.onStdout((chunk) => (stdout += chunk.toString('utf8')));
+  channel.onStderr(() => undefined);
+  const closed = new Promise<void>((resolve) => channel.onClose(resolve));
+  const timer = setTimeout(() => channel.destroy(), LISTING_TIMEOUT_MS);
+  await closed;
+  clearTimeout(timer);
+  return { stdout, exitCode: await channel.exitCode() };
+}
 
 /** A connection to a Docker-compatible engine, and what its engine changes about creating sandboxes. */
 export interface DockerApiConnection {
@@ -49,6 +71,43 @@ export interface DockerApiDriverOptions {
   readonly mapError: (error: unknown, context: EngineErrorContext) => BerthError;
   /** Called before a removed sandbox's host folders are purged. */
   readonly beforePurge?: SandboxDriverV1['beforePurge'];
+}
+
+/** How long a runtime's binary may take to say its version. */
+const RUNTIME_VERSION_TIMEOUT_MS = 3_000;
+
+/**
+ * The first line of each runtime's `--version` (asked of a local engine's runtimes only: a remote
+ * one's paths are not this host's). A binary that is missing or does not answer is left out. The binaries are the engine's configuration (root's),
+ * and only asked for their version.
+ */
+async function readRuntimeVersions(runtimes: Record<string, { path?: string }>): Promise<Record<string, string>> {
+  const versions: Record<string, string> = {};
+  await Promise.all(
+    Object.entries(runtimes).map(async ([name, runtime]) => {
+      const binary = runtime.path && binaryPath(runtime.path);
+      if (!binary) return;
+      try {
+        const { stdout } = await execFileAsync(binary, ['--version'], { timeout: RUNTIME_VERSION_TIMEOUT_MS, maxBuffer: 64 * 1024 });
+        const line = stdout.split('\n', 1)[0]!.trim();
+        if (line) versions[name] = line;
+      } catch {
+        // No version to tell: doctor says so.
+      }
+    }),
+  );
+  return versions;
+}
+
+/** An absolute path that exists, or a bare name found on PATH (Docker names `runc` so). */
+function binaryPath(name: string): string | undefined {
+  if (name.startsWith('/')) return existsSync(name) ? name : undefined;
+  if (name.includes('/')) return undefined;
+  return (process.env.PATH ?? '')
+    .split(':')
+    .filter((folder) => folder.startsWith('/'))
+    .map((folder) => path.join(folder, name))
+    .find((candidate) => existsSync(candidate));
 }
 
 /** How long an engine's description is reused before it is asked again. */
@@ -93,6 +152,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     }
   };
 
+  // The exec channels, ended when their container ends (container-ends.ts: gVisor leaves them open).
+  let ends: ContainerEnds | undefined;
+
   // Networks taken by prepare() for the create() that follows, by sandbox name.
   const taken = new Map<string, Promise<{ mode: string; pool: boolean }>>();
 
@@ -106,6 +168,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         docker.version(),
         docker.info() as Promise<{
           Runtimes?: Record<string, { path?: string }>;
+          DefaultRuntime?: string;
           MemTotal?: number;
           NCPU?: number;
           CgroupDriver?: string;
@@ -116,6 +179,11 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       const runtimes = Object.entries(info.Runtimes ?? {})
         .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
         .map(([name]) => name);
+      // A unix socket is an engine on this host: its runtimes' binaries are this host's too.
+      // (A client given to the backend says by its modem: a socket path, or dockerode's finder of the default one.)
+      const local =
+        endpoint.startsWith('/') || endpoint.startsWith('unix:') || (docker.modem as { socketPath?: unknown } | undefined)?.socketPath !== undefined;
+      const runtimeVersions = local ? await readRuntimeVersions(info.Runtimes ?? {}) : {};
       const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
       return {
         engine,
@@ -125,6 +193,8 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         apiVersion: version.ApiVersion,
         warnings: [...(warnings ?? [])],
         runtimes,
+        ...(info.DefaultRuntime ? { defaultRuntime: info.DefaultRuntime } : {}),
+        ...(Object.keys(runtimeVersions).length > 0 ? { runtimeVersions } : {}),
         ...host,
         ...(networkPool ? { networkPool } : {}),
         // The same test as the pool's: a local, rootful engine's cgroups are this host's.
@@ -134,10 +204,29 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       };
     });
 
+  const describe = (): ReturnType<SandboxDriverV1['describe']> => {
+    if (!described || performance.now() - described.at >= DESCRIBE_REUSE_MS) {
+      const answer = describeNow();
+      described = { at: performance.now(), answer };
+      // A failure is not kept: the next call asks again.
+      answer.catch(() => {
+        if (described?.answer === answer) described = undefined;
+      });
+    }
+    // Each caller gets lists of its own.
+    return described.answer.then((description) => ({
+      ...description,
+      warnings: [...description.warnings],
+      ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),
+      ...(description.runtimeVersions ? { runtimeVersions: { ...description.runtimeVersions } } : {}),
+    }));
+  };
+
   return {
     specificationVersion: 'v1',
     engine,
     async close() {
+      ends?.close();
       const connected = await connecting?.catch(() => undefined);
       await connected?.networks.close();
     },
@@ -148,22 +237,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     ping: () => call('reach the engine', async ({ docker }) => void (await docker.ping())),
 
-    describe: () => {
-      if (!described || performance.now() - described.at >= DESCRIBE_REUSE_MS) {
-        const answer = describeNow();
-        described = { at: performance.now(), answer };
-        // A failure is not kept: the next call asks again.
-        answer.catch(() => {
-          if (described?.answer === answer) described = undefined;
-        });
-      }
-      // Each caller gets lists of its own.
-      return described.answer.then((description) => ({
-        ...description,
-        warnings: [...description.warnings],
-        ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),
-      }));
-    },
+    describe,
 
     hasImage: (image) =>
       call(`inspect image ${image}`, async ({ docker }) => {
@@ -263,7 +337,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
                   engine === 'podman'
                     ? `Podman runs every container its API service makes under the service's own runtime: point Berth at a Podman service started with --runtime ${wanted}`
                     : "check the engine's runtimes"
-                }, or unset docker_runtime`,
+                } (docs/gvisor.md), or unset docker_runtime`,
               );
             }
           }
@@ -333,7 +407,19 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     async isBusy(id) {
       try {
-        return await call(`list the processes of ${id}`, async ({ docker }) => {
+        return await call(`list the processes of ${id}`, async ({ docker, runtimeOf }) => {
+          // Under gVisor the user's processes live in its own kernel, and the engine's list is
+          // wrong (it reads gVisor's own process ids as the host's: seen naming the host's init):
+          // the processes are listed from inside, with the runtime's probe in the same exec.
+          const runtime = runtimeOf ? await runtimeOf(id) : (await docker.getContainer(id).inspect()).HostConfig.Runtime;
+          const versions = runtime ? (await describe().catch(() => undefined))?.runtimeVersions : undefined;
+          if (runtime && /^runsc\b/.test(versions?.[runtime] ?? '')) {
+            const listing = insideProcessListing();
+            const { stdout, exitCode } = await runCollecting(docker, id, ['/bin/sh', '-c', listing.script]);
+            if (exitCode !== 0) return true;
+            const inside = listing.read(stdout);
+            return isSandboxBusy({ commands: inside.commands, engineProcess: ENGINE_PROCESS }, inside.running);
+          }
           const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
           const column = Math.max(
             0,
@@ -356,6 +442,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     },
 
     openChannel: (id, command, channelOptions) =>
-      call(`run a command in container ${id}`, ({ docker }) => openExecChannel(docker, id, command, channelOptions)),
+      call(`run a command in container ${id}`, async ({ docker }) => {
+        ends ??= createContainerEnds(docker);
+        return ends.track(id, await openExecChannel(docker, id, command, channelOptions));
+      }),
   };
 }

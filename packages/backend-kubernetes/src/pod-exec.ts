@@ -1,8 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { SandboxError } from '@berth/core';
 import type { ExecChannel } from '@berth/core/driver';
 import type { V1Pod } from '@kubernetes/client-node';
-import { isSandboxBusy, RUNNING_PROBE } from '@berth/sandbox-runtime';
+import { insideProcessListing, isSandboxBusy } from '@berth/sandbox-runtime';
 import type { Connection } from './kubernetes-connection.js';
 import { openKubernetesExecChannel } from './kubernetes-exec-channel.js';
 import { kubernetesStatus } from './map-kubernetes-error.js';
@@ -39,28 +38,13 @@ async function runInPod(
 export async function isPodBusy(connected: Connection, namespace: string, name: string): Promise<boolean> {
   const pod = await readPod(connected.core, namespace, name);
   if (!pod || stateOf(pod) !== 'running') return false;
-  // One line per process: its command line, NULs and newlines as spaces; this probe marks itself.
-  const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
-  // A session's shell, a waiting spare and a command made only of builtins all look like /bin/sh: the sessions' pid files tell (the last line).
-  const script = `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`;
-  const { stdout, exitCode } = await runInPod(connected, namespace, pod, ['/bin/sh', '-c', script], 10_000);
+  // One exec lists the processes and runs the runtime's probe; a session's shell, a waiting spare and a command made only of builtins all look like /bin/sh, which the probe tells apart.
+  const listing = insideProcessListing();
+  const { stdout, exitCode } = await runInPod(connected, namespace, pod, ['/bin/sh', '-c', listing.script], 10_000);
   if (exitCode !== 0) return true;
-  const { commands, running } = readPodListing(stdout, marker);
+  const { commands, running } = listing.read(stdout);
   // The runtime decides; this driver lists, with the runtime's probe in the same exec.
   return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, running);
-}
-
-/**
- * The busy check's listing read: every process's command line but the listing's own, and whether
- * the probe said a command runs — a whole line of its own, since the listing's own command line,
- * which it prints too, holds the same words (read as a substring, every pod looked busy).
- */
-export function readPodListing(stdout: string, marker: string): { commands: string[]; running: boolean } {
-  const lines = stdout.split('\n').map((line) => line.trim());
-  return {
-    commands: lines.filter((line) => line && !line.includes(marker) && !/^tr /.test(line)),
-    running: lines.includes(`${marker}-running`),
-  };
 }
 
 /**

@@ -45,6 +45,11 @@ describe('the objects a sandbox is', () => {
     expect(spec.volumes?.find((volume) => volume.name === 'tmp')?.emptyDir).toEqual({ medium: 'Memory', sizeLimit: '512Mi' });
   });
 
+  it("asks for the RuntimeClass docker_runtime names (gVisor's, say), and for none without it", () => {
+    expect(buildSandboxPod(specOf({ docker_runtime: 'gvisor' }), { diskMb: 1024 }).spec?.runtimeClassName).toBe('gvisor');
+    expect(buildSandboxPod(specOf(), { diskMb: 1024 }).spec?.runtimeClassName).toBeUndefined();
+  });
+
   it("says nothing in the pod about whose sandbox it is, and holds no variable's value anywhere", () => {
     const spec = specOf();
     const pod = buildSandboxPod(spec, { diskMb: 1024 });

@@ -90,6 +90,26 @@ export interface BackendDescription extends DriverDescription {
    * it: `enforced` false when it could not (the reason is among the warnings).
    */
   readonly sharedBound?: { readonly parent?: string; readonly memoryMb: number; readonly pids: number; readonly enforced: boolean };
+  /** The OCI runtime sandboxes run under, and what Berth does differently under it. */
+  readonly runtime?: RuntimeDescription;
+}
+
+/** The OCI runtime of a backend's sandboxes, as far as its engine tells (docs/gvisor.md). */
+export interface RuntimeDescription {
+  /** The runtime's name on the engine: the configured one, else the engine's default. */
+  readonly name: string;
+  /** Whether `docker_runtime` chose it (else it is the engine's default). */
+  readonly configured: boolean;
+  /** Its binary's own version line, when the engine is on this host and the binary answered. */
+  readonly version?: string;
+  /** The release parsed from that line (`1.1.5`, `20221219`). */
+  readonly release?: string;
+  /** gVisor: a kernel of its own for each sandbox. */
+  readonly gvisor: boolean;
+  /** The release the tests ran, when this one is older. */
+  readonly olderThanTested?: string;
+  /** What Berth does differently under this runtime, each keeping every guarantee, with the reason (empty: nothing). */
+  readonly fallbacks: readonly string[];
 }
 
 /**

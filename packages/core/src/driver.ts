@@ -112,6 +112,15 @@ export interface DriverDescription {
   readonly warnings: readonly string[];
   /** The OCI runtimes the engine can run containers with (`runc`, `runsc`, …), when it says. */
   readonly runtimes?: readonly string[];
+  /** The runtime of a container that names none, when the engine says. */
+  readonly defaultRuntime?: string;
+  /**
+   * What each runtime's binary says it is (the first line of its `--version`: `runc version
+   * 1.1.5+ds1`, `runsc version 0.0~20221219.0`), for the runtimes whose binary is on this host
+   * and answered: what tells a gVisor sandbox from the others, and its release from the one the
+   * tests ran.
+   */
+  readonly runtimeVersions?: Readonly<Record<string, string>>;
   /** The engine host's size, when it says: what the sandboxes' limits must fit in. */
   readonly host?: { readonly memoryMb: number; readonly cpus: number };
   /**

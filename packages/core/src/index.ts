@@ -72,6 +72,7 @@ export {
   type SandboxBackend,
   type SandboxBackendV1,
   type SandboxInfo,
+  type RuntimeDescription,
   type SandboxRequest,
   type SandboxState,
 } from './backend.js';

@@ -24,6 +24,7 @@ import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
 import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
 import { lockScope } from './scope-lock.js';
 import { prepareSharedBound, releaseSharedBound } from './shared-bound.js';
+import { runtimeFacts } from './oci-runtime.js';
 import { installationTag } from './egress-names.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
@@ -135,6 +136,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     },
     egressUnenforced: async () => (await egressFirewall()).unenforced,
     sharedBound: () => sharedBound(),
+    ociRuntime: () => ociRuntime.get().catch(() => undefined),
   };
   const boundOptions = (description: Awaited<ReturnType<SandboxDriverV1['describe']>>) => ({
     settings,
@@ -185,6 +187,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     return prepared;
   });
   const sharedBound = bound.get;
+  // The runtime sandboxes run under (gVisor or not), once the engine has said.
+  const ociRuntime = onceDescribed((description) => runtimeFacts(description, settings.docker_runtime));
 
   const lifecycle = createSandboxLifecycle(context);
   const inventory = createInventory(context, lifecycle);
@@ -315,6 +319,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
       const description = {
         ...driverDescription,
+        runtime: runtimeFacts(driverDescription, settings.docker_runtime),
         warnings: [...driverDescription.warnings, ...notEnforced],
         sharedBound: {
           ...(shared.parent ? { parent: shared.parent } : {}),

@@ -16,6 +16,7 @@ export { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
 export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './exec-channel-events.js';
 export { isProcessIdentityGone, processIdentity } from './process-identity.js';
 export { capacityReport, describeRunningCap, localHostSize, PRESSURE_HIGH, type HostSize } from './capacity.js';
+export { GVISOR_FALLBACKS, isOlderRelease, runtimeFacts, runtimeRelease, TESTED_RUNTIME_RELEASES } from './oci-runtime.js';
 export { prepareSharedBound, readBoundPressure, type SharedBound } from './shared-bound.js';
 export { releaseDisksUnder } from './scope-disks.js';
 export {
@@ -33,5 +34,5 @@ export {
   type EgressFirewall,
 } from './egress-firewall.js';
 export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';
-export { isIdleProcess, isSandboxBusy, type SandboxProcessList } from './is-sandbox-busy.js';
+export { insideProcessListing, isIdleProcess, isSandboxBusy, type SandboxProcessList } from './is-sandbox-busy.js';
 export { quoteShell } from './shell-words.js';

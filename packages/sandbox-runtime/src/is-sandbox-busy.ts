@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { KEEP_ALIVE_COMMAND } from './sandbox-spec.js';
-import { SESSION_PROCESS } from './shell-protocol.js';
+import { RUNNING_PROBE, SESSION_PROCESS } from './shell-protocol.js';
 
 // Whether a sandbox is busy is the runtime's decision, made here from the shape of its own
 // launcher: a driver only lists the processes (and runs RUNNING_PROBE when asked). Change
@@ -41,4 +42,27 @@ export async function isSandboxBusy(processes: SandboxProcessList, commandRunnin
   if (processes.commands.some((command) => !isIdleProcess(command, processes.engineProcess))) return true;
   if (!processes.commands.some((command) => SESSION_PROCESS.test(command))) return false;
   return typeof commandRunning === 'function' ? commandRunning() : commandRunning;
+}
+
+/**
+ * The process list read from inside a sandbox, for engines whose own listing does not show the
+ * sandbox's processes (a Kubernetes pod; gVisor, whose processes live in its own kernel): a
+ * program for `/bin/sh -c` that prints each process's command line (NULs and newlines as spaces)
+ * and runs {@link RUNNING_PROBE}, and the reading of its output. Run it in one exec; an exit code
+ * other than 0 means unknown, which callers take for busy.
+ */
+export function insideProcessListing(): { readonly script: string; read(stdout: string): { commands: string[]; running: boolean } } {
+  // The listing marks its own lines, so that it does not count itself.
+  const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
+  return {
+    script: `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`,
+    read: (stdout) => {
+      const lines = stdout.split('\n').map((line) => line.trim());
+      return {
+        commands: lines.filter((line) => line && !line.includes(marker) && !/^tr /.test(line)),
+        // A whole line: the listing's own command line, which it prints too, holds the same words.
+        running: lines.includes(`${marker}-running`),
+      };
+    },
+  };
 }

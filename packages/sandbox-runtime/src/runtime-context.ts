@@ -1,5 +1,5 @@
 import type { SharedBound } from './shared-bound.js';
-import type { HostLogger, SandboxPaths } from '@berth/core';
+import type { HostLogger, RuntimeDescription, SandboxPaths } from '@berth/core';
 import type { SandboxDriverV1 } from '@berth/core/driver';
 import type { Limiter, SandboxEntry } from './sandbox-entry.js';
 import type { SandboxSettings } from './sandbox-settings.js';
@@ -52,6 +52,8 @@ export interface RuntimeContext {
   readonly egressUnenforced: () => Promise<string | undefined>;
   /** The one bound all sandboxes share (shared-bound.ts), set once before the first sandbox is made. */
   readonly sharedBound: () => Promise<SharedBound>;
+  /** The OCI runtime of the sandboxes (oci-runtime.ts), once the engine said; `undefined` while it cannot. */
+  readonly ociRuntime: () => Promise<RuntimeDescription | undefined>;
 }
 
 /** The error's message, for a log line. */

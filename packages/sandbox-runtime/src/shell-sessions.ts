@@ -55,7 +55,8 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
   const shellOpener =
     (entry: SandboxEntry): OpenExecChannel =>
     async (command, options) => {
-      if (driver.capabilities.hostFolders && entry.paths && !entry.shellsByExec) {
+      // gVisor cannot write the launcher's pipes (oci-runtime.ts): its shells take the exec at once.
+      if (driver.capabilities.hostFolders && entry.paths && !entry.shellsByExec && !(await context.ociRuntime())?.gvisor) {
         // A sandbox just started may take a while to reach its launcher on a busy machine: its
         // first shells wait longer for it than later ones, which find it reading.
         const channel = await openFifoChannel(channelsFolderOf(entry.paths.folder), entry.launcherAnswered ? {} : { readerWaitMs: context.firstLaunchWaitMs });

@@ -77,7 +77,21 @@ export function registerHardeningTests(fixture: BackendFixture): void {
           `${set} holds capabilities beyond docker_cap_add`,
         ).toEqual([]);
       }
-      if (fixture.config('main').docker_no_new_privileges) expect(field('NoNewPrivs')).toBe('1');
+      if (!fixture.config('main').docker_no_new_privileges) return;
+      if (/^NoNewPrivs:/m.test(status.stdout)) {
+        expect(field('NoNewPrivs')).toBe('1');
+        return;
+      }
+      // A kernel that does not show the flag (gVisor's): the attack it stops, tried. A set-user-id
+      // root copy of busybox, run as nobody: `su` finds itself root when the bit is honoured
+      // (and asks for a password), and says it must be suid when it is not.
+      const attack = await fixture.run(
+        'alice',
+        // The workspace is the user's own (0700): opened to nobody for the attempt, then closed again.
+        'm=$(stat -c %a /workspace) && d=$(mktemp -d /workspace/suid.XXXXXX) && cp /bin/busybox "$d/busybox" && chmod 4755 "$d/busybox" && ln -s busybox "$d/su" && chmod 755 "$d" && chmod 711 /workspace; su -s /bin/sh nobody -c "$d/su root -c id </dev/null" 2>&1; chmod "$m" /workspace; rm -rf "$d"',
+      );
+      expect(attack.stdout, 'a set-user-id root binary run by nobody').toMatch(/must be suid/);
+      expect(attack.stdout).not.toMatch(/uid=0/);
     });
 
     it('cannot mount file systems', { timeout: TEST_TIMEOUT_MS }, async () => {

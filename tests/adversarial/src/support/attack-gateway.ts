@@ -35,6 +35,13 @@ export const ATTACK_NETWORK_POOL = `10.${randomInt(224, 248)}.${randomInt(0, 16)
 /** An address inside {@link ATTACK_NETWORK_POOL}: its base address with `last` as the last number. */
 export const addressInAttackPool = (last: number): string => `${ATTACK_NETWORK_POOL.split('/')[0]!.split('.').slice(0, 3).join('.')}.${last}`;
 
+/**
+ * The OCI runtime every gateway of the run puts its sandboxes under, when `BERTH_TEST_RUNTIME`
+ * names one (`runsc`: the cases that gVisor could change, run a second time under it by
+ * `scripts/test.sh`; docs/gvisor.md); unset, the engine's default.
+ */
+export const ATTACK_RUNTIME = process.env.BERTH_TEST_RUNTIME || undefined;
+
 /** The Docker socket the suite looks through from outside. */
 export const DOCKER_SOCKET = '/var/run/docker.sock';
 
@@ -208,6 +215,7 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
         container_memory: 256,
         timeout: 60,
         docker_network_pool: ATTACK_NETWORK_POOL,
+        ...(ATTACK_RUNTIME ? { docker_runtime: ATTACK_RUNTIME } : {}),
         ...options.config,
       },
       environment: options.environment ?? {},
