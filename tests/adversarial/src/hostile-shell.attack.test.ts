@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomTelegramUser, startAttackGateway, within, type AttackGateway } from './support/attack-gateway.js';
+import { ATTACK_ENGINES, randomTelegramUser, startAttackGateway, UNDER_GVISOR, within, type AttackGateway } from './support/attack-gateway.js';
 
 // A user who attacks their own sandbox's shell: jobs left running that keep writing, their own
 // EXIT trap, `exit`, deleting Berth's state folder, and writing into the session's control
@@ -7,7 +7,7 @@ import { randomTelegramUser, startAttackGateway, within, type AttackGateway } fr
 // result holds only what its own command wrote; cd and export persist or a notice says why not;
 // results never cross users; timeouts hold; the gateway stays bounded.
 
-describe.each(['docker', 'podman'] as const)('a hostile shell on %s', (backend) => {
+describe.each(ATTACK_ENGINES)('a hostile shell on %s', (backend) => {
   let gateway: AttackGateway;
   const attacker = randomTelegramUser();
   const victim = randomTelegramUser();
@@ -50,11 +50,15 @@ describe.each(['docker', 'podman'] as const)('a hostile shell on %s', (backend) 
   });
 
   it("/dev/zero written into the other channel FIFOs under /run/berth (the kill shell's) costs the gateway no CPU once the command ended", async () => {
-    const flood = await gateway.run(
-      attacker,
-      'o=$(readlink /proc/$$/fd/1); e=$(readlink /proc/$$/fd/2); set --; for f in /run/berth/*.out /run/berth/*.err; do [ -p "$f" ] && [ "$f" != "$o" ] && [ "$f" != "$e" ] && set -- "$@" "$f"; done; for f in "$@"; do (cat /dev/zero > "$f" 2>/dev/null &); done; sleep 1; echo "flooding $#"',
-      { timeout: 30 },
-    );
+    // Under gVisor the shells start by engine exec (docs/gvisor.md), with no pipes under /run/berth:
+    // the kill shell's output is its exec's stream, reached through /proc/PID/fd of the shells the
+    // engine started (parent 0) that are not this command's own.
+    const findChannels = UNDER_GVISOR
+      ? 'a=" "; p=$$; while [ "$p" -gt 0 ]; do a="$a$p "; p=$(cut -d" " -f4 /proc/$p/stat); done; set --; for d in /proc/[0-9]*; do n=${d#/proc/}; case "$a" in *" $n "*) continue ;; esac; [ "$(cut -d" " -f4 $d/stat 2>/dev/null)" = 0 ] || continue; [ "$(tr "\\0" " " < $d/cmdline 2>/dev/null)" = "/bin/sh " ] && set -- "$@" "$d/fd/1" "$d/fd/2"; done'
+      : 'o=$(readlink /proc/$$/fd/1); e=$(readlink /proc/$$/fd/2); set --; for f in /run/berth/*.out /run/berth/*.err; do [ -p "$f" ] && [ "$f" != "$o" ] && [ "$f" != "$e" ] && set -- "$@" "$f"; done';
+    const flood = await gateway.run(attacker, `${findChannels}; for f in "$@"; do (cat /dev/zero > "$f" 2>/dev/null &); done; sleep 1; echo "flooding $#"`, {
+      timeout: 30,
+    });
     // Every channel but the command's own: the kill shell's stdout and stderr at least. They are
     // all found before the first is flooded: a kill shell retired for what its stdout got has its
     // names removed at once, and a loop that flooded as it went missed its stderr (seen under load).

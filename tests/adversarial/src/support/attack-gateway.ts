@@ -42,6 +42,31 @@ export const addressInAttackPool = (last: number): string => `${ATTACK_NETWORK_P
  */
 export const ATTACK_RUNTIME = process.env.BERTH_TEST_RUNTIME || undefined;
 
+/**
+ * The engines a case runs on: Docker and rootful Podman, or only Docker under gVisor, since
+ * Podman's API cannot run a sandbox under gVisor and Berth refuses it there (docs/gvisor.md).
+ */
+export const ATTACK_ENGINES: readonly ('docker' | 'podman')[] = ATTACK_RUNTIME === 'runsc' ? ['docker'] : ['docker', 'podman'];
+
+/** Whether this run's sandboxes are under gVisor, whose `/proc` and process list differ from runc's (docs/gvisor.md). */
+export const UNDER_GVISOR = ATTACK_RUNTIME === 'runsc';
+
+/**
+ * Runs a command on the host inside a sandbox's network namespace (its container's main process's),
+ * to read what gVisor does not show from inside: the namespace's sysctls and neighbours.
+ */
+export async function inSandboxNetns(containerId: string, command: readonly string[], client: Dockerode = docker): Promise<string> {
+  const pid = (await client.getContainer(containerId).inspect()).State.Pid;
+  return execFileSync('nsenter', [`--net=/proc/${pid}/ns/net`, ...command], { encoding: 'utf8' });
+}
+
+/**
+ * The attack no-new-privileges and `nosuid` stop, tried in `folder`: a set-user-id root copy of
+ * busybox's `su`, run by nobody. Returns its output: "must be suid" when the bit gave nothing.
+ */
+export const SETUID_ATTEMPT = (folder: string): string =>
+  `m=$(stat -c %a ${folder}) && d=$(mktemp -d ${folder}/suid.XXXXXX) && cp /bin/busybox "$d/busybox" && chmod 4755 "$d/busybox" && ln -s busybox "$d/su" && chmod 755 "$d" && chmod 711 ${folder}; su -s /bin/sh nobody -c "$d/su root -c id </dev/null" 2>&1; chmod "$m" ${folder}; rm -rf "$d"`;
+
 /** The Docker socket the suite looks through from outside. */
 export const DOCKER_SOCKET = '/var/run/docker.sock';
 
