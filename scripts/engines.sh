@@ -6,6 +6,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DOCKER_SOCKET="/var/run/docker.sock"
 PODMAN_SOCKET="/run/podman/podman.sock"
+# A second rootful Podman service whose containers run under gVisor (ensure_gvisor).
+PODMAN_GVISOR_SOCKET="/run/podman-gvisor/podman.sock"
 
 docker_answers() { curl -fsS --max-time 2 --unix-socket "$1" http://localhost/_ping >/dev/null 2>&1; }
 
@@ -159,6 +161,16 @@ ensure_gvisor() {
     pkill -HUP -x dockerd
     for _ in $(seq 1 40); do docker info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"' && break; sleep 0.25; done
     docker info --format '{{json .Runtimes}}' | grep -q '"runsc"' || { say "Docker did not take the runsc runtime; its log: /var/log/berth-dockerd.log"; return 1; }
+  fi
+  # Podman: its API service makes every container under the service's own runtime (4.3 ignores
+  # the one a container asks for), so gVisor's sandboxes get a rootful service of their own, on
+  # its own socket, sharing the rootful storage and images (docs/gvisor.md). Started from /, as
+  # the other one.
+  if ! docker_answers "$PODMAN_GVISOR_SOCKET"; then
+    say "starting a rootful podman system service under gVisor on $PODMAN_GVISOR_SOCKET (log: /var/log/berth-podman-gvisor.log)"
+    mkdir -p "$(dirname "$PODMAN_GVISOR_SOCKET")"
+    (cd / || exit 1; nohup podman --runtime runsc --runtime-flag network=host system service --time=0 "unix://$PODMAN_GVISOR_SOCKET" </dev/null >/var/log/berth-podman-gvisor.log 2>&1 &)
+    wait_for_socket "$PODMAN_GVISOR_SOCKET" "Podman API under gVisor" /var/log/berth-podman-gvisor.log
   fi
 }
 

@@ -9,11 +9,13 @@
 #      the unit tests with the static checks beside them (type-check, Biome's lint and format
 #      check, shellcheck, the Python checks: mypy, flake8), while the test cluster's binaries build (nice 19, a new machine
 #      only) and the cluster then starts, and OpenClaw downloads into its cache;
-#   2. two lanes side by side: the Docker and Podman integration suites (Docker's conformance
-#      suite a second time under gVisor), rootless Podman, the Hermes bridge and the install test; and the Kubernetes suite, OpenClaw end to end and the
-#      attack cases that may share the machine. Fork bombs take one machine-wide lock (testkit's
-#      whileSaturating), so two never run at once;
-#   3. the attack cases that must be alone: they restart dockerd or flood the machine.
+#   2. two lanes side by side: the Docker and Podman integration suites (each conformance suite a
+#      second time under gVisor), the attack cases that depend on the kernel under the sandbox a
+#      second time under gVisor, rootless Podman, the Hermes bridge and the install test; and the
+#      Kubernetes suite, OpenClaw end to end and the attack cases that may share the machine. Fork
+#      bombs take one machine-wide lock (testkit's whileSaturating), so two never run at once;
+#   3. the attack cases that must be alone: they restart dockerd or flood the machine (under runc,
+#      then those that depend on the kernel under gVisor).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$BERTH_ROOT"
 run_started="$(date +%s)"
@@ -165,6 +167,7 @@ else
 fi
 engines_lane=(
   "pnpm -s exec turbo run test:integration --concurrency=1 --continue --filter=!@berth/backend-kubernetes --filter=!@berth/install-test"
+  "BERTH_ATTACK_PART=gvisor pnpm -s --filter @berth/adversarial test:attack"
   "bash packages/backend-podman/scripts/run-rootless-suite.sh"
   "bash integrations/hermes/scripts/test.sh"
   "pnpm -s --filter @berth/install-test test:integration"
@@ -183,6 +186,7 @@ echo "lanes $(($(date +%s) - phase2_started))" >>"$TIMINGS"
 # flood the machine while they hold a bound on answers, alone (tests/adversarial/vitest.attack.config.ts).
 step stop-kubernetes stop_kubernetes
 step attack env BERTH_ATTACK_PART=alone pnpm -s --filter @berth/adversarial test:attack
+step attack-gvisor env BERTH_ATTACK_PART=gvisor-alone pnpm -s --filter @berth/adversarial test:attack
 
 echo "total $(($(date +%s) - run_started))" >>"$TIMINGS"
 say "wall times in seconds (.test-results/timings.txt):"

@@ -58,7 +58,7 @@ describe('the egress policy', () => {
     for (const chain of [forward, input]) {
       // IPv4 from sandboxes only; replies and DNS to the host's resolvers pass.
       expect(chain).toMatch(
-        /meta nfproto != ipv4 return\n\s+ip saddr != @pool return\n\s+ct state established,related return\n\s+ip daddr @resolvers meta l4proto \{ tcp, udp \} th dport 53 return/,
+        /meta nfproto ipv6 iifname "bth\*" goto refuse\n\s+meta nfproto != ipv4 return\n\s+ip saddr != @pool return\n\s+ct state established,related return\n\s+ip daddr @resolvers meta l4proto \{ tcp, udp \} th dport 53 return/,
       );
     }
     // The pool and every Berth bridge before any exception; link-local before any range.

@@ -38,7 +38,10 @@ export function egressRuleset(options: { pool: string; resolvers: readonly strin
   const table = egressTableName(options.pool);
   const resolvers = options.resolvers.filter((address) => !cidrWithin(`${address}/32`, options.pool)).map((address) => `${address}/32`);
   const start = [
-    // IPv6 is off in every sandbox; this table looks at IPv4 only (and never at the host's own IPv6).
+    // IPv6 is off in every sandbox. Where a runtime leaves a link-local address up all the same
+    // (gVisor under Podman: docs/gvisor.md), no IPv6 packet from a sandbox bridge goes anywhere,
+    // the host included; past that, this table looks at IPv4 only (never at the host's own IPv6).
+    `    meta nfproto ipv6 iifname "${BRIDGE_NAME_PREFIX}*" goto refuse`,
     '    meta nfproto != ipv4 return',
     '    ip saddr != @pool return',
     '    ct state established,related return',

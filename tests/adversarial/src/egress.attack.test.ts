@@ -1,12 +1,13 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { egressTableName } from '@berth/sandbox-runtime';
 import {
   ATTACK_ENGINES,
+  engineClient,
   ATTACK_NETWORK_POOL,
   inSandboxNetns,
   randomTelegramUser,
@@ -120,13 +121,51 @@ describe.each(ATTACK_ENGINES)('egress on %s: the internet, but not the gateway h
 
   it('has no IPv6 at all inside the sandbox', async () => {
     if (UNDER_GVISOR) {
-      // gVisor's /proc has no such sysctl: read it on the host, in the sandbox's own namespace, and try a socket inside.
       const container = (await gateway.containerOf(user))!;
-      expect(await inSandboxNetns(container.Id, ['cat', '/proc/sys/net/ipv6/conf/all/disable_ipv6'])).toBe('1\n');
-      expect(await inSandboxNetns(container.Id, ['sh', '-c', 'ip -6 addr show | grep -c inet6 || true'])).toBe('0\n');
-      const inside = await gateway.run(user, 'ip -6 addr show | grep -c inet6; nc -w 2 ::1 80 </dev/null 2>&1; echo "rc=$?"');
-      expect(inside.output).toMatch(/^0\n/);
-      expect(inside.output).toMatch(/rc=[1-9]/);
+      const client = engineClient(backend);
+      if (backend === 'docker') {
+        // gVisor's /proc has no such sysctl: read it on the host, in the sandbox's own namespace.
+        expect(await inSandboxNetns(container.Id, ['cat', '/proc/sys/net/ipv6/conf/all/disable_ipv6'], client)).toBe('1\n');
+        expect(await inSandboxNetns(container.Id, ['sh', '-c', 'ip -6 addr show | grep -c inet6 || true'], client)).toBe('0\n');
+      } else {
+        // Podman's network leaves a link-local address up (runsc does not apply the sysctl on the
+        // host side: docs/gvisor.md); never a routable one.
+        expect(await inSandboxNetns(container.Id, ['sh', '-c', 'ip -6 addr show scope global | grep -c inet6 || true'], client)).toBe('0\n');
+      }
+      // Whatever the address, IPv6 goes nowhere: not to the host's own side of the sandbox's
+      // bridge, where a service listens on every IPv6 address.
+      const peer = /@if(\d+)/.exec(await inSandboxNetns(container.Id, ['ip', '-o', 'link', 'show', 'eth0'], client))![1];
+      const bridge = /master (\S+)/.exec(
+        execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' })
+          .split('\n')
+          .find((line) => line.startsWith(`${peer}:`)) ?? '',
+      )?.[1];
+      expect(bridge, "the sandbox's bridge on the host").toMatch(/^bth/);
+      // Docker's bridges have a link-local address; Podman's have none: one is added for the attack.
+      let hostSide = /inet6 (fe80::[0-9a-f:]+)\//.exec(execFileSync('ip', ['-6', '-o', 'addr', 'show', 'dev', bridge!], { encoding: 'utf8' }))?.[1];
+      const added = hostSide ? undefined : 'fe80::b3:1';
+      if (added) {
+        execFileSync('ip', ['-6', 'addr', 'add', `${added}/64`, 'dev', bridge!, 'nodad']);
+        hostSide = added;
+      }
+      let reached = 0;
+      const listener = net.createServer((socket) => {
+        reached++;
+        socket.end('host-secret\n');
+      });
+      await new Promise<void>((resolve) => listener.listen({ port: 0, host: '::', ipv6Only: true }, resolve));
+      try {
+        const port = (listener.address() as AddressInfo).port;
+        const targets = ['::1', `${hostSide}%eth0`];
+        const inside = await gateway.run(user, targets.map((target) => `nc -w 2 ${target} ${port} </dev/null 2>&1; echo "rc=$?"`).join('; '));
+        expect(inside.output).not.toContain('host-secret');
+        expect(inside.output.match(/rc=\d+/g)).toHaveLength(targets.length);
+        expect(inside.output).not.toMatch(/rc=0/);
+        expect(reached).toBe(0);
+      } finally {
+        await new Promise((resolve) => listener.close(resolve));
+        if (added) execFileSync('ip', ['-6', 'addr', 'del', `${added}/64`, 'dev', bridge!]);
+      }
       return;
     }
     const result = await gateway.run(user, 'cat /proc/sys/net/ipv6/conf/all/disable_ipv6; ip -6 addr show | grep -c inet6 || true');

@@ -42,11 +42,15 @@ export const addressInAttackPool = (last: number): string => `${ATTACK_NETWORK_P
  */
 export const ATTACK_RUNTIME = process.env.BERTH_TEST_RUNTIME || undefined;
 
+/** The engines a case runs on: Docker and rootful Podman (under gVisor, its service started with `--runtime runsc`). */
+export const ATTACK_ENGINES: readonly ('docker' | 'podman')[] = ['docker', 'podman'];
+
 /**
- * The engines a case runs on: Docker and rootful Podman, or only Docker under gVisor, since
- * Podman's API cannot run a sandbox under gVisor and Berth refuses it there (docs/gvisor.md).
+ * Under gVisor, the rootful Podman service whose containers run under it (Podman 4.3's API makes
+ * every container under its service's runtime: docs/gvisor.md); the set-up starts it. It shares
+ * the rootful storage, so the suite looks at its containers through the usual socket.
  */
-export const ATTACK_ENGINES: readonly ('docker' | 'podman')[] = ATTACK_RUNTIME === 'runsc' ? ['docker'] : ['docker', 'podman'];
+export const PODMAN_GVISOR_SOCKET = process.env.BERTH_PODMAN_GVISOR_SOCKET ?? '/run/podman-gvisor/podman.sock';
 
 /** Whether this run's sandboxes are under gVisor, whose `/proc` and process list differ from runc's (docs/gvisor.md). */
 export const UNDER_GVISOR = ATTACK_RUNTIME === 'runsc';
@@ -243,7 +247,11 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
         ...(ATTACK_RUNTIME ? { docker_runtime: ATTACK_RUNTIME } : {}),
         ...options.config,
       },
-      environment: options.environment ?? {},
+      environment: {
+        // The gateway finds Podman as an operator's does: CONTAINER_HOST first.
+        ...(ATTACK_RUNTIME === 'runsc' && options.config?.backend === 'podman' ? { CONTAINER_HOST: `unix://${PODMAN_GVISOR_SOCKET}` } : {}),
+        ...(options.environment ?? {}),
+      },
       logger,
     }),
   );
