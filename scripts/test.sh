@@ -9,10 +9,10 @@
 #      the unit tests with the static checks beside them (type-check, Biome's lint and format
 #      check, shellcheck, the Python checks: mypy, flake8), while the test cluster's binaries build (nice 19, a new machine
 #      only) and the cluster then starts, and OpenClaw downloads into its cache;
-#   2. two lanes side by side: the Docker and Podman integration suites (each conformance suite a
-#      second time under gVisor), the attack cases that depend on the kernel under the sandbox a
-#      second time under gVisor, the Hermes bridge and the install test; and the Kubernetes suite,
-#      OpenClaw end to end, the attack cases that may share the machine and rootless Podman. Fork
+#   2. two lanes side by side: the Docker and Podman integration suites (Docker's conformance
+#      suite a second time under gVisor), the attack cases that depend on the kernel under the
+#      sandbox a second time under gVisor, rootless Podman, the Hermes bridge and the install test;
+#      and the Kubernetes suite, OpenClaw end to end and the attack cases that may share the machine. Fork
 #      bombs take one machine-wide lock (testkit's whileSaturating), so two never run at once;
 #   3. the attack cases that must be alone: they restart dockerd or flood the machine (under runc,
 #      then those that depend on the kernel under gVisor).
@@ -159,7 +159,6 @@ kubernetes_others=(
   "pnpm -s --filter @berth/openclaw-e2e test:e2e"
   "BERTH_ATTACK_PART=shared pnpm -s --filter @berth/adversarial test:attack"
   "pnpm -s --filter @berth/openclaw test:attack"
-  "bash packages/backend-podman/scripts/run-rootless-suite.sh"
 )
 if [ -e .test-results/kubernetes-built ]; then
   kubernetes_lane=("${kubernetes_suite[@]}" "${kubernetes_others[@]}")
@@ -169,6 +168,7 @@ fi
 engines_lane=(
   "pnpm -s exec turbo run test:integration --concurrency=1 --continue --filter=!@berth/backend-kubernetes --filter=!@berth/install-test"
   "BERTH_ATTACK_PART=gvisor pnpm -s --filter @berth/adversarial test:attack"
+  "bash packages/backend-podman/scripts/run-rootless-suite.sh"
   "bash integrations/hermes/scripts/test.sh"
   "pnpm -s --filter @berth/install-test test:integration"
 )
