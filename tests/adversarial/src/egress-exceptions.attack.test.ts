@@ -1,4 +1,4 @@
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
@@ -6,7 +6,7 @@ import os from 'node:os';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addressInAttackPool, randomTelegramUser, startAttackGateway, temporarySandboxDir, type AttackGateway } from './support/attack-gateway.js';
-import { startStandInNetwork, type StandInNetwork } from './support/stand-in-network.js';
+import { freeOctet, startStandInNetwork, type StandInNetwork } from './support/stand-in-network.js';
 
 // Egress exceptions an operator might plausibly write, aimed past the policy: a range that covers
 // the pool, the gateway host and link-local; two installations on one pool with different
@@ -60,7 +60,8 @@ function pointName(name: string, address: string | undefined): void {
 let hostServer: http.Server;
 let hostPort: number;
 let privateNet: StandInNetwork;
-const octet = randomInt(1, 250);
+// The link /30 and the extra addresses, free on the machine (other suites run egress cases beside this one).
+const octet = freeOctet((n) => [`198.51.100.${(n + 64) & 0xfc}/30`, `10.253.${n}.2`, `192.168.253.${n}`, `169.254.${n}.254`, `169.254.${n}.253`]);
 const office = `10.253.${octet}.2`;
 const lan = `192.168.253.${octet}`;
 const metadata = `169.254.${octet}.254`;

@@ -1,5 +1,4 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { randomInt } from 'node:crypto';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -15,7 +14,7 @@ import {
   UNDER_GVISOR,
   type AttackGateway,
 } from './support/attack-gateway.js';
-import { startStandInNetwork, type StandInNetwork } from './support/stand-in-network.js';
+import { freeOctet, startStandInNetwork, type StandInNetwork } from './support/stand-in-network.js';
 
 // The egress policy, tried from inside sandboxes with the default configuration (networking on),
 // on Docker and on rootful Podman. Every server is the test's own: one on the gateway host (bound
@@ -37,7 +36,16 @@ let hostServer: http.Server;
 let hostPort: number;
 let internet: StandInNetwork;
 let privateNet: StandInNetwork;
-const octet = randomInt(1, 250);
+// The link /30s and the extra addresses, free on the machine (other suites run egress cases beside this one).
+const octet = freeOctet((n) => [
+  `203.0.113.${n & ~3}/30`,
+  `198.51.100.${n & ~3}/30`,
+  `10.253.${n}.2`,
+  `172.31.${n}.2`,
+  `192.168.253.${n}`,
+  `100.64.${n}.2`,
+  `169.254.${n}.254`,
+]);
 
 beforeAll(async () => {
   hostServer = http.createServer((_request, response) => response.end('host-secret\n'));

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 
 /**
  * A network namespace of the test's own, joined to the host by a veth pair, with an HTTP server
@@ -18,6 +18,24 @@ export interface StandInNetwork {
 }
 
 const ip = (...args: string[]): void => void execFileSync('ip', args, { stdio: 'pipe' });
+
+/**
+ * A number from 1 to 249 for the caller's stand-in addresses that no other stand-in network on
+ * the machine uses now: each address `addresses(n)` names is looked for in the host's routes,
+ * where every stand-in network's link and extra addresses show. Two suites run egress cases side
+ * by side (the attack cases under runc and under gVisor), and two that picked the same /30 took
+ * each other's packets (seen: "Connection refused" from the other's server).
+ */
+export function freeOctet(addresses: (octet: number) => readonly string[]): number {
+  const routes = execFileSync('ip', ['-4', 'route', 'show', 'table', 'all'], { encoding: 'utf8' });
+  const taken = new Set(routes.split('\n').map((line) => line.split(' ')[0]!.replace(/\/32$/, '')));
+  const start = randomInt(1, 250);
+  for (let step = 0; step < 249; step++) {
+    const octet = ((start + step - 1) % 249) + 1;
+    if (addresses(octet).every((address) => !taken.has(address))) return octet;
+  }
+  throw new Error('every stand-in address range is taken by other stand-in networks on this machine');
+}
 
 /** Starts the namespace: `link` is a /30 (host .1, namespace .2); `extra` are /32s routed into it. */
 export async function startStandInNetwork(options: { link: string; extra?: readonly string[] }): Promise<StandInNetwork> {
