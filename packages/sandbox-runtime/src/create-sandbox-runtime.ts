@@ -105,7 +105,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     namePrefix: options.namePrefix ?? 'berth-',
     extraLabels: options.labels ?? {},
     ...(options.sandboxRoot ? { sandboxRoot: path.resolve(options.sandboxRoot) } : {}),
-    servedRoots: new Set(),
+    servedRoots: new Set(options.sandboxRoot ? [path.resolve(options.sandboxRoot)] : []),
     logger: options.logger,
     onProgress: options.onProgress,
     entries: new Map(),
@@ -215,7 +215,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
 
   /** Without a root given, a request's root is the runtime's own from then on (RuntimeContext.servedRoots). */
   const serve = (paths: SandboxPaths): void => {
-    if (context.sandboxRoot === undefined) context.servedRoots.add(path.resolve(paths.root));
+    // As given: the sandboxes' workspace labels are these paths as given too.
+    if (context.sandboxRoot === undefined) context.servedRoots.add(paths.root);
   };
 
   const entryFor = (request: SandboxRequest): SandboxEntry => {

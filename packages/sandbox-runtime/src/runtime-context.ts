@@ -24,9 +24,9 @@ export interface RuntimeContext {
   /** The folder of this installation's sandboxes: only those whose workspace is inside it are the runtime's. */
   readonly sandboxRoot?: string;
   /**
-   * Without `sandboxRoot`: the sandbox roots of the requests this runtime served (`paths.root`).
-   * Only sandboxes inside one of them are the runtime's to list, adopt, reap, stop or remove;
-   * before its first request it has none, and touches no sandbox it did not make.
+   * The sandbox roots whose sandboxes are the runtime's to list, adopt, reap, stop or remove:
+   * `sandboxRoot` when given, else the roots of the requests it served (`paths.root`), none
+   * before its first request, so that it touches no sandbox it did not make.
    */
   readonly servedRoots: Set<string>;
   readonly logger: HostLogger | undefined;

@@ -34,10 +34,9 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
   // This installation's sandboxes only: another gateway on the engine labels its own the same way,
   // for the same users, and its workspaces are elsewhere. Without a root given, the roots of the
   // requests served (seen: a test backend without one reaped every other gateway's sandboxes).
-  const ownRoots = (): string[] => (context.sandboxRoot === undefined ? [...context.servedRoots] : [context.sandboxRoot]).map((root) => `${root}${path.sep}`);
   const find: SandboxLifecycle['find'] = async (scopeKey) => {
     const sandboxes = await driver.list(ownLabels(scopeKey));
-    const roots = ownRoots();
+    const roots = [...context.servedRoots].map((root) => `${root}${path.sep}`);
     return sandboxes.filter((sandbox) => {
       const workspace = sandbox.labels[LABELS.workspace] ?? '';
       return roots.some((root) => workspace.startsWith(root));
