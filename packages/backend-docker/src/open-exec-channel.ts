@@ -3,6 +3,9 @@ import type Dockerode from 'dockerode';
 import type { ExecChannel } from '@berth/core/driver';
 import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime';
 
+/** How long a dropped channel's connection stays open for the engine to take what was written to it. */
+const DESTROY_GRACE_MS = 5_000;
+
 /**
  * Starts `command` in a container through the engine's exec API, stdin open, no TTY, and
  * demultiplexes its stdout and stderr with docker-modem's demuxer. No variables are passed
@@ -37,8 +40,20 @@ export async function openExecChannel(
       if (!events.closed) stream.end();
     },
     destroy() {
-      stream.destroy();
+      // Nothing more is read or reported from here on, but the connection is dropped only once
+      // the engine has taken what was written (a shell's `exit`) and the end of stdin. Podman
+      // gives up an exec's pending stdin when writing its output fails first: a connection
+      // dropped at once under a flood of output left the shell running for the sandbox's
+      // lifetime (seen under gVisor, where every shell is an exec). Paused, the flood waits in
+      // the socket's buffers and costs the gateway nothing.
       events.close();
+      stream.removeAllListeners('data');
+      stream.pause();
+      if (stream.destroyed) return;
+      stream.end();
+      const timer = setTimeout(() => stream.destroy(), DESTROY_GRACE_MS);
+      timer.unref();
+      stream.once('close', () => clearTimeout(timer));
     },
     ...events.listeners,
     async exitCode() {

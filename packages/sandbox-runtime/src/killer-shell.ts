@@ -71,8 +71,9 @@ export class KillerShell {
     this.channel.write(buildWatchRequest(stateDir));
   }
 
-  /** Ends the shell. */
+  /** Ends the shell (told to exit first: Podman's exec API keeps its stdin open, see ShellSession.close). */
   close(): void {
+    if (!this.closed) this.channel.write('exit\n');
     this.closed = true;
     this.channel.end();
     this.channel.destroy();

@@ -13,7 +13,7 @@ import { hostProcessesWith } from './testing/host-processes.js';
  * killing logic is the same; the engine only carries the bytes. Detached, so the shell leads its
  * own process group, as an engine's exec does.
  */
-function localChannel(): ExecChannel & { pid: number } {
+function localChannel(options: { keepsStdinOpen?: boolean } = {}): ExecChannel & { pid: number } {
   const child = spawn('/bin/sh', [], { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp', detached: true });
   const closeListeners: Array<() => void> = [];
   let closed = false;
@@ -24,8 +24,10 @@ function localChannel(): ExecChannel & { pid: number } {
   return {
     pid: child.pid!,
     write: (data) => void child.stdin.write(data),
-    end: () => child.stdin.end(),
-    destroy: () => child.kill('SIGKILL'),
+    // keepsStdinOpen: an engine that keeps the exec's stdin open after the connection ends (Podman's
+    // exec API under a flood of output): neither ending nor dropping the channel reaches the shell.
+    end: () => (options.keepsStdinOpen ? undefined : child.stdin.end()),
+    destroy: () => (options.keepsStdinOpen ? undefined : child.kill('SIGKILL')),
     onStdout: (listener) => void child.stdout.on('data', listener),
     onStderr: (listener) => void child.stderr.on('data', listener),
     onClose: (listener) => (closed ? listener() : void closeListeners.push(listener)),
@@ -72,6 +74,18 @@ async function open(variables: Record<string, string> = {}): Promise<{
 }
 
 describe('ShellSession on the host shell', () => {
+  it("ends its shell when closed, even where the engine keeps the shell's stdin open", async () => {
+    const channel = localChannel({ keepsStdinOpen: true });
+    const session = await ShellSession.open({ channel, variables: {}, cwd: '/tmp' });
+    let ended = false;
+    channel.onClose(() => (ended = true));
+    session.close();
+    for (let waited = 0; !ended && waited < 5000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    await rm(session.stateDir, { recursive: true, force: true });
+    if (!ended) process.kill(channel.pid, 'SIGKILL');
+    expect(ended).toBe(true);
+  });
+
   it('frames exit codes and streams, and isolates stdin', async () => {
     const { run } = await open();
     expect(await run('echo a; echo b >&2; exit 4')).toMatchObject({ status: 4, stdout: 'a\n', stderr: 'b\n' });

@@ -305,9 +305,15 @@ export class ShellSession {
     return this.stdoutReader.stray + this.stderrReader.stray > STRAY_OUTPUT_LIMIT;
   }
 
-  /** Ends the shell (closing its stdin ends it; the connection is dropped too). */
+  /**
+   * Ends the shell: it is told to exit, its stdin is closed and the connection dropped. The
+   * `exit` is what ends it on Podman's exec API, which keeps an exec's stdin open after the
+   * connection ends: without it every retired session's shell stayed, idle, for the sandbox's
+   * lifetime (under gVisor, where every shell is an exec: docs/gvisor.md).
+   */
   close(): void {
     if (this.closed) return;
+    this.channel.write('exit\n');
     this.channel.end();
     this.channel.destroy();
     this.markClosed();

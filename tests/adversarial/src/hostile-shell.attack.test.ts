@@ -49,6 +49,37 @@ describe.each(ATTACK_ENGINES)('a hostile shell on %s', (backend) => {
     await gateway.run(attacker, 'pkill yes || killall yes || true');
   });
 
+  it('sessions retired for the flooding jobs they left behind leave no shell running', async () => {
+    // Each retired session's shell must end, however its output is flooded: one left running
+    // per retirement held its pids (under gVisor about ten host processes each, toward
+    // docker_pids_limit) for the sandbox's lifetime. Seen on Podman's exec API, which dropped a
+    // shell's `exit` when the connection closed under a flood.
+    const shells =
+      'n=0; for d in /proc/[0-9]*; do [ "$(tr "\\0" " " < $d/cmdline 2>/dev/null)" = "/bin/sh " ] && n=$((n+1)); done; echo "shells $n"; ps -o pid,ppid,args | grep -v " /bin/sh -c trap "';
+    let listing = '';
+    const count = async (): Promise<number> => {
+      listing = (await gateway.run(attacker, shells)).output;
+      return Number(/shells (\d+)/.exec(listing)?.[1]);
+    };
+    const before = await count();
+    const listed = listing;
+    for (let index = 0; index < 4; index++) {
+      // Not `> /dev/stdout`: reopening a retired session's pipe, which nobody reads any more,
+      // waits for a reader forever, and the job's shell would be counted.
+      expect((await gateway.run(attacker, 'yes & yes >&2 & echo left')).returncode).toBe(0);
+    }
+    // The floods end (a shell left running by the engine stays when they do); what they cost the
+    // machine would only slow the count down.
+    await gateway.run(attacker, 'pkill yes || killall yes || true');
+    let after = await count();
+    // A dropped connection is closed within seconds (open-exec-channel.ts); the shell ends with it.
+    for (let waited = 0; after > before && waited < 30_000; waited += 1000) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      after = await count();
+    }
+    expect(after, `shells in the sandbox after four sessions were retired, against before\n${listed}\n${listing}`).toBeLessThanOrEqual(before);
+  });
+
   it("/dev/zero written into the other channel FIFOs under /run/berth (the kill shell's) costs the gateway no CPU once the command ended", async () => {
     // Under gVisor the shells start by engine exec (docs/gvisor.md), with no pipes under /run/berth:
     // the kill shell's output is its exec's stream, reached through /proc/PID/fd of the shells the
