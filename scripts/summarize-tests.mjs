@@ -2,6 +2,25 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
+/**
+ * The first lines of a failure's message, on one indented line: CI keeps only the end of a run's
+ * output, and a failure that cannot be reproduced is understood from this line or not at all.
+ */
+function reasonOf(test) {
+  const message = (test.failureMessages ?? [])[0];
+  if (!message) return '';
+  const lines = message
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal colours in vitest's messages
+    .replace(/\u001b\[[0-9;]*m/g, '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('at '));
+  // The message's first line, and vitest's "expected … to …" (after a message's own lines, logs among them).
+  const expected = lines.find((line, index) => index > 0 && /\bexpected\b/.test(line));
+  const reason = [lines[0], expected ?? lines[1]].filter(Boolean).join(' | ');
+  return `\n    ${reason.length > 400 ? `${reason.slice(0, 400)}…` : reason}`;
+}
+
 const folder = process.argv[2] ?? '.test-results';
 let passed = 0;
 let failed = 0;
@@ -16,7 +35,7 @@ for (const file of readdirSync(folder)
   skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
   for (const suite of report.testResults ?? []) {
     for (const test of suite.assertionResults ?? []) {
-      if (test.status === 'failed') failures.push(`${file.replace(/\.json$/, '')}: ${test.fullName}`);
+      if (test.status === 'failed') failures.push(`${file.replace(/\.json$/, '')}: ${test.fullName}${reasonOf(test)}`);
     }
     if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0) {
       failed += 1;
