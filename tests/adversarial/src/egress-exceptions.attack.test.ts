@@ -172,7 +172,11 @@ describe.each(['docker', 'podman'] as const)('egress exceptions on %s never reop
     }
   });
 
-  it('a host name is resolved again when its address moves, and one that does not resolve is logged and skipped while the rest hold', async () => {
+  const movesToo =
+    backend === 'docker'
+      ? 'is resolved again when its address moves, and one that does not resolve'
+      : 'is reached at its address, and one that does not resolve';
+  it(`a host name ${movesToo} is logged and skipped while the rest hold`, async () => {
     const name = `berth-egress-${randomBytes(4).toString('hex')}.test`;
     const missing = `no-such-host-${randomBytes(4).toString('hex')}.invalid`;
     pointName(name, lan);
@@ -180,6 +184,9 @@ describe.each(['docker', 'podman'] as const)('egress exceptions on %s never reop
     const user = randomTelegramUser();
     expect((await gateway.run(user, fetchFrom(lan, privateNet.port))).output).toBe(`reached ${lan}\n`);
     expect(gateway.logs.filter((line) => line.startsWith('warn ') && line.includes(`${missing}:80 does not resolve`))).toHaveLength(1);
+    // Following the name when it moves is the host's refresh (egress-firewall.ts), the same code
+    // and table for both engines: its half-minute wait is spent once, on Docker.
+    if (backend !== 'docker') return;
     pointName(name, office);
     // The name came from the hosts file (no TTL): re-resolved within 30 s; waited for, not timed.
     let moved = '';
