@@ -36,3 +36,14 @@ export {
 export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';
 export { insideProcessListing, isIdleProcess, isSandboxBusy, type SandboxProcessList } from './is-sandbox-busy.js';
 export { quoteShell } from './shell-words.js';
+export { CA_CERTIFICATE_FILE, CA_KEY_FILE, loadCertificateAuthority, type CertificateAuthority } from './egress-proxy/certificate-authority.js';
+export { createEgressProxy, type EgressProxy, type EgressProxyOptions, type ProxyClient } from './egress-proxy/egress-proxy.js';
+export { canonicalHost, formatHostPattern, hostMatches, parseHostPattern, type HostPattern } from './egress-proxy/host-patterns.js';
+export {
+  PLACEHOLDER_PATTERN,
+  placeholderFor,
+  substituteRequest,
+  type BrokeredValue,
+  type PlaceholderTable,
+  type Substitution,
+} from './egress-proxy/placeholders.js';
