@@ -36,6 +36,13 @@ let proxy: EgressProxy;
 let proxyPort: number;
 const logs: string[] = [];
 
+/** Every name is the fake API on loopback. */
+const toLoopback = ((_host: string, options: unknown, callback: (...args: unknown[]) => void) => {
+  const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
+  if (all) callback(null, [{ address: '127.0.0.1', family: 4 }]);
+  else callback(null, '127.0.0.1', 4);
+}) as net.LookupFunction;
+
 const brokered = (table: [string, BrokeredValue][]) => new Map(table);
 const clients = new Map<string, ProxyClient>([
   [
@@ -115,8 +122,8 @@ async function listen(server: net.Server): Promise<number> {
 }
 
 /** Opens a tunnel through the proxy from `from` to `host:port`; resolves with the socket after the proxy's answer, or the answer when it refused. */
-async function connectThrough(from: string, authority: string): Promise<{ socket: net.Socket; status: number; body: string }> {
-  const socket = net.connect({ host: '127.0.0.1', port: proxyPort, localAddress: from });
+async function connectThrough(from: string, authority: string, through = proxyPort): Promise<{ socket: net.Socket; status: number; body: string }> {
+  const socket = net.connect({ host: '127.0.0.1', port: through, localAddress: from });
   socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
   let received = Buffer.alloc(0);
   return new Promise((resolve, reject) => {
@@ -152,9 +159,9 @@ async function request(
   from: string,
   host: string,
   target: string,
-  options: { headers?: Record<string, string>; servername?: string; port?: number } = {},
+  options: { headers?: Record<string, string>; servername?: string; port?: number; through?: number } = {},
 ): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
-  const tunnel = await connectThrough(from, `${host}:${options.port ?? apiPort}`);
+  const tunnel = await connectThrough(from, `${host}:${options.port ?? apiPort}`, options.through);
   if (tunnel.status !== 200) return { status: tunnel.status, body: tunnel.body, headers: {} };
   const secure = tls.connect({ socket: tunnel.socket, servername: options.servername ?? host, ca: proxyCa.certificatePem });
   return new Promise((resolve, reject) => {
@@ -182,12 +189,7 @@ beforeAll(async () => {
     ca: proxyCa,
     clientOf: (remote) => clients.get(remote),
     upstreamCa: [upstreamCa.certificatePem],
-    // Every name is the fake API on loopback.
-    lookup: ((_host: string, options: unknown, callback: (...args: unknown[]) => void) => {
-      const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
-      if (all) callback(null, [{ address: '127.0.0.1', family: 4 }]);
-      else callback(null, '127.0.0.1', 4);
-    }) as net.LookupFunction,
+    lookup: toLoopback,
     logger: { info: (line) => logs.push(line), warn: (line) => logs.push(line) },
     perClientConnections: 8,
     headersTimeoutMs: 1_000,
@@ -314,6 +316,44 @@ describe('the egress proxy', () => {
     expect(open).toBeLessThanOrEqual(8);
     for (const socket of hoarded) socket.destroy();
     slow.destroy();
+  });
+});
+
+describe('the egress proxy with its default bounds', () => {
+  it('holds one sandbox opening 200 connections at once to 64, each stalled on an unread download, while another sandbox is answered', async () => {
+    const bounded = createEgressProxy({ ca: proxyCa, clientOf: (remote) => clients.get(remote), upstreamCa: [upstreamCa.certificatePem], lookup: toLoopback });
+    const port = await bounded.listen(0, '127.0.0.1');
+    const sockets: net.Socket[] = [];
+    try {
+      // 200 tunnels from A, each asking for 8 MiB it never reads: the proxy must not buffer them.
+      const heapBefore = process.memoryUsage().heapUsed;
+      await Promise.all(
+        Array.from({ length: 200 }, async () => {
+          const socket = net.connect({ host: '127.0.0.1', port, localAddress: A });
+          sockets.push(socket);
+          socket.on('error', () => undefined);
+          socket.write(`CONNECT api.github.test:${apiPort} HTTP/1.1\r\nHost: api.github.test\r\n\r\n`);
+          const answered = await new Promise<boolean>((resolve) => {
+            socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1').startsWith('HTTP/1.1 200')));
+            socket.once('close', () => resolve(false));
+          });
+          if (!answered) return;
+          const secure = tls.connect({ socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
+          secure.on('error', () => undefined);
+          await new Promise((resolve) => secure.once('secureConnect', resolve).once('close', resolve));
+          secure.write('GET /download?bytes=8388608 HTTP/1.1\r\nHost: api.github.test\r\n\r\n');
+          secure.pause();
+        }),
+      );
+      expect(bounded.connections().get('sandbox-a')).toBe(64);
+      // B is answered while A's 64 stall.
+      const answer = await request(B, 'api.github.test', '/user', { through: port });
+      expect(answer.status).toBe(200);
+      expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(64 * 1024 * 1024);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await bounded.close();
+    }
   });
 });
 
