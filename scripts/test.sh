@@ -11,8 +11,8 @@
 #      only) and the cluster then starts, and OpenClaw downloads into its cache;
 #   2. two lanes side by side: the Docker and Podman integration suites (Docker's conformance
 #      suite a second time under gVisor), the attack cases that depend on the kernel under the
-#      sandbox a second time under gVisor, rootless Podman, the Hermes bridge and the install test;
-#      and the Kubernetes suite, OpenClaw end to end and the attack cases that may share the machine. Fork
+#      sandbox a second time under gVisor, rootless Podman and the Hermes bridge; and the Kubernetes
+#      suite, OpenClaw end to end, the attack cases that may share the machine and the install test. Fork
 #      bombs take one machine-wide lock (testkit's whileSaturating), so two never run at once;
 #   3. the attack cases that must be alone: they restart dockerd or flood the machine (under runc,
 #      then those that depend on the kernel under gVisor).
@@ -159,6 +159,7 @@ kubernetes_others=(
   "pnpm -s --filter @berth/openclaw-e2e test:e2e"
   "BERTH_ATTACK_PART=shared pnpm -s --filter @berth/adversarial test:attack"
   "pnpm -s --filter @berth/openclaw test:attack"
+  "pnpm -s --filter @berth/install-test test:integration"
 )
 if [ -e .test-results/kubernetes-built ]; then
   kubernetes_lane=("${kubernetes_suite[@]}" "${kubernetes_others[@]}")
@@ -170,7 +171,6 @@ engines_lane=(
   "BERTH_ATTACK_PART=gvisor pnpm -s --filter @berth/adversarial test:attack"
   "bash packages/backend-podman/scripts/run-rootless-suite.sh"
   "bash integrations/hermes/scripts/test.sh"
-  "pnpm -s --filter @berth/install-test test:integration"
 )
 lane engines "${engines_lane[@]}" &
 engines_lane_pid=$!
