@@ -358,6 +358,25 @@ describe('the sandbox runtime', () => {
     expect(await restarted.reap()).toEqual(['user:telegram:33']);
   });
 
+  it('never reaps a sandbox that another process of the installation used lately, by the use it recorded', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const { sandboxDir, config, request } = setUp({ lifetime_seconds: 60 });
+    const driver = createFakeDriver();
+    const sandboxRoot = sandboxRootOf(sandboxDir);
+    // Two processes on one installation: a gateway that serves the user, and another that reaps.
+    const serving = runtimeOver(driver, config, { sandboxRoot });
+    const reaping = runtimeOver(driver, config, { sandboxRoot });
+    await serving.doExec(request('43'), { command: 'true' });
+    expect(await reaping.reap()).toEqual([]);
+    vi.setSystemTime(Date.now() + 50_000);
+    await serving.doExec(request('43'), { command: 'true' });
+    // 70 s after the reaping process adopted it, 20 s after its last use.
+    vi.setSystemTime(Date.now() + 20_000);
+    expect(await reaping.reap()).toEqual([]);
+    vi.setSystemTime(Date.now() + 61_000);
+    expect(await reaping.reap()).toEqual(['user:telegram:43']);
+  });
+
   it("a runtime made without a sandbox root lists, reaps and stops only the sandboxes of the roots it served, never another installation's", async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const mine = setUp({ lifetime_seconds: 1 });

@@ -1,6 +1,7 @@
 import { localHostSize, maxRunningOf, PRESSURE_HIGH, type HostSize } from './capacity.js';
 import { messageOf, type RuntimeContext } from './runtime-context.js';
 import { enqueue, type SandboxEntry } from './sandbox-entry.js';
+import { readLastUsed } from './last-used-file.js';
 import { readBoundPressure, readSandboxUsage } from './shared-bound.js';
 
 /**
@@ -21,6 +22,19 @@ export interface StoppingPolicies {
  * Builds the policies. `adopt` runs before the first reap, so sandboxes a previous gateway left
  * running are reaped too; `settled` is the queue's bookkeeping after each task; `stop` stops one.
  */
+/**
+ * `entry` with its last use brought up to the one recorded beside its folders, when that is
+ * later: another process of the installation (a second gateway, `berth serve`, `berth exec`)
+ * records its uses there, and this process's own view of a sandbox it adopted, or used less
+ * lately, would otherwise stop a sandbox someone else is using.
+ */
+function withRecordedUse(context: RuntimeContext, entry: SandboxEntry): SandboxEntry {
+  if (!context.driver.capabilities.hostFolders) return entry;
+  const recorded = readLastUsed(entry.paths?.workspace ?? entry.recordedAt);
+  if (recorded !== undefined && recorded > entry.lastUsed) entry.lastUsed = recorded;
+  return entry;
+}
+
 export function createStoppingPolicies(
   context: RuntimeContext,
   options: { adopt: () => Promise<void>; stop: (entry: SandboxEntry) => Promise<void>; settled: (entry: SandboxEntry) => void; reapIntervalMs?: number },
@@ -47,12 +61,12 @@ export function createStoppingPolicies(
     if (settings.lifetime_seconds <= 0) return stopped;
     const deadline = Date.now() - settings.lifetime_seconds * 1000;
     for (const entry of [...context.entries.values()]) {
-      if (!entry.running || entry.pending > 0 || entry.lastUsed > deadline) continue;
+      if (!entry.running || entry.pending > 0 || withRecordedUse(context, entry).lastUsed > deadline) continue;
       await enqueue(
         entry,
         async () => {
           // Looked at again inside the queue: a command may have come in meanwhile.
-          if (!entry.running || entry.lastUsed > deadline) return;
+          if (!entry.running || withRecordedUse(context, entry).lastUsed > deadline) return;
           await options.stop(entry);
           stopped.push(entry.scopeKey);
           logger?.info(`berth: stopped ${entry.name}, idle for more than ${settings.lifetime_seconds} s`);
@@ -109,7 +123,10 @@ export function createStoppingPolicies(
   };
 
   const idleByAge = (current: SandboxEntry): SandboxEntry[] =>
-    [...context.entries.values()].filter((entry) => entry.running && entry !== current).sort((a, b) => a.lastUsed - b.lastUsed);
+    [...context.entries.values()]
+      .filter((entry) => entry.running && entry !== current)
+      .map((entry) => withRecordedUse(context, entry))
+      .sort((a, b) => a.lastUsed - b.lastUsed);
 
   const enforceMaxRunning: StoppingPolicies['enforceMaxRunning'] = async (current) => {
     if (settings.docker_max_running === 0) return;

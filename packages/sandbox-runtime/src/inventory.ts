@@ -49,17 +49,16 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
       for (const sandbox of await lifecycle.find()) {
         const scopeKey = sandbox.labels[LABELS.scope];
         if (!scopeKey || context.entries.has(scopeKey)) continue;
-        context.entries.set(
-          scopeKey,
-          newEntry(scopeKey, ownerOf(sandbox.labels), {
-            name: sandbox.name,
-            containerId: sandbox.id,
-            running: sandbox.state === 'running',
-            ...(settings.docker_exec_mode === 'exec' ? { mode: 'exec' as const } : {}),
-            // A full lifetime from now when no earlier use was recorded.
-            lastUsed: recordedUse(sandbox.labels[LABELS.workspace]) ?? Date.now(),
-          }),
-        );
+        const entry = newEntry(scopeKey, ownerOf(sandbox.labels), {
+          name: sandbox.name,
+          containerId: sandbox.id,
+          running: sandbox.state === 'running',
+          ...(settings.docker_exec_mode === 'exec' ? { mode: 'exec' as const } : {}),
+          // A full lifetime from now when no earlier use was recorded.
+          lastUsed: recordedUse(sandbox.labels[LABELS.workspace]) ?? Date.now(),
+        });
+        if (driver.capabilities.hostFolders) entry.recordedAt = sandbox.labels[LABELS.workspace];
+        context.entries.set(scopeKey, entry);
       }
     },
   };

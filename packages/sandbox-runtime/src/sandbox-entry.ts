@@ -25,6 +25,8 @@ export interface SandboxEntry {
   /** When the last use was last recorded beside the folders (at most every few seconds). */
   lastRecorded: number;
   paths: SandboxPaths | undefined;
+  /** The workspace its label names, for a sandbox adopted before any request gave its paths: where its last use is recorded. */
+  recordedAt?: string | undefined;
   /** The sandbox's settings differ from ours but it was busy: recreate it once idle. */
   stale: boolean;
   /** The sandbox's launcher did not answer: its shells are engine execs until it is started again. */
