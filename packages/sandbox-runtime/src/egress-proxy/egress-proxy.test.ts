@@ -69,6 +69,8 @@ interface Seen {
   url: string;
   headers: Record<string, string | string[] | undefined>;
   servername: string;
+  /** The proxy's end of the upstream connection: which connection carried the request. */
+  upstreamPort: number;
 }
 
 function serve(ca: CertificateAuthority, hosts: string[]): https.Server {
@@ -103,7 +105,12 @@ function serve(ca: CertificateAuthority, hosts: string[]): https.Server {
       pump();
       return;
     }
-    const seen: Seen = { url: request.url ?? '', headers: request.headers, servername: (request.socket as tls.TLSSocket).servername || '' };
+    const seen: Seen = {
+      url: request.url ?? '',
+      headers: request.headers,
+      servername: (request.socket as tls.TLSSocket).servername || '',
+      upstreamPort: request.socket.remotePort ?? 0,
+    };
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify(seen));
   });
@@ -234,6 +241,38 @@ describe('the egress proxy', () => {
     const seen = JSON.parse(answer.body) as Seen;
     expect(seen.headers.authorization).toBe(`Bearer ${placeholderA}`);
     expect(seen.headers['x-own']).toBe('ghp_B_token');
+  });
+
+  it("never carries two sandboxes' requests on one upstream connection", async () => {
+    // Both tunnels stay open, so each sandbox's kept-alive upstream connection could be reused.
+    const first = await connectThrough(A, `api.github.test:${apiPort}`);
+    const second = await connectThrough(B, `api.github.test:${apiPort}`);
+    const over = async (tunnel: { socket: net.Socket }): Promise<number[]> => {
+      const secure = tls.connect({ socket: tunnel.socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
+      const agent = new https.Agent({ keepAlive: true, maxSockets: 1 });
+      (agent as unknown as { createConnection: () => tls.TLSSocket }).createConnection = () => secure;
+      const ports: number[] = [];
+      for (let index = 0; index < 2; index++) {
+        ports.push(
+          await new Promise<number>((resolve, reject) => {
+            https
+              .get({ host: 'api.github.test', path: '/', agent }, (response) => {
+                let body = '';
+                response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+                response.on('end', () => resolve((JSON.parse(body) as Seen).upstreamPort));
+              })
+              .on('error', reject);
+          }),
+        );
+      }
+      agent.destroy();
+      return ports;
+    };
+    const fromA = await over(first);
+    const fromB = await over(second);
+    // Each sandbox reuses its own connection; none of B's is A's.
+    expect(fromA[0]).toBe(fromA[1]);
+    expect(fromB.filter((port) => fromA.includes(port))).toEqual([]);
   });
 
   it('drops a connection from an address that is no sandbox', async () => {

@@ -169,7 +169,19 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const headersTimeoutMs = options.headersTimeoutMs ?? 15_000;
   const idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
   const upstreamCa = options.upstreamCa?.length ? [...tls.rootCertificates, ...options.upstreamCa] : undefined;
-  const agent = new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, ...(upstreamCa ? { ca: upstreamCa } : {}) });
+  // Upstream connections are kept alive per sandbox, never shared between sandboxes (a server
+  // that ties something to a connection must not see two users on one), and unbounded in number
+  // there: a sandbox's concurrency is its connection limit, and a shared cap would queue one
+  // user's requests behind another's.
+  const agents = new Map<string, https.Agent>();
+  const agentOf = (sandbox: string): https.Agent => {
+    let agent = agents.get(sandbox);
+    if (!agent) {
+      agent = new https.Agent({ keepAlive: true, maxFreeSockets: 8, ...(upstreamCa ? { ca: upstreamCa } : {}) });
+      agents.set(sandbox, agent);
+    }
+    return agent;
+  };
   const open = new Map<string, number>();
   let openTotal = 0;
   // Refused attempts are logged once per sandbox, variable and host: a loop of them must not fill the log.
@@ -217,7 +229,12 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       openTotal -= 1;
       const left = (open.get(client.sandbox) ?? 1) - 1;
       if (left > 0) open.set(client.sandbox, left);
-      else open.delete(client.sandbox);
+      else {
+        // Its last connection closed: so do its kept-alive upstream connections.
+        open.delete(client.sandbox);
+        agents.get(client.sandbox)?.destroy();
+        agents.delete(client.sandbox);
+      }
     });
   });
 
@@ -390,7 +407,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         method: request.method,
         path: target,
         headers: withoutHopByHop(rawHeaders),
-        agent,
+        agent: agentOf(tunnel.client.sandbox),
         ...(options.lookup ? { lookup: options.lookup } : {}),
       },
       (answer) => {
@@ -455,7 +472,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         });
       }),
     close: async () => {
-      agent.destroy();
+      for (const agent of agents.values()) agent.destroy();
+      agents.clear();
       outer.closeAllConnections();
       inner.closeAllConnections();
       await new Promise<void>((resolve) => outer.close(() => resolve()));
