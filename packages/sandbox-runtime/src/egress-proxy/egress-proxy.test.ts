@@ -289,12 +289,18 @@ describe('the egress proxy', () => {
     expect((await request(B, 'x.allowed.test', '/')).status).toBe(200);
   });
 
-  it('refuses a TLS name (SNI) or a Host header that differs from the host CONNECT named', async () => {
+  it('refuses a TLS name (SNI), a Host header or an absolute target that differs from the host CONNECT named', async () => {
     await expect(request(B, 'api.github.test', '/', { servername: 'elsewhere.test' })).rejects.toThrow();
     expect(logs.some((line) => line.includes('connected for api.github.test but named elsewhere.test in TLS'))).toBe(true);
     const forged = await request(B, 'api.github.test', '/', { headers: { host: 'elsewhere.test' } });
     expect(forged.status).toBe(421);
     expect(forged.body).toContain('does not name api.github.test');
+    // An absolute target naming another host, over the approved host's tunnel, is refused too.
+    const elsewhere = await request(A, 'api.github.test', `https://elsewhere.test/?t=${placeholderA}`);
+    expect(elsewhere.status).toBe(421);
+    // One naming the same host goes on in origin form, substituted.
+    const same = await request(A, 'api.github.test', `https://api.github.test/x?t=${placeholderA}`);
+    expect((JSON.parse(same.body) as Seen).url).toBe(`/x?t=${TOKEN}`);
   });
 
   it('verifies the upstream certificate: a host whose certificate nobody trusts gets a 502, never the request', async () => {

@@ -284,6 +284,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       },
     );
     upstream.on('error', (error) => reply(response, 502, `could not reach ${target.host}: ${error.message}`));
+    response.on('close', () => upstream.destroy());
     request.pipe(upstream);
   });
 
@@ -377,6 +378,20 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         `berth: egress proxy: ${tunnel.client.sandbox} connected for ${tunnel.host} but sent Host: ${request.headers.host ?? '(none)'}; refused`,
       );
       return `the Host header (${request.headers.host ?? 'none'}) does not name ${tunnel.host}, the host this connection was opened for`;
+    }
+    // A target in absolute form must name the same host too, and goes on in origin form: an
+    // approved host that is itself a proxy must not carry a value on to somewhere else.
+    const target = request.url ?? '/';
+    if (!target.startsWith('/') && target !== '*') {
+      let named: string | undefined;
+      try {
+        const url = new URL(target);
+        named = url.protocol === 'https:' ? parseAuthority(url.host, 443)?.host : undefined;
+        request.url = `${url.pathname}${url.search}`;
+      } catch {
+        named = undefined;
+      }
+      if (named !== tunnel.host) return `the request's target (${target.slice(0, 200)}) does not name ${tunnel.host}, the host this connection was opened for`;
     }
     return tunnel;
   };
