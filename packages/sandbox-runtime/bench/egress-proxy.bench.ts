@@ -69,6 +69,8 @@ async function runProxy(folder: string): Promise<number> {
     clientOf: () => ({ sandbox: 'bench-sandbox', placeholders: table }),
     upstreamCa: [apiCa.certificatePem],
     lookup,
+    // The fake API is on loopback; a real proxy applies the sandboxes' egress policy here.
+    allowsAddress: () => true,
     perClientConnections: 1024,
   });
   return proxy.listen(0, '127.0.0.1');

@@ -36,12 +36,15 @@ let proxy: EgressProxy;
 let proxyPort: number;
 const logs: string[] = [];
 
-/** Every name is the fake API on loopback. */
-const toLoopback = ((_host: string, options: unknown, callback: (...args: unknown[]) => void) => {
+/** Every name is the fake API on loopback, but `metadata.test`: 127.0.0.9, which sandboxes may not reach. */
+const FORBIDDEN = '127.0.0.9';
+const toLoopback = ((host: string, options: unknown, callback: (...args: unknown[]) => void) => {
+  const address = host === 'metadata.test' ? FORBIDDEN : '127.0.0.1';
   const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
-  if (all) callback(null, [{ address: '127.0.0.1', family: 4 }]);
-  else callback(null, '127.0.0.1', 4);
+  if (all) callback(null, [{ address, family: 4 }]);
+  else callback(null, address, 4);
 }) as net.LookupFunction;
+const allowsAddress = (address: string): boolean => address !== FORBIDDEN;
 
 const brokered = (table: [string, BrokeredValue][]) => new Map(table);
 const clients = new Map<string, ProxyClient>([
@@ -197,6 +200,7 @@ beforeAll(async () => {
     clientOf: (remote) => clients.get(remote),
     upstreamCa: [upstreamCa.certificatePem],
     lookup: toLoopback,
+    allowsAddress,
     logger: { info: (line) => logs.push(line), warn: (line) => logs.push(line) },
     perClientConnections: 8,
     headersTimeoutMs: 1_000,
@@ -273,6 +277,15 @@ describe('the egress proxy', () => {
     // Each sandbox reuses its own connection; none of B's is A's.
     expect(fromA[0]).toBe(fromA[1]);
     expect(fromB.filter((port) => fromA.includes(port))).toEqual([]);
+  });
+
+  it("never reaches what the sandboxes' egress policy refuses: an address outright, or a name that resolves to one", async () => {
+    const outright = await connectThrough(A, `${FORBIDDEN}:${apiPort}`);
+    expect(outright.status).toBe(403);
+    expect(outright.body).toContain('not reachable from sandboxes');
+    const byName = await request(A, 'metadata.test', '/', { headers: { authorization: `Bearer ${placeholderA}` } });
+    expect(byName.status).toBe(502);
+    expect(byName.body).toContain('resolves only to addresses sandboxes may not reach');
   });
 
   it('drops a connection from an address that is no sandbox', async () => {
@@ -366,7 +379,13 @@ describe('the egress proxy', () => {
 
 describe('the egress proxy with its default bounds', () => {
   it('holds one sandbox opening 200 connections at once to 64, each stalled on an unread download, while another sandbox is answered', async () => {
-    const bounded = createEgressProxy({ ca: proxyCa, clientOf: (remote) => clients.get(remote), upstreamCa: [upstreamCa.certificatePem], lookup: toLoopback });
+    const bounded = createEgressProxy({
+      ca: proxyCa,
+      clientOf: (remote) => clients.get(remote),
+      upstreamCa: [upstreamCa.certificatePem],
+      lookup: toLoopback,
+      allowsAddress,
+    });
     const port = await bounded.listen(0, '127.0.0.1');
     const sockets: net.Socket[] = [];
     try {

@@ -1,3 +1,4 @@
+import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import http from 'node:http';
 import https from 'node:https';
@@ -41,6 +42,14 @@ export interface EgressProxyOptions {
   readonly upstreamCa?: readonly string[] | undefined;
   /** How host names are resolved upstream (tests point names at their own servers). */
   readonly lookup?: LookupFunction | undefined;
+  /**
+   * Whether the proxy may connect to `address`:`port` for a sandbox. The proxy sits on the host,
+   * outside the sandboxes' firewall, so it must apply the same egress policy itself (no loopback,
+   * no metadata, no other sandbox, no private network but the operator's exceptions), to every
+   * address a name resolves to as well as to addresses given outright: otherwise a CONNECT, or
+   * a name that resolves to such an address, reaches what the firewall refuses.
+   */
+  allowsAddress(address: string, port: number): boolean;
   /** Connections one sandbox may hold open at once. */
   readonly perClientConnections?: number | undefined;
   /** Connections of all sandboxes together. */
@@ -164,6 +173,22 @@ function carrying(socket: net.Socket, first: Buffer): Duplex {
 
 export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const logger = options.logger;
+  const resolve = options.lookup ?? (dns.lookup as unknown as LookupFunction);
+  /** The lookup every upstream connection uses: only the addresses the policy allows for `port`. */
+  const guardedLookup =
+    (port: number): LookupFunction =>
+    (hostname, lookupOptions, callback) => {
+      resolve(hostname, { ...lookupOptions, all: true }, (error, found) => {
+        if (error) return callback(error, '', 0);
+        const allowed = (found as unknown as dns.LookupAddress[]).filter((entry) => options.allowsAddress(entry.address, port));
+        if (allowed.length === 0) {
+          const refused = Object.assign(new Error(`${hostname} resolves only to addresses sandboxes may not reach`), { code: 'EGRESS_REFUSED' });
+          return callback(refused, '', 0);
+        }
+        if (lookupOptions.all) return (callback as unknown as (error: null, addresses: dns.LookupAddress[]) => void)(null, allowed);
+        callback(null, allowed[0]!.address, allowed[0]!.family);
+      });
+    };
   const perClient = options.perClientConnections ?? 64;
   const total = options.totalConnections ?? 1024;
   const headersTimeoutMs = options.headersTimeoutMs ?? 15_000;
@@ -254,6 +279,10 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       reply(response, 400, `${url.protocol} is not proxied in the clear; use https through CONNECT`);
       return;
     }
+    if (net.isIP(target.host) !== 0 && !options.allowsAddress(target.host, target.port)) {
+      reply(response, 403, `${target.host}:${target.port} is not reachable from sandboxes`);
+      return;
+    }
     if (client.allow && !hostMatches(target.host, client.allow)) {
       logOnce(
         `deny ${client.sandbox} ${target.host}`,
@@ -276,7 +305,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         method: request.method,
         path: `${url.pathname}${url.search}`,
         headers: withoutHopByHop(rawHeaders),
-        ...(options.lookup ? { lookup: options.lookup } : {}),
+        lookup: guardedLookup(target.port),
       },
       (answer) => {
         response.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.rawHeaders));
@@ -296,6 +325,14 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       return;
     }
     const address = net.isIP(target.host) !== 0;
+    if (address && !options.allowsAddress(target.host, target.port)) {
+      logOnce(
+        `address ${client.sandbox} ${target.host}`,
+        `berth: egress proxy: ${client.sandbox} asked for ${target.host}:${target.port}, which sandboxes may not reach; refused`,
+      );
+      refuse(socket, 403, `${target.host}:${target.port} is not reachable from sandboxes`);
+      return;
+    }
     if (client.allow && (address || !hostMatches(target.host, client.allow))) {
       logOnce(
         `deny ${client.sandbox} ${target.host}`,
@@ -316,7 +353,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
 
   const passThrough = (socket: net.Socket, first: Buffer, host: string, port: number): void => {
     socket.pause();
-    const upstream = net.connect({ host, port, ...(options.lookup ? { lookup: options.lookup } : {}) });
+    const upstream = net.connect({ host, port, lookup: guardedLookup(port) });
     upstream.setTimeout(idleTimeoutMs, () => upstream.destroy());
     upstream.once('connect', () => {
       upstream.write(first);
@@ -423,7 +460,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         path: target,
         headers: withoutHopByHop(rawHeaders),
         agent: agentOf(tunnel.client.sandbox),
-        ...(options.lookup ? { lookup: options.lookup } : {}),
+        lookup: guardedLookup(tunnel.port),
       },
       (answer) => {
         response.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.rawHeaders));
@@ -454,7 +491,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       servername: tunnel.host,
       ALPNProtocols: ['http/1.1'],
       ...(upstreamCa ? { ca: upstreamCa } : {}),
-      ...(options.lookup ? { lookup: options.lookup } : {}),
+      lookup: guardedLookup(tunnel.port),
     });
     upstream.setTimeout(idleTimeoutMs, () => upstream.destroy());
     upstream.once('secureConnect', () => {
