@@ -108,6 +108,15 @@ function serve(ca: CertificateAuthority, hosts: string[]): https.Server {
       pump();
       return;
     }
+    if (url.pathname === '/echo-header') {
+      // A server that reflects the request's credentials in a response header.
+      response.writeHead(302, {
+        location: `https://elsewhere.test/?auth=${encodeURIComponent(String(request.headers.authorization))}`,
+        'x-echo': String(request.headers.authorization),
+      });
+      response.end();
+      return;
+    }
     const seen: Seen = {
       url: request.url ?? '',
       headers: request.headers,
@@ -231,6 +240,12 @@ describe('the egress proxy', () => {
     expect(seen.headers['proxy-authorization']).toBeUndefined();
     const basicAnswer = await request(A, 'raw.githubusercontent.test', '/file', { headers: { authorization: `Basic ${basic}` } });
     expect(Buffer.from(String((JSON.parse(basicAnswer.body) as Seen).headers.authorization).slice(6), 'base64').toString()).toBe(`x-access-token:${TOKEN}`);
+  });
+
+  it('puts the placeholder back in a response header that echoes the value', async () => {
+    const answer = await request(A, 'api.github.test', '/echo-header', { headers: { authorization: `Bearer ${placeholderA}` } });
+    expect(answer.headers['x-echo']).toBe(`Bearer ${placeholderA}`);
+    expect(JSON.stringify(answer.headers)).not.toContain(TOKEN);
   });
 
   it('leaves the placeholder as it is for a host the variable is not approved for, and logs that without the value', async () => {

@@ -132,6 +132,20 @@ function reply(response: http.ServerResponse, status: number, reason: string): v
   response.end(body);
 }
 
+/**
+ * Response headers with every value this request carried put back as its placeholder: a header
+ * that echoes the request's credentials (a redirect's URL, a debugging header) does not hand the
+ * value to the sandbox. Bodies are not masked (docs/brokered-secrets.md, what it does not stop).
+ */
+function masked(rawHeaders: string[], used: ReadonlySet<string>, client: ProxyClient): string[] {
+  if (used.size === 0) return rawHeaders;
+  const values: Array<[string, string]> = [];
+  for (const [placeholder, brokered] of client.placeholders) if (used.has(brokered.variable) && brokered.value) values.push([brokered.value, placeholder]);
+  return rawHeaders.map((text, index) =>
+    index % 2 === 0 ? text : values.reduce((masking, [value, placeholder]) => masking.replaceAll(value, placeholder), text),
+  );
+}
+
 /** What the proxy attaches to a sandbox's connection once it knows who it is and where it goes. */
 interface Tunnel {
   readonly client: ProxyClient;
@@ -450,7 +464,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       reply(response, 421, tunnel);
       return;
     }
-    const { target, rawHeaders } = substituted(request, tunnel);
+    const { target, rawHeaders, substituted: used } = substituted(request, tunnel);
     const upstream = https.request(
       {
         host: tunnel.host,
@@ -463,7 +477,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         lookup: guardedLookup(tunnel.port),
       },
       (answer) => {
-        response.writeHead(answer.statusCode ?? 502, answer.statusMessage, withoutHopByHop(answer.rawHeaders));
+        response.writeHead(answer.statusCode ?? 502, answer.statusMessage, masked(withoutHopByHop(answer.rawHeaders), used, tunnel.client));
         answer.pipe(response);
         answer.on('error', () => response.destroy());
       },
