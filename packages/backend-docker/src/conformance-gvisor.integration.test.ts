@@ -3,7 +3,7 @@ import { access, mkdtemp, rm } from 'node:fs/promises';
 import { release, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig } from '@berth/core';
-import { testBackend } from '@berth/testkit';
+import { dockerApiEngine, testBackend } from '@berth/testkit';
 import { isOlderRelease, releaseDisksUnder, TESTED_RUNTIME_RELEASES } from '@berth/sandbox-runtime';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -29,20 +29,8 @@ testBackend({
   image,
   create: (config) => createDockerBackend({ settings: config, docker }),
   configOverrides: { docker_runtime: RUNTIME },
-  engine: {
-    async removeContainer(containerId) {
-      await docker.getContainer(containerId).remove({ force: true });
-    },
-    async inspect(containerId) {
-      const document = await docker.getContainer(containerId).inspect();
-      return { env: document.Config.Env ?? [], labels: document.Config.Labels ?? {}, document };
-    },
-    // gVisor shows no cgroup files inside: the limit the engine set on the sandbox's cgroup,
-    // which holds every process of gVisor's (docs/gvisor.md).
-    async pidsLimit(containerId) {
-      return (await docker.getContainer(containerId).inspect()).HostConfig.PidsLimit ?? undefined;
-    },
-  },
+  // gVisor shows no cgroup files inside: the pids limit is read from the engine (docs/gvisor.md).
+  engine: dockerApiEngine(docker, { pidsLimitFromEngine: true }),
 });
 
 describe('docker (gVisor): the kernel between users', () => {

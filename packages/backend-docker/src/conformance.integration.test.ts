@@ -1,5 +1,5 @@
 import Docker from 'dockerode';
-import { testBackend } from '@berth/testkit';
+import { dockerApiEngine, testBackend } from '@berth/testkit';
 import { beforeAll } from 'vitest';
 import { createDockerBackend } from './index.js';
 
@@ -28,13 +28,5 @@ testBackend({
   name: 'docker',
   image,
   create: (config) => createDockerBackend({ settings: config, docker }),
-  engine: {
-    async removeContainer(containerId) {
-      await docker.getContainer(containerId).remove({ force: true });
-    },
-    async inspect(containerId) {
-      const document = await docker.getContainer(containerId).inspect();
-      return { env: document.Config.Env ?? [], labels: document.Config.Labels ?? {}, document };
-    },
-  },
+  engine: dockerApiEngine(docker),
 });

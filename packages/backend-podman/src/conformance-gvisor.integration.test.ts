@@ -4,7 +4,7 @@ import { release, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig } from '@berth/core';
 import { releaseDisksUnder } from '@berth/sandbox-runtime';
-import { testBackend } from '@berth/testkit';
+import { dockerApiEngine, testBackend } from '@berth/testkit';
 import Dockerode from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPodmanBackend } from './index.js';
@@ -45,20 +45,8 @@ if (WHOLE_SUITE)
     image,
     create: (config) => createPodmanBackend({ settings: config, socketPath }),
     configOverrides: { docker_runtime: RUNTIME },
-    engine: {
-      async removeContainer(containerId) {
-        await docker.getContainer(containerId).remove({ force: true });
-      },
-      async inspect(containerId) {
-        const document = await docker.getContainer(containerId).inspect();
-        return { env: document.Config.Env ?? [], labels: document.Config.Labels ?? {}, document };
-      },
-      // gVisor shows no cgroup files inside: the limit the engine set on the sandbox's cgroup,
-      // which holds every process of gVisor's (docs/gvisor.md).
-      async pidsLimit(containerId) {
-        return (await docker.getContainer(containerId).inspect()).HostConfig.PidsLimit ?? undefined;
-      },
-    },
+    // gVisor shows no cgroup files inside: the pids limit is read from the engine (docs/gvisor.md).
+    engine: dockerApiEngine(docker, { pidsLimitFromEngine: true }),
   });
 
 describe('podman (gVisor): the kernel between users', () => {

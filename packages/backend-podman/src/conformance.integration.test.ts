@@ -1,5 +1,5 @@
 import Dockerode from 'dockerode';
-import { testBackend } from '@berth/testkit';
+import { dockerApiEngine, testBackend } from '@berth/testkit';
 import { beforeAll } from 'vitest';
 import { createPodmanBackend } from './index.js';
 
@@ -29,13 +29,5 @@ testBackend({
   name: 'podman',
   image,
   create: (config) => createPodmanBackend({ settings: config, socketPath }),
-  engine: {
-    async removeContainer(containerId) {
-      await docker.getContainer(containerId).remove({ force: true });
-    },
-    async inspect(containerId) {
-      const document = await docker.getContainer(containerId).inspect();
-      return { env: document.Config.Env ?? [], labels: document.Config.Labels ?? {}, document };
-    },
-  },
+  engine: dockerApiEngine(docker),
 });

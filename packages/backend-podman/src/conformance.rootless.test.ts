@@ -4,7 +4,7 @@
  * Started by scripts/run-rootless-suite.sh.
  */
 import Dockerode from 'dockerode';
-import { testBackend } from '@berth/testkit';
+import { dockerApiEngine, testBackend } from '@berth/testkit';
 import { beforeAll, expect } from 'vitest';
 import { createPodmanBackend, findPodmanSocket, readPodmanHost } from './index.js';
 
@@ -31,13 +31,5 @@ testBackend({
   name: 'podman rootless',
   image,
   create: (config) => createPodmanBackend({ settings: config }),
-  engine: {
-    async removeContainer(containerId) {
-      await engine().getContainer(containerId).remove({ force: true });
-    },
-    async inspect(containerId) {
-      const document = await engine().getContainer(containerId).inspect();
-      return { env: document.Config.Env ?? [], labels: document.Config.Labels ?? {}, document };
-    },
-  },
+  engine: dockerApiEngine(engine),
 });

@@ -1,4 +1,5 @@
 export { testBackend, type BackendEngineHooks, type InspectedSandbox, type TestBackendOptions } from './test-backend.js';
+export { dockerApiEngine, type DockerApiClient } from './docker-api-engine.js';
 export {
   PROPERTY_TIMEOUT_MS,
   testPlatformAdapter,
