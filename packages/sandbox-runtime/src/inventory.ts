@@ -57,7 +57,7 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
           // A full lifetime from now when no earlier use was recorded.
           lastUsed: recordedUse(sandbox.labels[LABELS.workspace]) ?? Date.now(),
         });
-        if (driver.capabilities.hostFolders) entry.recordedAt = sandbox.labels[LABELS.workspace];
+        entry.recordedAt = sandbox.labels[LABELS.workspace];
         context.entries.set(scopeKey, entry);
       }
     },

@@ -381,6 +381,19 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     upstream.once('close', () => socket.destroy());
   };
 
+  // A host's TLS context, made once for each certificate the CA keeps (parsing the key and
+  // certificate on every connection would cost each new connection that much more).
+  const contexts = new WeakMap<object, tls.SecureContext>();
+  const contextFor = (host: string): tls.SecureContext => {
+    const leaf = options.ca.leafFor(host);
+    let context = contexts.get(leaf);
+    if (!context) {
+      context = tls.createSecureContext({ cert: leaf.cert, key: leaf.key });
+      contexts.set(leaf, context);
+    }
+    return context;
+  };
+
   const terminateTls = (socket: net.Socket, first: Buffer, tunnel: Tunnel): void => {
     let mismatch: string | undefined;
     const secure = new tls.TLSSocket(carrying(socket, first), {
@@ -393,14 +406,10 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
           callback(new Error('SNI does not match CONNECT'));
           return;
         }
-        const leaf = options.ca.leafFor(tunnel.host);
-        callback(null, tls.createSecureContext({ cert: leaf.cert, key: leaf.key }));
+        callback(null, contextFor(tunnel.host));
       },
       // Without SNI, the host CONNECT named (the Host header is still checked).
-      ...(() => {
-        const leaf = options.ca.leafFor(tunnel.host);
-        return { cert: leaf.cert, key: leaf.key };
-      })(),
+      secureContext: contextFor(tunnel.host),
     }) as TunnelSocket;
     const handshake = setTimeout(() => secure.destroy(), headersTimeoutMs);
     secure.once('secure', () => clearTimeout(handshake));
