@@ -68,6 +68,9 @@ export interface EgressProxy {
   connections(): ReadonlyMap<string, number>;
 }
 
+/** How long a sandbox's kept-alive upstream connections outlive its last connection to the proxy. */
+const UPSTREAM_LINGER_MS = 30_000;
+
 /** Headers of one hop only (RFC 9110, 7.6.1), never passed on; those a Connection header names go too. */
 const HOP_BY_HOP = new Set([
   'connection',
@@ -269,10 +272,14 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       const left = (open.get(client.sandbox) ?? 1) - 1;
       if (left > 0) open.set(client.sandbox, left);
       else {
-        // Its last connection closed: so do its kept-alive upstream connections.
+        // Its last connection closed: its kept-alive upstream connections stay a while for its
+        // next one (a CLI tool makes one request per run), then go.
         open.delete(client.sandbox);
-        agents.get(client.sandbox)?.destroy();
-        agents.delete(client.sandbox);
+        setTimeout(() => {
+          if (open.has(client.sandbox)) return;
+          agents.get(client.sandbox)?.destroy();
+          agents.delete(client.sandbox);
+        }, UPSTREAM_LINGER_MS).unref();
       }
     });
   });
