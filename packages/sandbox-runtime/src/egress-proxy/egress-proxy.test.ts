@@ -141,8 +141,13 @@ async function listen(server: net.Server): Promise<number> {
 }
 
 /** Opens a tunnel through the proxy from `from` to `host:port`; resolves with the socket after the proxy's answer, or the answer when it refused. */
-async function connectThrough(from: string, authority: string, through = proxyPort): Promise<{ socket: net.Socket; status: number; body: string }> {
-  const socket = net.connect({ host: '127.0.0.1', port: through, localAddress: from });
+async function connectThrough(
+  from: string,
+  authority: string,
+  through = proxyPort,
+  at = '127.0.0.1',
+): Promise<{ socket: net.Socket; status: number; body: string }> {
+  const socket = net.connect({ host: at, port: through, localAddress: from });
   socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
   let received = Buffer.alloc(0);
   return new Promise((resolve, reject) => {
@@ -178,9 +183,9 @@ async function request(
   from: string,
   host: string,
   target: string,
-  options: { headers?: Record<string, string>; servername?: string; port?: number; through?: number } = {},
+  options: { headers?: Record<string, string>; servername?: string; port?: number; through?: number; at?: string } = {},
 ): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
-  const tunnel = await connectThrough(from, `${host}:${options.port ?? apiPort}`, options.through);
+  const tunnel = await connectThrough(from, `${host}:${options.port ?? apiPort}`, options.through, options.at);
   if (tunnel.status !== 200) return { status: tunnel.status, body: tunnel.body, headers: {} };
   const secure = tls.connect({ socket: tunnel.socket, servername: options.servername ?? host, ca: proxyCa.certificatePem });
   return new Promise((resolve, reject) => {
@@ -389,6 +394,56 @@ describe('the egress proxy', () => {
     expect(open).toBeLessThanOrEqual(8);
     for (const socket of hoarded) socket.destroy();
     slow.destroy();
+  });
+  it('survives clients that reset their connection after a refusal, after a tunnel opened, and inside TLS', async () => {
+    const reset = async (write: string, after: 'answer' | 'at once'): Promise<void> => {
+      const socket = net.connect({ host: '127.0.0.1', port: proxyPort, localAddress: A });
+      socket.on('error', () => undefined);
+      await new Promise((resolve) => socket.once('connect', resolve));
+      socket.write(write);
+      if (after === 'answer') await new Promise((resolve) => socket.once('data', resolve));
+      socket.resetAndDestroy();
+    };
+    await reset('CONNECT 10.1.2.3:443 HTTP/1.1\r\nHost: 10.1.2.3\r\n\r\n', 'answer');
+    await reset('CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n', 'at once');
+    await reset(`CONNECT api.github.test:${apiPort} HTTP/1.1\r\nHost: api.github.test\r\n\r\n`, 'answer');
+    const tunnel = await connectThrough(A, `api.github.test:${apiPort}`);
+    const secure = tls.connect({ socket: tunnel.socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
+    secure.on('error', () => undefined);
+    await new Promise((resolve) => secure.once('secureConnect', resolve));
+    tunnel.socket.resetAndDestroy();
+    // Still serving (an uncaught error would also fail this file).
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await request(B, 'api.github.test', '/user')).status).toBe(200);
+  });
+
+  it('drops a client that trickles its headers inside a TLS tunnel, as outside one', async () => {
+    const tunnel = await connectThrough(A, `api.github.test:${apiPort}`);
+    expect(tunnel.status).toBe(200);
+    const secure = tls.connect({ socket: tunnel.socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
+    await new Promise((resolve) => secure.once('secureConnect', resolve));
+    secure.write('GET /user HTTP/1.1\r\nHost: api.github.test\r\n');
+    secure.resume();
+    const started = Date.now();
+    // headersTimeoutMs is 1 s here; the idle timeout (2 minutes) must not be what ends it.
+    await vitestWaitFor(() => secure.destroyed || secure.readableEnded, 10_000);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    secure.destroy();
+  });
+
+  it('listens on each address it is given, and on one no longer once told to stop', async () => {
+    const port = await proxy.listen(0, '127.0.0.4');
+    expect(await proxy.listen(port, '127.0.0.4')).toBe(port);
+    expect(proxy.listening()).toEqual(expect.arrayContaining(['127.0.0.1', '127.0.0.4']));
+    expect((await request(A, 'api.github.test', '/user', { through: port, at: '127.0.0.4' })).status).toBe(200);
+    await proxy.unlisten('127.0.0.4');
+    expect(proxy.listening()).not.toContain('127.0.0.4');
+    const refused = await new Promise<string>((resolve) => {
+      const socket = net.connect({ host: '127.0.0.4', port });
+      socket.once('connect', () => resolve('connected'));
+      socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+    });
+    expect(refused).toBe('ECONNREFUSED');
   });
 });
 
