@@ -9,6 +9,9 @@ NODE_PACKAGE_VERSION="24.22.3"
 PNPM_VERSION="10.34.9"
 # The local base image that tests and the demo use when no registry answers.
 BERTH_BASE_IMAGE="${BERTH_BASE_IMAGE:-localhost/berth-busybox:latest}"
+# The test-only image with curl, python3 and node for the tests that run HTTP clients in a
+# sandbox (scripts/egress-test-image.sh builds it).
+BERTH_EGRESS_TEST_IMAGE="${BERTH_EGRESS_TEST_IMAGE:-localhost/berth-egress-test:latest}"
 
 # The PATH the caller had, before .tools/ went on it.
 BERTH_ORIGINAL_PATH="${BERTH_ORIGINAL_PATH:-$PATH}"

@@ -109,6 +109,7 @@ background openclaw-install bash tests/openclaw-e2e/scripts/install-openclaw.sh
 openclaw_install=$!
 
 step engines bash scripts/engines.sh
+step egress-image bash scripts/egress-test-image.sh
 echo "$status" >.test-results/engines.status
 # turbo keeps each package's build under the machine's cache, keyed by its sources, the lockfile
 # and the shared build config: a machine that built this tree before restores dist/ at once.
