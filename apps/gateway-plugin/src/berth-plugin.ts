@@ -11,6 +11,7 @@ import {
   type SandboxBackendV1,
   type TerminalConfig,
 } from '@berth/core';
+import type { EgressProxyHooks } from '@berth/sandbox-runtime';
 import type { BackendProgressListener } from './create-backend.js';
 import { createBerth, type Berth } from './create-berth.js';
 import { createTerminalProvider } from './create-terminal-provider.js';
@@ -22,6 +23,8 @@ export interface BerthPluginOptions {
   readonly backend?: SandboxBackendV1;
   /** Progress of long engine operations. */
   readonly onProgress?: BackendProgressListener;
+  /** What the egress proxy trusts upstream besides the host's store, and how it resolves names (tests, embedding). */
+  readonly egressProxy?: EgressProxyHooks;
   /** Where third-party platform adapters are resolved from. @default process.cwd() */
   readonly resolveFrom?: string;
 }
@@ -72,6 +75,7 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
         ...(options.backend ? { backend: options.backend } : {}),
         ...(host.logger ? { logger: host.logger } : {}),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        ...(options.egressProxy ? { egressProxy: options.egressProxy } : {}),
         ...(options.resolveFrom ? { resolveFrom: options.resolveFrom } : {}),
       });
       try {

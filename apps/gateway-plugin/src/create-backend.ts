@@ -1,5 +1,5 @@
 import { assertSandboxBackend, ConfigError, resolveSandboxDir, sandboxRootOf, type HostLogger, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
-import { sandboxSettings, type ProgressEvent } from '@berth/sandbox-runtime';
+import { sandboxSettings, type EgressProxyHooks, type ProgressEvent } from '@berth/sandbox-runtime';
 
 /** A progress event of a long engine operation (pulling an image, creating a first container). */
 export type BackendProgressListener = (event: ProgressEvent) => void;
@@ -10,6 +10,8 @@ export interface CreateBackendOptions {
   readonly environment?: Readonly<Record<string, string | undefined>>;
   readonly logger?: HostLogger;
   readonly onProgress?: BackendProgressListener;
+  /** What the egress proxy trusts upstream besides the host's store, and how it resolves names (tests, embedding). */
+  readonly egressProxy?: EgressProxyHooks;
 }
 
 /** What every Berth backend factory takes from the plugin: the settings it uses, and where to look for its engine. */
@@ -72,6 +74,7 @@ export async function createBackend(config: TerminalConfig, options: CreateBacke
     ...(options.environment ? { environment: options.environment } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    ...(options.egressProxy ? { egressProxy: options.egressProxy } : {}),
   });
   assertSandboxBackend(backend);
   return backend;

@@ -9,6 +9,7 @@ import {
   type SessionContext,
   type TerminalConfig,
 } from '@berth/core';
+import type { EgressProxyHooks } from '@berth/sandbox-runtime';
 import { createBackend, type BackendProgressListener } from './create-backend.js';
 import { createBerthPlatformRegistry } from './create-berth-platform-registry.js';
 
@@ -38,6 +39,8 @@ export interface CreateBerthOptions extends CreateBerthResolverOptions {
   readonly logger?: HostLogger;
   /** Progress of long engine operations (pulls, first container). */
   readonly onProgress?: BackendProgressListener;
+  /** What the egress proxy trusts upstream besides the host's store, and how it resolves names (tests, embedding). */
+  readonly egressProxy?: EgressProxyHooks;
 }
 
 /** Where {@link Berth.execute} runs a command: a session, or a task when no user is named. */
@@ -92,6 +95,7 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
       ...(options.environment ? { environment: options.environment } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.egressProxy ? { egressProxy: options.egressProxy } : {}),
     }));
   const { config } = options;
   const request = (target: ExecuteTarget = {}): SandboxRequest => {

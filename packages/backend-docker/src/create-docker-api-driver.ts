@@ -403,6 +403,16 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         if (network) await networks.release(network);
       }),
 
+    networkAddress: (id) =>
+      call(`read the address of ${id}`, async ({ docker, networkPool }) => {
+        if (!networkPool) return undefined;
+        const info = await inspectRaw(docker, id);
+        const network = info && ownNetworkOf(info);
+        const settings = network ? info.NetworkSettings?.Networks?.[network] : undefined;
+        if (!settings?.IPAddress || !settings.Gateway) return undefined;
+        return { address: settings.IPAddress, gateway: settings.Gateway };
+      }),
+
     rename: (id, name) => call(`rename container ${id}`, async ({ docker }) => void (await docker.getContainer(id).rename({ name }))),
 
     async isBusy(id) {

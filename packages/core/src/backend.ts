@@ -92,6 +92,25 @@ export interface BackendDescription extends DriverDescription {
   readonly sharedBound?: { readonly parent?: string; readonly memoryMb: number; readonly pids: number; readonly enforced: boolean };
   /** The OCI runtime sandboxes run under, and what Berth does differently under it. */
   readonly runtime?: RuntimeDescription;
+  /** Brokered variables and egress by domain, as the runtime applies them (docs/brokered-secrets.md). */
+  readonly egress?: EgressDescription;
+}
+
+/** What `berth doctor` says of brokered variables and the egress mode. */
+export interface EgressDescription {
+  /** `docker_egress`. */
+  readonly mode: 'open' | 'allowlist';
+  /** `docker_egress_domains`, in allow-list mode. */
+  readonly domains: readonly string[];
+  /** Each brokered variable with the hosts its value goes to (`docker_secret_hosts`). */
+  readonly brokered: Readonly<Record<string, readonly string[]>>;
+  /** Where the egress proxy listens, when sandboxes use it. */
+  readonly proxy?: string;
+  /**
+   * Why this engine's sandboxes cannot use the proxy, when they cannot: brokered variables then
+   * reach them as placeholders nothing replaces, and allow-list mode starts none with networking.
+   */
+  readonly unavailable?: string;
 }
 
 /** The OCI runtime of a backend's sandboxes, as far as its engine tells (docs/gvisor.md). */

@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { parseHostPattern } from './host-pattern.js';
 
 // The value forms of the `terminal:` section's keys that are more than a type: sizes, mounts,
-// egress exceptions, capability names (config.ts puts them together into the schema).
+// egress exceptions, host patterns, capability names (config.ts puts them together into the schema).
 
 /** A size in megabytes, as a number or as `512m`, `2g`, `1.5G`. */
 export const megabytes = z.union([
@@ -35,3 +36,15 @@ export const egressException = z
 
 /** Capability names as the engines spell them, without the CAP_ prefix. */
 export const capability = z.string().regex(/^[A-Z_]+$/, { message: 'expected a capability name such as CHOWN' });
+
+/**
+ * A host pattern of `docker_secret_hosts` or `docker_egress_domains`: `api.github.com` or
+ * `*.githubusercontent.com` (host-pattern.ts); kept as written, its refusal is parseHostPattern's line.
+ */
+export const hostPattern = z.string().superRefine((text, context) => {
+  try {
+    parseHostPattern(text);
+  } catch (error) {
+    context.addIssue({ code: 'custom', message: (error as Error).message });
+  }
+});

@@ -46,6 +46,13 @@ describe('config', () => {
     expect(message(() => parseTerminalConfig({ docker_user_env_prefix: 'hermes-user' }))).toMatch(/docker_user_env_prefix.*HERMES_USER/);
   });
 
+  it('names a bad variable name in a mapping, and what a name looks like', () => {
+    expect(message(() => parseTerminalConfig({ docker_env: { 'BAD-NAME': 'x' } }))).toBe(
+      'terminal.docker_env.BAD-NAME is a string: expected a variable name like GITHUB_TOKEN, not "BAD-NAME"',
+    );
+    expect(message(() => parseTerminalConfig({ docker_env: ['A=1'] }))).toBe('terminal.docker_env is a list: expected a mapping');
+  });
+
   it('does not echo a value from docker_env in its message', () => {
     expect(message(() => parseTerminalConfig({ docker_env: { 'bad name': 'ghp_secret' } }))).not.toContain('ghp_secret');
     expect(message(() => parseTerminalConfig({ docker_env: { TOKEN: { nested: 'ghp_secret' } } }))).not.toContain('ghp_secret');
@@ -174,6 +181,84 @@ terminal:
       expect(parseTerminalConfig({ backend: 'berth_docker' }).backend).toBe('docker');
       expect(message(() => parseTerminalConfig({ backend: 'local' }))).toMatch(
         /^terminal\.backend is the string "local": expected one of "docker", "podman", "kubernetes", "berth_docker"$/,
+      );
+    });
+  });
+
+  describe('the brokered-secret and egress-by-domain keys (docs/brokered-secrets.md)', () => {
+    it('default to nothing brokered, egress open and no domains', () => {
+      expect(parseTerminalConfig({})).toMatchObject({ docker_secret_hosts: {}, docker_egress: 'open', docker_egress_domains: [] });
+    });
+
+    it('read brokered variables with their hosts, exact or "*." wildcards, kept as written', () => {
+      const config = parseTerminalConfig({
+        docker_forward_env: ['GITHUB_TOKEN'],
+        docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com', '*.githubusercontent.com'], NPM_TOKEN: ['registry.npmjs.org'] },
+      });
+      expect(config.docker_secret_hosts).toEqual({ GITHUB_TOKEN: ['api.github.com', '*.githubusercontent.com'], NPM_TOKEN: ['registry.npmjs.org'] });
+    });
+
+    it('read the allow-list mode with its domains', () => {
+      const config = parseTerminalConfig({ docker_egress: 'allowlist', docker_egress_domains: ['api.github.com', '*.githubusercontent.com'] });
+      expect(config).toMatchObject({ docker_egress: 'allowlist', docker_egress_domains: ['api.github.com', '*.githubusercontent.com'] });
+      expect(parseTerminalConfig({ docker_egress: 'allowlist' }).docker_egress_domains).toEqual([]);
+      expect(parseTerminalConfig({ docker_egress: 'open', docker_egress_domains: [] }).docker_egress).toBe('open');
+    });
+
+    it('refuse a host that is an address, has a port, or covers a top-level domain, naming the entry', () => {
+      // The message never repeats the entry (it may be a pasted token): the path names it.
+      const notAHost = (_entry: string) =>
+        'not a host name or "*.domain" pattern (an address, a port or a "*" elsewhere is not allowed); write it like "api.github.com" or "*.githubusercontent.com"';
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: ['10.1.2.3'] } }))).toBe(
+        `terminal.docker_secret_hosts.GITHUB_TOKEN.0 is a string: ${notAHost('10.1.2.3')}`,
+      );
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com', 'api.github.com:443'] } }))).toBe(
+        `terminal.docker_secret_hosts.GITHUB_TOKEN.1 is a string: ${notAHost('api.github.com:443')}`,
+      );
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: ['*.com'] } }))).toBe(
+        'terminal.docker_secret_hosts.GITHUB_TOKEN.0 is a string: covers a whole top-level domain; name the domain under it, like "*.example.com"',
+      );
+      expect(message(() => parseTerminalConfig({ docker_egress: 'allowlist', docker_egress_domains: ['api.github.com', '140.82.112.6'] }))).toBe(
+        `terminal.docker_egress_domains.1 is the string "140.82.112.6": ${notAHost('140.82.112.6')}`,
+      );
+      expect(message(() => parseTerminalConfig({ docker_egress: 'allowlist', docker_egress_domains: ['*.com'] }))).toMatch(
+        /^terminal\.docker_egress_domains\.0 .*covers a whole top-level domain/,
+      );
+    });
+
+    it('refuse a brokered variable with no host, a bad or reserved name, or one whose value is written in docker_env', () => {
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: [] } }))).toBe(
+        'terminal.docker_secret_hosts.GITHUB_TOKEN is a list: expected at least one host, like ["api.github.com"], that the value may be sent to; list them or remove the variable',
+      );
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: { 'GITHUB-TOKEN': ['api.github.com'] } }))).toBe(
+        'terminal.docker_secret_hosts.GITHUB-TOKEN is a list: expected a variable name like GITHUB_TOKEN, not "GITHUB-TOKEN"',
+      );
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: { PATH: ['api.github.com'] } }))).toBe(
+        'terminal.docker_secret_hosts.PATH is a list: PATH is set by the sandbox itself; remove it',
+      );
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: { __BERTH_CWD: ['api.github.com'] } }))).toMatch(
+        /^terminal\.docker_secret_hosts\.__BERTH_CWD is a list: names starting with __berth .*; remove it$/,
+      );
+      expect(
+        message(() => parseTerminalConfig({ docker_env: { GITHUB_TOKEN: 'ghp_written' }, docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com'] } })),
+      ).toBe(
+        "terminal.docker_secret_hosts.GITHUB_TOKEN is a list: GITHUB_TOKEN is also in terminal.docker_env, whose values are written in the config and are no secret to broker; move its value to the gateway's environment, list GITHUB_TOKEN in terminal.docker_forward_env and remove it from terminal.docker_env",
+      );
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: ['GITHUB_TOKEN'] }))).toBe('terminal.docker_secret_hosts is a list: expected a mapping');
+      expect(message(() => parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: 'api.github.com' } }))).toBe(
+        'terminal.docker_secret_hosts.GITHUB_TOKEN is a string: expected a list',
+      );
+    });
+
+    it('refuse domains while egress is open (never silently ignored), and an unknown egress mode', () => {
+      expect(message(() => parseTerminalConfig({ docker_egress_domains: ['api.github.com'] }))).toBe(
+        'terminal.docker_egress_domains is a list: terminal.docker_egress is open, so sandboxes reach every host and this list would be ignored; set terminal.docker_egress: allowlist, or remove docker_egress_domains',
+      );
+      expect(message(() => parseTerminalConfig({ docker_egress: 'open', docker_egress_domains: ['api.github.com'] }))).toMatch(
+        /^terminal\.docker_egress_domains .*set terminal\.docker_egress: allowlist/,
+      );
+      expect(message(() => parseTerminalConfig({ docker_egress: 'closed' }))).toBe(
+        'terminal.docker_egress is the string "closed": expected one of "open", "allowlist"',
       );
     });
   });

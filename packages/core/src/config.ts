@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { egressExceptionProblem } from './egress-exception.js';
-import { capability, egressException, megabytes, volume } from './config-values.js';
+import { capability, egressException, hostPattern, megabytes, volume } from './config-values.js';
 import { ConfigError } from './errors.js';
 import { hermesHome } from './host-layout.js';
 import { DEFAULT_COMMAND_TIMEOUT_SECONDS, MAX_COMMAND_TIMEOUT_SECONDS } from './request-protocol.js';
@@ -124,6 +124,25 @@ export const terminalConfigSchema = z
     env_passthrough: z.array(variableName).default([]),
     // What sandboxes may reach past the egress policy: `10.1.2.3`, `10.1.0.0/16`, `10.1.2.3:5432`, `db.internal:5432`.
     docker_egress_allow: z.array(egressException).default([]),
+    // Berth's own, taking effect with the egress proxy (docs/brokered-secrets.md): brokered
+    // variables. Each named variable (forwarded by docker_forward_env or env_passthrough, or a
+    // user's own {PREFIX}_{PLATFORM}_{USER}_{NAME}) never enters a sandbox: the sandbox gets a
+    // placeholder, which the proxy replaces by the value only in requests to these hosts.
+    docker_secret_hosts: z
+      .record(
+        variableName,
+        z
+          .array(hostPattern)
+          .min(1, { message: 'expected at least one host, like ["api.github.com"], that the value may be sent to; list them or remove the variable' }),
+      )
+      .default({}),
+    // Berth's own, with the egress proxy: 'allowlist': sandboxes reach only the proxy and DNS, and
+    // through the proxy only the hosts of docker_egress_domains (docker_egress_allow's addresses
+    // still directly); 'open': the internet, as the egress policy allows.
+    docker_egress: z.enum(['open', 'allowlist']).default('open'),
+    // Berth's own, with the egress proxy: the hosts docker_egress: allowlist lets sandboxes reach,
+    // by name (`api.github.com`, `*.githubusercontent.com`); never addresses.
+    docker_egress_domains: z.array(hostPattern).default([]),
     // Berth's own keys.
     docker_exec_mode: z.enum(['auto', 'session', 'exec']).default('auto'),
     docker_mask_secrets: z.boolean().default(true),
@@ -179,6 +198,27 @@ export const terminalConfigSchema = z
       const reason = reservedVariableReason(name);
       if (reason) context.addIssue({ code: 'custom', path: ['docker_env', name], message: `${reason}; remove it` });
     }
+    for (const name of Object.keys(value.docker_secret_hosts ?? {})) {
+      const reason = reservedVariableReason(name);
+      if (reason) context.addIssue({ code: 'custom', path: ['docker_secret_hosts', name], message: `${reason}; remove it` });
+      else if (Object.hasOwn(value.docker_env ?? {}, name)) {
+        // A value written in the config is readable by whoever reads the config: nothing to broker.
+        context.addIssue({
+          code: 'custom',
+          path: ['docker_secret_hosts', name],
+          message: `${name} is also in terminal.docker_env, whose values are written in the config and are no secret to broker; move its value to the gateway's environment, list ${name} in terminal.docker_forward_env and remove it from terminal.docker_env`,
+        });
+      }
+    }
+    // A security setting is never silently ignored: with egress open, a list of domains would restrict nothing.
+    if (value.docker_egress === 'open' && (value.docker_egress_domains?.length ?? 0) > 0) {
+      context.addIssue({
+        code: 'custom',
+        path: ['docker_egress_domains'],
+        message:
+          'terminal.docker_egress is open, so sandboxes reach every host and this list would be ignored; set terminal.docker_egress: allowlist, or remove docker_egress_domains',
+      });
+    }
     value.docker_egress_allow.forEach((entry, index) => {
       const problem = egressExceptionProblem(entry, value.docker_network_pool);
       if (problem) context.addIssue({ code: 'custom', path: ['docker_egress_allow', index], message: problem });
@@ -233,7 +273,9 @@ const EXPECTED_FORM: Record<string, string> = {
 };
 
 /** Turns zod's wording into "expected …" in plain words. */
-function expectation(issue: { message: string; path: readonly PropertyKey[] }): string {
+function expectation(issue: z.core.$ZodIssue): string {
+  // A mapping's key (a variable name) that its rule refuses: zod says only "Invalid key in record".
+  if (issue.code === 'invalid_key') return `${issue.issues[0]?.message ?? 'expected a different key'}, not ${JSON.stringify(String(issue.path.at(-1)))}`;
   const message = issue.message.replace(/^Invalid input: /, '').replace(/, received .*$/, '');
   if (message === 'Invalid input') return EXPECTED_FORM[String(issue.path[0])] ?? 'expected a different kind of value (see docs/configuration.md)';
   const bound = /^Too (?:small|big): expected (\w+) to (?:be|have) (.+)$/.exec(message);
@@ -242,7 +284,7 @@ function expectation(issue: { message: string; path: readonly PropertyKey[] }): 
   const option = /^Invalid option: expected one of (.+)$/.exec(message);
   if (option) return `expected one of ${option[1]!.split('|').join(', ')}`;
   const type = /^expected (\w+)$/.exec(message);
-  if (type) return `expected ${type[1] === 'array' ? 'a list' : type[1] === 'object' ? 'a mapping' : `a ${type[1]}`}`;
+  if (type) return `expected ${type[1] === 'array' ? 'a list' : type[1] === 'object' || type[1] === 'record' ? 'a mapping' : `a ${type[1]}`}`;
   return message;
 }
 

@@ -207,6 +207,14 @@ export interface SandboxDriverV1 {
   rename(id: string, name: string): Promise<void>;
   /** Whether it runs anything besides its main process; `true` when the driver cannot tell. */
   isBusy(id: string): Promise<boolean>;
+  /**
+   * The sandbox's address on its own network and that network's gateway, an address of the
+   * engine's host, when the sandbox runs on a network of its own that is a bridge on the
+   * gateway's host (`DriverDescription.networkPool` set); `undefined` otherwise. The egress proxy
+   * listens on the gateway and knows the sandbox by the address. Optional: without it, brokered
+   * variables reach sandboxes as placeholders that nothing substitutes.
+   */
+  networkAddress?(id: string): Promise<{ readonly address: string; readonly gateway: string } | undefined>;
   /** Starts a process in it with stdin open and no terminal; no variables (they go over stdin). */
   openChannel(id: string, command: readonly string[], options?: { workingDir?: string }): Promise<ExecChannel>;
   /** Deletes a removed scope's storage, for a driver without host folders (a claim, a volume). */
@@ -227,7 +235,8 @@ export function assertSandboxDriver(driver: unknown): asserts driver is SandboxD
 }
 
 // What drivers and the runtime use besides the contract: `@berth/core/driver` only.
-export { CHANNELS_FOLDER, disksFolderOf, LAST_USED_FILE } from './host-layout.js';
+export { CHANNELS_FOLDER, disksFolderOf, EGRESS_FOLDER, LAST_USED_FILE } from './host-layout.js';
 export { hasInstallationKey, loadInstallationKey, sandboxName } from './sandbox-name.js';
 export { cidrWithin, isHostNameEntry, LINK_LOCAL_RANGE, splitEgressEntry } from './egress-exception.js';
+export { canonicalHost, formatHostPattern, hostMatches, parseHostPattern, type HostPattern } from './host-pattern.js';
 export { MIN_SECRET_LENGTH } from './redact.js';

@@ -28,6 +28,8 @@ export interface EnvironmentIndex {
   readonly environment: Readonly<Record<string, string | undefined>>;
   /** `{PREFIX}_{PLATFORM}_{ENVFORM}_`: what an operator writes before a variable for `identity`. */
   prefixFor(identity: Identity): string;
+  /** Each user variable's name, with how many users have one of that name (`berth doctor`). */
+  userVariableNames(): ReadonlyMap<string, number>;
 }
 
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -111,5 +113,10 @@ export function createEnvironmentIndex(
     environment,
     variablesOf: (identity) => byUser.get(formatIdentity(identity)) ?? [],
     prefixFor: (identity) => `${head}${registry.envPlatform(identity.platform)}_${registry.envName(identity)}_`,
+    userVariableNames: () => {
+      const names = new Map<string, number>();
+      for (const list of byUser.values()) for (const variable of list) names.set(variable.name, (names.get(variable.name) ?? 0) + 1);
+      return names;
+    },
   };
 }

@@ -145,6 +145,7 @@ export const SANDBOX_ERROR_CODES = [
   // Networks and egress.
   'EGRESS_ALLOW_UNRESOLVED',
   'EGRESS_RULES_FAILED',
+  'EGRESS_ALLOWLIST_UNENFORCED',
   'NETWORK_NAME_TAKEN',
   'NETWORK_POOL_FULL',
   // A backend's options, its engine and the container spec it builds.

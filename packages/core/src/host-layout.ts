@@ -9,6 +9,7 @@ import path from 'node:path';
 //         .berth-installation-key                      INSTALLATION_KEY_FILE
 //         .berth-locks/{folder}.lock                   LOCKS_FOLDER
 //         .berth-purge/{folder}                        PURGE_FOLDER
+//         .berth-egress/ca.key, ca.pem, ca-bundle.pem  EGRESS_FOLDER (the egress proxy's CA)
 //         {folder}/workspace, home                     resolveSandboxPaths() (sandbox-paths.ts)
 //         {folder}/.berth-channels/                    CHANNELS_FOLDER
 //         {folder}/.berth-last-used                    LAST_USED_FILE
@@ -33,6 +34,12 @@ export const LOCKS_FOLDER = '.berth-locks';
 
 /** The folder of purges in progress in the sandbox root; `{root}/.berth-purge/{folder}` is a scope's tombstone. */
 export const PURGE_FOLDER = '.berth-purge';
+
+/**
+ * The egress proxy's folder in the sandbox root (docs/brokered-secrets.md): the installation's
+ * CA key (0600) and certificate, and the bundle sandboxes trust, the only file of it ever mounted.
+ */
+export const EGRESS_FOLDER = '.berth-egress';
 
 /** The channel folder's name inside a scope's folder, beside `workspace` and `home`. */
 export const CHANNELS_FOLDER = '.berth-channels';

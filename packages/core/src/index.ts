@@ -72,6 +72,7 @@ export {
   type SandboxBackend,
   type SandboxBackendV1,
   type SandboxInfo,
+  type EgressDescription,
   type RuntimeDescription,
   type SandboxRequest,
   type SandboxState,

@@ -660,3 +660,55 @@ describe('the image check', () => {
     expect(hasImage).toHaveBeenCalledTimes(2);
   });
 });
+
+describe('brokered variables (docs/brokered-secrets.md)', () => {
+  const hosts = { docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com'] } };
+  const environment = { HERMES_USER_TELEGRAM_41_GITHUB_TOKEN: 'ghp_value_of_41_xxxxxxxx', HERMES_USER_TELEGRAM_42_GITHUB_TOKEN: 'ghp_value_of_42_xxxxxxxx' };
+
+  it('never hand the value to the sandbox, with networking or without: a placeholder per sandbox, the same on every command', async () => {
+    for (const network of [false, true]) {
+      const { config, request } = setUp({ ...hosts, docker_network: network, docker_mask_secrets: false }, environment);
+      const driver = createFakeDriver();
+      const runtime = runtimeOver(driver, config);
+      const first = await runtime.doExec(request('41'), { command: 'echo "$GITHUB_TOKEN"; env' });
+      const placeholder = first.stdout.split('\n')[0]!;
+      expect(placeholder).toMatch(/^berth_secret_[0-9a-f]{32}$/);
+      expect(first.stdout).not.toContain('ghp_value_of_41');
+      expect((await runtime.doExec(request('41'), { command: 'echo "$GITHUB_TOKEN"' })).stdout).toBe(`${placeholder}\n`);
+      const other = (await runtime.doExec(request('42'), { command: 'echo "$GITHUB_TOKEN"' })).stdout;
+      expect(other).toMatch(/^berth_secret_[0-9a-f]{32}\n$/);
+      expect(other).not.toBe(`${placeholder}\n`);
+    }
+  });
+
+  it('warn once where the engine cannot run the proxy (its sandboxes are not on this host): placeholders, no proxy variables', async () => {
+    const { config, request } = setUp({ ...hosts, docker_network: true }, environment);
+    const { logs, logger } = warnings();
+    const runtime = runtimeOver(createFakeDriver(), config, { logger });
+    const output = (await runtime.doExec(request('41'), { command: 'echo "$GITHUB_TOKEN" "${HTTPS_PROXY:-no proxy}"' })).stdout;
+    expect(output).toMatch(/^berth_secret_[0-9a-f]{32} no proxy\n$/);
+    await runtime.doExec(request('42'), { command: 'true' });
+    expect(logs.filter((line) => line.includes('no egress proxy'))).toHaveLength(1);
+    expect(logs.join('\n')).not.toContain('ghp_value_of');
+    const description = await runtime.describe();
+    expect(description.egress).toMatchObject({ mode: 'open', brokered: { GITHUB_TOKEN: ['api.github.com'] } });
+    expect(description.egress?.unavailable).toMatch(/not on networks of this host/);
+  });
+
+  it('refuse allow-list mode in one line where it cannot be enforced, before any sandbox is made', async () => {
+    const { config, request } = setUp({ docker_egress: 'allowlist', docker_egress_domains: ['api.github.com'] }, environment);
+    const driver = createFakeDriver();
+    const runtime = runtimeOver(driver, config);
+    const error = await runtime.doExec(request('41'), { command: 'true' }).catch((caught: unknown) => caught as SandboxError);
+    expect(error).toBeInstanceOf(SandboxError);
+    expect((error as SandboxError).code).toBe('EGRESS_ALLOWLIST_UNENFORCED');
+    expect((error as SandboxError).message).toMatch(
+      /^terminal\.docker_egress is allowlist, but it cannot be enforced here: .*; no sandbox starts with networking/,
+    );
+    expect((error as SandboxError).message.split('\n')).toHaveLength(1);
+    expect(creates(driver)).toHaveLength(0);
+    // Without networking there is nothing to hold.
+    const { config: offline, request: offlineRequest } = setUp({ docker_egress: 'allowlist', docker_network: false });
+    expect((await runtimeOver(createFakeDriver(), offline).doExec(offlineRequest('41'), { command: 'echo fine' })).stdout).toBe('fine\n');
+  });
+});

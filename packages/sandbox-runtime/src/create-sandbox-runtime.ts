@@ -9,6 +9,7 @@ import {
   type SandboxRequest,
 } from '@berth/core';
 import { assertSandboxDriver, type SandboxDriverV1 } from '@berth/core/driver';
+import { createEgressBroker, type EgressProxyHooks } from './egress-broker.js';
 import { createEgressFirewall, type EgressFirewall } from './egress-firewall.js';
 import { createScopeDisks } from './scope-disks.js';
 import { createStoppingPolicies } from './idle-reaper.js';
@@ -72,6 +73,12 @@ export interface SandboxRuntimeOptions {
   readonly firstLaunchWaitMs?: number;
   /** Where the cgroup file system is mounted, for the one bound all sandboxes share. @default /sys/fs/cgroup */
   readonly cgroupRoot?: string;
+  /**
+   * What the egress proxy (brokered variables, allow-list mode) trusts upstream besides the
+   * host's store, and how it resolves names: for tests and embeddings. A gateway trusts a
+   * company's CA through `NODE_EXTRA_CA_CERTS`, as any Node process does.
+   */
+  readonly egressProxy?: EgressProxyHooks;
 }
 
 /** A backend made of the runtime's policies over a driver, with what tests and tools also use. */
@@ -98,6 +105,18 @@ export interface SandboxRuntime extends SandboxBackendV1 {
 export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRuntime {
   const { driver, settings } = options;
   assertSandboxDriver(driver);
+  // Brokered variables and the egress proxy, which applies the firewall's exceptions too (its
+  // closures read what is made below, once the first sandbox needs them).
+  let firewallInForce: EgressFirewall | undefined;
+  const broker = createEgressBroker({
+    settings,
+    driver,
+    describe: () => driver.describe(),
+    exceptions: () => firewallInForce?.exceptions() ?? [],
+    unenforced: async () => (await egressFirewall()).unenforced,
+    logger: options.logger,
+    proxy: options.egressProxy,
+  });
   const context: RuntimeContext = {
     driver,
     settings,
@@ -131,9 +150,12 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         lock.release();
       }
     },
-    prepareNetwork: async () => {
-      if (settings.docker_network) await (await egressFirewall()).ensure();
+    prepareNetwork: async (root) => {
+      if (!settings.docker_network) return;
+      await (await egressFirewall()).ensure();
+      await broker.prepare(root);
     },
+    egress: broker,
     egressUnenforced: async () => (await egressFirewall()).unenforced,
     sharedBound: () => sharedBound(),
     ociRuntime: () => ociRuntime.get().catch(() => undefined),
@@ -166,7 +188,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   // The egress policy, once the engine has said where its sandbox networks are.
   const egress = onceDescribed((description) => {
     const firewall: EgressFirewall = description.egressEnforcedBy
-      ? { unenforced: undefined, ensure: async () => undefined, close: () => undefined }
+      ? { unenforced: undefined, ensure: async () => undefined, close: () => undefined, exceptions: () => [] }
       : createEgressFirewall({
           pool: description.networkPool ?? settings.docker_network_pool,
           allow: settings.docker_egress_allow,
@@ -175,11 +197,14 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
           engine: driver.engine,
           sandboxRoot: context.sandboxRoot,
           logger: options.logger,
+          allowlist: settings.docker_egress === 'allowlist',
         });
     if (firewall.unenforced) options.logger?.warn(`berth: ${firewall.unenforced}`);
+    firewallInForce = firewall;
     return firewall;
   });
   const egressFirewall = egress.get;
+
   // The one bound all sandboxes share, written before the first sandbox starts.
   const bound = onceDescribed(async (description) => {
     const prepared = await prepareSharedBound(boundOptions(description));
@@ -194,7 +219,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   const inventory = createInventory(context, lifecycle);
   // Stopping a sandbox ends its shells (dropShells needs only the entry), and the capacity policy
   // runs after each acquire of the shells: built in that order, nothing is bound late.
-  const stopEntry = (entry: SandboxEntry): Promise<void> => lifecycle.stop(entry, () => dropShells(entry));
+  const stopEntry = async (entry: SandboxEntry): Promise<void> => {
+    await lifecycle.stop(entry, () => dropShells(entry));
+    await broker.detach(entry);
+  };
   const settled = (entry: SandboxEntry): void => {
     if (!driver.capabilities.hostFolders || !entry.paths || entry.lastUsed - entry.lastRecorded <= RECORD_USE_EVERY_MS) return;
     entry.lastRecorded = entry.lastUsed;
@@ -286,7 +314,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       if (removeOptions.paths) serve(removeOptions.paths);
       const entry = context.entries.get(scopeKey);
       const removeSandboxes = async (): Promise<void> => {
-        if (entry) shells.drop(entry);
+        if (entry) {
+          shells.drop(entry);
+          await broker.detach(entry);
+        }
         for (const sandbox of await lifecycle.find(scopeKey)) await driver.remove(sandbox.id);
       };
       const work = async (): Promise<void> => {
@@ -318,9 +349,17 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
       const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription), dryRun: true }));
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
+      const egressStatus = await broker.status();
       const description = {
         ...driverDescription,
         runtime: runtimeFacts(driverDescription, settings.docker_runtime),
+        egress: {
+          mode: settings.docker_egress,
+          domains: settings.docker_egress === 'allowlist' ? [...settings.docker_egress_domains] : [],
+          brokered: Object.fromEntries(Object.entries(settings.docker_secret_hosts).map(([name, hosts]) => [name, [...hosts]])),
+          ...(egressStatus.proxy ? { proxy: egressStatus.proxy } : {}),
+          ...(egressStatus.unavailable ? { unavailable: egressStatus.unavailable } : {}),
+        },
         warnings: [...driverDescription.warnings, ...notEnforced],
         sharedBound: {
           ...(shared.parent ? { parent: shared.parent } : {}),
@@ -342,6 +381,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         () => undefined,
       );
       for (const entry of context.entries.values()) shells.drop(entry);
+      await broker.close();
       // The bound's cgroups go only when no sandbox is left in them (a running one keeps them).
       await bound.made()?.then(releaseSharedBound, () => undefined);
       await driver.close?.();

@@ -2,11 +2,12 @@ import { SandboxError, type HostLogger } from '@berth/core';
 import type { SandboxDriverV1 } from '@berth/core/driver';
 import { z } from 'zod';
 import { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions } from './create-sandbox-runtime.js';
+import type { EgressProxyHooks } from './egress-broker.js';
 import type { ProgressEvent } from './runtime-context.js';
 import { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 
 /** The runtime's options a backend factory passes on as they are given (documented in `SandboxRuntimeOptions`). */
-const RUNTIME_OPTIONS = ['image', 'logger', 'onProgress', 'namePrefix', 'labels', 'sandboxRoot', 'reapIntervalMs'] as const;
+const RUNTIME_OPTIONS = ['image', 'logger', 'onProgress', 'namePrefix', 'labels', 'sandboxRoot', 'reapIntervalMs', 'egressProxy'] as const;
 
 /** The options every backend factory takes, whatever its engine; a backend adds its engine's own. */
 export interface BackendOptions extends Pick<SandboxRuntimeOptions, (typeof RUNTIME_OPTIONS)[number]> {
@@ -46,6 +47,14 @@ export const backendOptionsSchema = z.object({
     .refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' })
     .optional(),
   reapIntervalMs: z.number().int().min(0).optional(),
+  egressProxy: z
+    .object({
+      upstreamCa: z.array(z.string().includes('-----BEGIN CERTIFICATE-----', { message: 'expected PEM certificates' })).optional(),
+      lookup: z
+        .custom<NonNullable<EgressProxyHooks['lookup']>>((value) => typeof value === 'function', { message: 'expected a dns.lookup-like function' })
+        .optional(),
+    })
+    .optional(),
 });
 
 /** What {@link defineBackend} takes: how one engine's backend is made. */

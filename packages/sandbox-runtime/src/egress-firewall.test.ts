@@ -65,9 +65,10 @@ describe('the egress policy', () => {
     expect(forward).toMatch(
       /ip daddr @pool goto refuse\n\s+oifname "bth\*" goto refuse\n\s+meta mark and 0x00100000 != 0 return\n\s+ip daddr @link_local goto refuse\n\s+meta mark and 0x00200000 != 0 return\n\s+ip daddr @blocked goto refuse/,
     );
-    // The host: DNS only on the address of the bridge the packet came in on, then only exceptions naming one address.
+    // The host: DNS and the egress proxy's port only on the address of the bridge the packet came
+    // in on, then only exceptions naming one address.
     expect(input).toMatch(
-      /iif lo return[\s\S]*th dport 53 fib daddr \. iif type local return\n\s+ip daddr @pool goto refuse\n\s+meta mark and 0x00100000 != 0 return\n\s+goto refuse/,
+      /iif lo return[\s\S]*th dport 53 fib daddr \. iif type local return\n\s+tcp dport 3129 fib daddr \. iif type local return\n\s+ip daddr @pool goto refuse\n\s+meta mark and 0x00100000 != 0 return\n\s+goto refuse/,
     );
     expect(input).not.toMatch(/ip daddr @pool meta l4proto \{ tcp, udp \} th dport 53 return/);
     // Marks from anywhere else never count: cleared before anything reads them.
@@ -96,6 +97,12 @@ describe('the egress policy', () => {
       );
     }
     expect(rules).not.toMatch(/reject|drop|accept;\n\s+accept/);
+    // Allow-list mode: past the host, its own sandboxes reach only DNS and the exceptions.
+    const allowlist = installationRuleset({ tag: 'a1b2c3', exceptions: [{ cidr: '10.9.9.9/32', port: 5432 }], allowlist: { resolvers: ['10.255.255.53'] } });
+    expect(allowlist).toMatch(/set resolvers \{[^}]*elements = \{ 10\.255\.255\.53\/32 \}/);
+    expect(allowlist).toMatch(
+      /chain allowlist_forward \{\n\s+type filter hook forward priority filter - 15; policy accept;\n\s+iifname != "btha1b2c3\*" return\n\s+ct state established,related return\n\s+meta mark and 0x00300000 != 0 return\n\s+meta nfproto ipv4 ip daddr @resolvers meta l4proto \{ tcp, udp \} th dport 53 return\n\s+meta l4proto tcp reject with tcp reset\n\s+reject with icmpx type admin-prohibited\n\s+\}/,
+    );
   });
 
   it("names an installation's bridges after its key: 15 characters, one prefix per installation, stable per network", () => {

@@ -8,7 +8,15 @@ import { hostResolvers, resolveEgressEntry, UNKNOWN_TTL_SECONDS, type EgressExce
 
 // The names, the rulesets, the resolving of exceptions and the pruning live in files of their
 // own; this module stays the one the rest of the runtime (and its index) imports them from.
-export { BRIDGE_NAME_PREFIX, egressTableName, INSTALLATION_TABLE_PREFIX, installationTableName, installationTag, sandboxBridgeName } from './egress-names.js';
+export {
+  BRIDGE_NAME_PREFIX,
+  EGRESS_PROXY_PORT,
+  egressTableName,
+  INSTALLATION_TABLE_PREFIX,
+  installationTableName,
+  installationTag,
+  sandboxBridgeName,
+} from './egress-names.js';
 export { BLOCKED_RANGES, egressRuleset, EXACT_EXCEPTION_MARK, installationRuleset, RANGE_EXCEPTION_MARK } from './egress-rulesets.js';
 export { PRUNE_AFTER_MS, pruneInstallationTables } from './prune-installation-tables.js';
 export { hostResolvers, resolveEgressEntry, resolveEgressException, UNKNOWN_TTL_SECONDS, type EgressException } from './resolve-egress-entry.js';
@@ -47,6 +55,12 @@ export interface EgressFirewall {
   ensure(): Promise<void>;
   /** Stops re-resolving host names; the tables stay (the sandboxes keep running). */
   close(): void;
+  /**
+   * The exceptions in force now (`docker_egress_allow`, names as last resolved): what the egress
+   * proxy, which runs outside the firewall, applies to its own connections too. Empty before
+   * {@link ensure} resolved them.
+   */
+  exceptions(): readonly EgressException[];
 }
 
 /** Shortest wait before a host name is resolved again, seconds (a TTL of 0 is not a reason to spin). */
@@ -87,6 +101,8 @@ export function createEgressFirewall(options: {
   sandboxRoot?: string | undefined;
   logger?: HostLogger | undefined;
   resolvers?: readonly string[];
+  /** Allow-list mode (`docker_egress: allowlist`): past the host, only DNS and the exceptions; the rest through the egress proxy. */
+  allowlist?: boolean;
 }): EgressFirewall {
   const unenforced = egressUnenforcedReason(options);
   const { logger } = options;
@@ -96,6 +112,7 @@ export function createEgressFirewall(options: {
   let closed = false;
   // The last exceptions installed, as text, so a refresh that changes nothing installs nothing.
   let current = '';
+  let inForce: readonly EgressException[] = [];
   // Names that did not resolve at the last try, so each is logged once until it resolves again.
   const unresolved = new Set<string>();
 
@@ -140,7 +157,10 @@ export function createEgressFirewall(options: {
     const text = JSON.stringify(exceptions.map((exception) => `${exception.cidr}:${exception.port ?? ''}`).sort());
     if (always || text !== current) {
       try {
-        await nft(['-f', '-'], installationRuleset({ tag, exceptions }));
+        await nft(
+          ['-f', '-'],
+          installationRuleset({ tag, exceptions, ...(options.allowlist ? { allowlist: { resolvers: options.resolvers ?? hostResolvers() } } : {}) }),
+        );
       } catch (error) {
         throw new SandboxError(
           'EGRESS_RULES_FAILED',
@@ -149,6 +169,7 @@ export function createEgressFirewall(options: {
       }
       if (!always) logger?.info(`berth: egress exceptions of table inet ${installationTableName(tag)} changed (${exceptions.length} in force)`);
       current = text;
+      inForce = exceptions;
     }
     await pruneInstallationTables(installationTableName(tag)).catch(() => []);
     schedule(refreshSeconds);
@@ -222,5 +243,6 @@ export function createEgressFirewall(options: {
       clearTimeout(timer);
       clearInterval(watcher);
     },
+    exceptions: () => inForce,
   };
 }

@@ -4,6 +4,13 @@ import { loadInstallationKey } from '@berth/core/driver';
 // The names the egress policy knows things by on the host: the nftables table of a pool, the
 // table of an installation, and the bridges of an installation's sandbox networks.
 
+/**
+ * The TCP port of the egress proxy (docs/brokered-secrets.md) on each sandbox network's gateway:
+ * the same for every installation (each listens only on its own sandboxes' gateways), one above
+ * the usual proxy port, so that a proxy the host already runs on 3128 does not clash.
+ */
+export const EGRESS_PROXY_PORT = 3129;
+
 /** The first letters of every Berth sandbox bridge's interface name. */
 export const BRIDGE_NAME_PREFIX = 'bth';
 

@@ -1,5 +1,5 @@
 import { cidrWithin, LINK_LOCAL_RANGE } from '@berth/core/driver';
-import { BRIDGE_NAME_PREFIX, egressTableName, installationTableName } from './egress-names.js';
+import { BRIDGE_NAME_PREFIX, EGRESS_PROXY_PORT, egressTableName, installationTableName } from './egress-names.js';
 import type { EgressException } from './resolve-egress-entry.js';
 
 // The egress policy as nftables scripts: what the pool's table refuses, and what an
@@ -88,6 +88,8 @@ export function egressRuleset(options: { pool: string; resolvers: readonly strin
     // DNS on the sandbox's own network gateway (an address of the bridge the packet came in on;
     // Podman's aardvark-dns answers there), never on another sandbox's gateway.
     '    meta l4proto { tcp, udp } th dport 53 fib daddr . iif type local return',
+    // The egress proxy on the same gateway (brokered variables, allow-list mode): its port only.
+    `    tcp dport ${EGRESS_PROXY_PORT} fib daddr . iif type local return`,
     '    ip daddr @pool goto refuse',
     // The host itself: only what an exception names by its one address.
     `    meta mark and ${hex(EXACT_EXCEPTION_MARK)} != 0 return`,
@@ -103,7 +105,16 @@ export function egressRuleset(options: { pool: string; resolvers: readonly strin
  * installation's own sandboxes (bridges `bth<tag>…`) that go to one of its exceptions, which
  * the pool's table then lets through.
  */
-export function installationRuleset(options: { tag: string; exceptions: readonly EgressException[] }): string {
+export function installationRuleset(options: {
+  tag: string;
+  exceptions: readonly EgressException[];
+  /**
+   * Allow-list mode (`docker_egress: allowlist`): the installation's sandboxes reach nothing
+   * past their host but DNS to these resolvers and its exceptions; the rest goes through the
+   * egress proxy on their gateway (which the pool's table lets through), or nowhere.
+   */
+  allowlist?: { readonly resolvers: readonly string[] } | undefined;
+}): string {
   const table = installationTableName(options.tag);
   const single = (exception: EgressException): boolean => exception.cidr.endsWith('/32');
   const ported = (list: readonly EgressException[]): string[] =>
@@ -134,6 +145,26 @@ export function installationRuleset(options: { tag: string; exceptions: readonly
     set('range_ports', 'ipv4_addr . inet_proto . inet_service', ported(ranges)),
     ...mark('forward'),
     ...mark('input'),
+    ...(options.allowlist
+      ? [
+          set(
+            'resolvers',
+            'ipv4_addr',
+            options.allowlist.resolvers.map((address) => `${address}/32`),
+          ),
+          // After the marks (priority - 20) and before the pool's table (- 10): a reject in any
+          // base chain is final, so nothing later reopens what this refuses.
+          '  chain allowlist_forward {',
+          '    type filter hook forward priority filter - 15; policy accept;',
+          `    iifname != "${BRIDGE_NAME_PREFIX}${options.tag}*" return`,
+          '    ct state established,related return',
+          `    meta mark and ${hex(OUR_MARKS)} != 0 return`,
+          '    meta nfproto ipv4 ip daddr @resolvers meta l4proto { tcp, udp } th dport 53 return',
+          '    meta l4proto tcp reject with tcp reset',
+          '    reject with icmpx type admin-prohibited',
+          '  }',
+        ]
+      : []),
     '}',
     '',
   ].join('\n');

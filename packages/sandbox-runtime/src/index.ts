@@ -22,6 +22,7 @@ export { releaseDisksUnder } from './scope-disks.js';
 export {
   BRIDGE_NAME_PREFIX,
   createEgressFirewall,
+  EGRESS_PROXY_PORT,
   egressRuleset,
   egressTableName,
   installationRuleset,
@@ -38,6 +39,8 @@ export { insideProcessListing, isIdleProcess, isSandboxBusy, type SandboxProcess
 export { quoteShell } from './shell-words.js';
 export { CA_CERTIFICATE_FILE, CA_KEY_FILE, loadCertificateAuthority, type CertificateAuthority } from './egress-proxy/certificate-authority.js';
 export { createEgressProxy, type EgressProxy, type EgressProxyOptions, type ProxyClient } from './egress-proxy/egress-proxy.js';
+export { CA_BUNDLE_FILE, CA_BUNDLE_TARGET, createEgressBroker, EGRESS_FOLDER, type EgressBroker, type EgressProxyHooks } from './egress-broker.js';
+export { createAddressPolicy } from './egress-proxy/address-policy.js';
 export { canonicalHost, formatHostPattern, hostMatches, parseHostPattern, type HostPattern } from './egress-proxy/host-patterns.js';
 export {
   PLACEHOLDER_PATTERN,

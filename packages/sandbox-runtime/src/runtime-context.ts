@@ -1,3 +1,4 @@
+import type { EgressBroker } from './egress-broker.js';
 import type { SharedBound } from './shared-bound.js';
 import type { HostLogger, RuntimeDescription, SandboxPaths } from '@berth/core';
 import type { SandboxDriverV1 } from '@berth/core/driver';
@@ -46,8 +47,10 @@ export interface RuntimeContext {
    * when the driver has host folders; refuses at once while the scope is being purged.
    */
   readonly holdScope: <T>(paths: SandboxPaths, purpose: string, task: () => Promise<T>) => Promise<T>;
-  /** Makes sure the egress policy is in force before a sandbox with networking starts. */
-  readonly prepareNetwork: () => Promise<void>;
+  /** Makes sure the egress policy is in force before a sandbox with networking of the installation at `root` starts. */
+  readonly prepareNetwork: (root: string) => Promise<void>;
+  /** Brokered variables and the egress proxy (egress-broker.ts). */
+  readonly egress: EgressBroker;
   /** Why the egress policy is not enforced, once the engine said (`undefined`: enforced, or not known yet). */
   readonly egressUnenforced: () => Promise<string | undefined>;
   /** The one bound all sandboxes share (shared-bound.ts), set once before the first sandbox is made. */

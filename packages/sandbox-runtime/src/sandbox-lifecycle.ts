@@ -59,7 +59,7 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
   /** What must hold on the host before a sandbox starts: its folders (on its own disk) and the egress policy. */
   const prepareFolders = async (request: SandboxRequest): Promise<void> => {
     if (driver.capabilities.hostFolders) await prepareHostFolders(request.paths, context.disks.ensure);
-    await context.prepareNetwork();
+    await context.prepareNetwork(request.paths.root);
   };
 
   const start = async (entry: SandboxEntry, id: string, justCreated = false): Promise<void> => {
@@ -145,7 +145,9 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
 
   const acquire: SandboxLifecycle['acquire'] = async (entry, request) => {
     const bound = await context.sharedBound();
+    const runtimeMounts = await context.egress.mounts(request.paths.root);
     const { spec, configHash } = buildSandboxSpec({
+      ...(runtimeMounts.length > 0 ? { runtimeMounts } : {}),
       ...(bound.parent ? { cgroupParent: bound.parent } : {}),
       settings,
       image: context.image,

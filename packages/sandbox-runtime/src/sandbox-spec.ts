@@ -123,6 +123,8 @@ export interface BuildSandboxSpecOptions {
   readonly channels?: string;
   /** The parent cgroup all sandboxes share (shared-bound.ts), when the runtime set one. */
   readonly cgroupParent?: string;
+  /** Read-only mounts of the runtime's own after the operator's (the egress proxy's CA bundle). */
+  readonly runtimeMounts?: ReadonlyArray<{ readonly source: string; readonly target: string; readonly readOnly: boolean }>;
 }
 
 /**
@@ -146,7 +148,7 @@ export function buildSandboxSpec(options: BuildSandboxSpecOptions): { spec: Sand
     labels,
     workspace: options.paths.workspace,
     home: options.paths.home,
-    volumes: settings.docker_volumes.map(parseVolume),
+    volumes: [...settings.docker_volumes.map(parseVolume), ...(options.runtimeMounts ?? [])],
     ...(options.channels ? { channels: options.channels } : {}),
     command: [...KEEP_ALIVE_COMMAND],
     workingDir: WORKSPACE_TARGET,

@@ -96,6 +96,8 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     if (!entry.running) drop(entry);
     const startsBefore = entry.starts ?? 0;
     await lifecycle.acquire(entry, request);
+    // The egress proxy learns the sandbox's address before its shells get the proxy's variables.
+    await context.egress.attach(entry);
     // The capacity policy (stopping the least recently used) runs while the shells open.
     const capacity = acquired(entry);
     try {
@@ -120,7 +122,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     try {
       const session = await ShellSession.open({
         channel,
-        variables: request.environment.variables,
+        variables: context.egress.variables(entry, request),
         readyTimeoutMs: context.shellReadyTimeoutMs,
         ...(entry.retired ? { successorOf: entry.retired } : {}),
       });
@@ -182,11 +184,11 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
       ...(stdin !== undefined ? { stdin } : {}),
       timeoutMs,
       outputLimit: settings.docker_output_limit,
-      variables: request.environment.variables,
+      variables: context.egress.variables(entry, request),
       kill: () => killCommand(entry),
     };
     if (entry.mode === 'exec') {
-      const key = environmentDigest(request.environment.variables);
+      const key = environmentDigest(common.variables);
       const environmentChanged = entry.environmentKey !== undefined && entry.environmentKey !== key;
       entry.environmentKey = key;
       return runExecOnce({ ...common, environmentChanged, openChannel: channelOpener(entry) });

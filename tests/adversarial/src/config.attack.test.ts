@@ -30,6 +30,13 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   docker_network: { wrongType: 'bridge', outOfRange: 0, valid: true },
   docker_network_pool: { wrongType: 10, outOfRange: '10.217.0.0/30', valid: '10.217.0.0/16' },
   docker_egress_allow: { wrongType: '10.1.2.3', outOfRange: ['10.1.2.3:99999'], valid: ['10.1.2.3:5432'] },
+  docker_secret_hosts: {
+    wrongType: ['GITHUB_TOKEN'],
+    outOfRange: { GITHUB_TOKEN: ['140.82.112.6'] },
+    valid: { GITHUB_TOKEN: ['api.github.com', '*.githubusercontent.com'] },
+  },
+  docker_egress: { wrongType: true, outOfRange: 'closed', valid: 'open' },
+  docker_egress_domains: { wrongType: 'api.github.com', outOfRange: ['api.github.com'], valid: [] },
   timeout: { wrongType: '30s', outOfRange: -1, valid: 30 },
   lifetime_seconds: { wrongType: '5m', outOfRange: -1, valid: 300 },
   sandbox_dir: { wrongType: 42, outOfRange: '', valid: sandboxDir },
@@ -77,11 +84,55 @@ interface Case {
   readonly key: string;
 }
 
-const cases: Case[] = Object.entries(BAD_VALUES).flatMap(([key, values]) => [
-  { name: `${key}: wrong type`, section: { [key]: values.wrongType }, key: `terminal.${key}` },
-  { name: `${key}: out of range`, section: { [key]: values.outOfRange }, key: `terminal.${key}` },
-  { name: `${key}: unknown sibling`, section: { [key]: values.valid, [`${key}_typo`]: values.valid }, key: `terminal.${key}_typo` },
-]);
+/** Bad values beyond the table's one out-of-range value per key, for keys with more than one way to be wrong. */
+const MORE_BAD_VALUES: Case[] = [
+  {
+    name: 'docker_secret_hosts: a top-level domain',
+    section: { docker_secret_hosts: { GITHUB_TOKEN: ['*.com'] } },
+    key: 'terminal.docker_secret_hosts.GITHUB_TOKEN.0',
+  },
+  {
+    name: 'docker_secret_hosts: a port',
+    section: { docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com', 'api.github.com:443'] } },
+    key: 'terminal.docker_secret_hosts.GITHUB_TOKEN.1',
+  },
+  { name: 'docker_secret_hosts: no host', section: { docker_secret_hosts: { GITHUB_TOKEN: [] } }, key: 'terminal.docker_secret_hosts.GITHUB_TOKEN' },
+  {
+    name: 'docker_secret_hosts: a bad variable name',
+    section: { docker_secret_hosts: { 'GITHUB-TOKEN': ['api.github.com'] } },
+    key: 'terminal.docker_secret_hosts.GITHUB-TOKEN',
+  },
+  { name: 'docker_secret_hosts: a reserved name', section: { docker_secret_hosts: { PATH: ['api.github.com'] } }, key: 'terminal.docker_secret_hosts.PATH' },
+  {
+    name: 'docker_secret_hosts: a name in docker_env',
+    section: { docker_env: { GITHUB_TOKEN: 'ghp_written_in_the_config' }, docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com'] } },
+    key: 'terminal.docker_secret_hosts.GITHUB_TOKEN',
+  },
+  {
+    name: 'docker_egress_domains: an address',
+    section: { docker_egress: 'allowlist', docker_egress_domains: ['140.82.112.6'] },
+    key: 'terminal.docker_egress_domains.0',
+  },
+  {
+    name: 'docker_egress_domains: a top-level domain',
+    section: { docker_egress: 'allowlist', docker_egress_domains: ['*.com'] },
+    key: 'terminal.docker_egress_domains.0',
+  },
+  {
+    name: 'docker_egress_domains: with docker_egress open',
+    section: { docker_egress: 'open', docker_egress_domains: ['api.github.com'] },
+    key: 'terminal.docker_egress_domains',
+  },
+];
+
+const cases: Case[] = [
+  ...Object.entries(BAD_VALUES).flatMap(([key, values]) => [
+    { name: `${key}: wrong type`, section: { [key]: values.wrongType }, key: `terminal.${key}` },
+    { name: `${key}: out of range`, section: { [key]: values.outOfRange }, key: `terminal.${key}` },
+    { name: `${key}: unknown sibling`, section: { [key]: values.valid, [`${key}_typo`]: values.valid }, key: `terminal.${key}_typo` },
+  ]),
+  ...MORE_BAD_VALUES,
+];
 
 /** Registers the plugin with `config` (or the default file under `home`); returns the error or the provider. */
 async function register(config: unknown, environment: Record<string, string> = { HERMES_HOME: home }): Promise<Error | TerminalEnvironmentProviderV1> {
@@ -157,7 +208,7 @@ describe('bad configuration is refused with one clear line naming the key, and n
     }
   });
 
-  it(`through register(): ${cases.length} cases (wrong type, out of range, unknown sibling for each key) each throw ConfigError naming the key`, async () => {
+  it(`through register(): ${cases.length} cases (wrong type, out of range, unknown sibling for each key, and more bad values of some) each throw ConfigError naming the key`, async () => {
     for (const testCase of cases) {
       const outcome = await register({ sandbox_dir: sandboxDir, docker_image: ATTACK_IMAGE, ...testCase.section });
       expect({ name: testCase.name, isConfigError: outcome instanceof ConfigError }).toEqual({ name: testCase.name, isConfigError: true });

@@ -21,7 +21,19 @@ import type { CliOptions } from './parse-cli-arguments.js';
 
 /** The outcome of one doctor check. */
 export interface DoctorCheck {
-  readonly name: 'config' | 'engine' | 'backend' | 'image' | 'sandbox-root' | 'variables' | 'isolation' | 'runtime' | 'capacity' | 'disk';
+  readonly name:
+    | 'config'
+    | 'engine'
+    | 'backend'
+    | 'image'
+    | 'sandbox-root'
+    | 'variables'
+    | 'secrets'
+    | 'egress'
+    | 'isolation'
+    | 'runtime'
+    | 'capacity'
+    | 'disk';
   readonly status: 'ok' | 'problem' | 'warning' | 'skipped';
   readonly detail: string;
   /** The one thing to do, for problems and warnings. */
@@ -332,6 +344,7 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
               fix: 'run "berth env --platform P --user ID" for the exact prefix of each user and rename them',
             },
       );
+      checks.push(...secretChecks(config, resolver.index.userVariableNames(), io.environment, description?.egress));
     } catch (error) {
       checks.push({ name: 'variables', status: 'problem', detail: (error as Error).message, fix: 'fix the config as the message says' });
     }
@@ -351,6 +364,71 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
     sandboxRoot: { path: root, exists: state.exists, writable: state.writable },
     checks,
   };
+}
+
+/**
+ * Which variables are brokered (their values only ever in requests to their hosts, through the
+ * egress proxy) and which still enter sandboxes, and the egress mode (docs/brokered-secrets.md).
+ */
+export function secretChecks(
+  config: TerminalConfig,
+  userVariables: ReadonlyMap<string, number>,
+  environment: Readonly<Record<string, string | undefined>>,
+  egress: BackendDescription['egress'],
+): DoctorCheck[] {
+  const hosts = config.docker_secret_hosts;
+  const brokered = Object.keys(hosts).sort();
+  const entering = [
+    ...config.docker_forward_env.filter((name) => environment[name] !== undefined && !(name in hosts)).map((name) => `${name} (forwarded)`),
+    ...[...userVariables]
+      .filter(([name]) => !(name in hosts))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, users]) => `${name} (user variable of ${users} user${users === 1 ? '' : 's'})`),
+  ];
+  const brokeredText = brokered.map((name) => `${name} -> ${hosts[name]!.join(', ')}`).join('; ');
+  const enteringText = entering.length === 0 ? 'no secret enters a sandbox' : `still enter sandboxes: ${entering.join(', ')}`;
+  const checks: DoctorCheck[] = [];
+  if (brokered.length === 0) {
+    checks.push({
+      name: 'secrets',
+      status: 'ok',
+      detail: `no variable is brokered; ${enteringText}`,
+      ...(entering.length > 0 ? { fix: 'broker the ones that are API keys with terminal.docker_secret_hosts (docs/brokered-secrets.md)' } : {}),
+    });
+  } else if (egress?.unavailable && config.docker_network) {
+    checks.push({
+      name: 'secrets',
+      status: 'warning',
+      detail: `brokered: ${brokeredText} — but ${egress.unavailable}: sandboxes get placeholders that nothing replaces; ${enteringText}`,
+      fix: 'run sandboxes on Docker or rootful Podman on this host for the egress proxy (docs/brokered-secrets.md)',
+    });
+  } else {
+    checks.push({
+      name: 'secrets',
+      status: 'ok',
+      detail: `brokered (sandboxes hold placeholders; the values go only to these hosts${config.docker_network ? '' : ', and nowhere while docker_network is false'}): ${brokeredText}; ${enteringText}`,
+    });
+  }
+  if (config.docker_egress === 'allowlist') {
+    const domains = config.docker_egress_domains.length > 0 ? config.docker_egress_domains.join(', ') : 'none';
+    checks.push(
+      egress?.unavailable && config.docker_network
+        ? {
+            name: 'egress',
+            status: 'problem',
+            detail: `docker_egress is allowlist, but ${egress.unavailable}: no sandbox starts with networking`,
+            fix: 'set terminal.docker_egress: open, or docker_network: false, or use Docker or rootful Podman on this host',
+          }
+        : { name: 'egress', status: 'ok', detail: `allowlist: sandboxes reach only DNS and the egress proxy, which lets through only ${domains}` },
+    );
+  } else {
+    checks.push({
+      name: 'egress',
+      status: 'ok',
+      detail: 'open (the default): sandboxes reach the internet directly, as the egress policy allows; docker_egress: allowlist limits them to named domains',
+    });
+  }
+  return checks;
 }
 
 /** `berth doctor`: exit 0 only when every check passed. */

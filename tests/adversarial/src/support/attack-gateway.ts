@@ -13,7 +13,7 @@ import {
   type TerminalEnvironmentProviderV1,
   type TerminalRegistryV1,
 } from '@berth/core';
-import { createBerthPlugin, type Berth, type BerthPlugin, releaseDisksUnder } from '@berth/gateway-plugin';
+import { createBerthPlugin, type Berth, type BerthPlugin, type BerthPluginOptions, releaseDisksUnder } from '@berth/gateway-plugin';
 import { egressTableName, installationTableName, installationTag } from '@berth/sandbox-runtime';
 import Dockerode from 'dockerode';
 
@@ -144,6 +144,8 @@ export interface AttackGatewayOptions {
   readonly environment?: Record<string, string>;
   /** A sandbox root to use instead of a fresh temporary folder. */
   readonly sandboxDir?: string;
+  /** The plugin's own options (the egress proxy's upstream trust and name lookup, say). */
+  readonly plugin?: BerthPluginOptions;
 }
 
 /** Every container Berth made for a sandbox root (by the workspace label), from outside. */
@@ -232,7 +234,7 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
     reservedNames: ['docker', 'local'],
     registerEnvironmentProvider: (provider) => void providers.set(provider.name, provider),
   };
-  const plugin = createBerthPlugin();
+  const plugin = createBerthPlugin(options.plugin);
   // A registration refused (the cases that try bad settings) leaves no folder behind.
   const registered = Promise.resolve().then(() =>
     plugin.register({

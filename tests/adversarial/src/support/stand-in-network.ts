@@ -37,8 +37,17 @@ export function freeOctet(addresses: (octet: number) => readonly string[]): numb
   throw new Error('every stand-in address range is taken by other stand-in networks on this machine');
 }
 
-/** Starts the namespace: `link` is a /30 (host .1, namespace .2); `extra` are /32s routed into it. */
-export async function startStandInNetwork(options: { link: string; extra?: readonly string[] }): Promise<StandInNetwork> {
+/**
+ * Starts the namespace: `link` is a /30 (host .1, namespace .2); `extra` are /32s routed into it.
+ * `server`: the arguments of a Node process of the caller's own to run there instead of the HTTP
+ * server (it prints its port as its first line; each later line goes to `onLine`).
+ */
+export async function startStandInNetwork(options: {
+  link: string;
+  extra?: readonly string[];
+  server?: readonly string[];
+  onLine?: (line: string) => void;
+}): Promise<StandInNetwork> {
   const tag = randomBytes(3).toString('hex');
   const namespace = `berth-standin-${tag}`;
   const hostEnd = `bsh${tag}`;
@@ -81,9 +90,23 @@ export async function startStandInNetwork(options: { link: string; extra?: reado
     // copy of every mount of the host at that moment, users' disks of concurrent suites among
     // them, which this server then held for its lifetime, so a purge there could not let the
     // disk's loop device go (`berth rm --purge` exited 125 naming this process).
-    server = spawn('nsenter', [`--net=/run/netns/${namespace}`, '--', process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    server = spawn('nsenter', [`--net=/run/netns/${namespace}`, '--', process.execPath, ...(options.server ?? ['-e', script])], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const port = await new Promise<number>((resolve, reject) => {
-      server!.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+      let pending = '';
+      let first = true;
+      server!.stdout!.on('data', (chunk: Buffer) => {
+        pending += chunk.toString();
+        const lines = pending.split('\n');
+        pending = lines.pop()!;
+        for (const line of lines) {
+          if (first) {
+            first = false;
+            resolve(Number(line.trim()));
+          } else options.onLine?.(line);
+        }
+      });
       server!.once('exit', (code) => reject(new Error(`the stand-in server in ${namespace} exited (${code})`)));
     });
     return { addresses: [peerAddress, ...extra], port, hostAddress, close };

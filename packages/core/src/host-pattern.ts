@@ -1,0 +1,53 @@
+import { isIP } from 'node:net';
+
+/**
+ * Host patterns of the egress proxy (docs/brokered-secrets.md), in the one place both the config
+ * check (`docker_secret_hosts`, `docker_egress_domains`) and the proxy (`@berth/sandbox-runtime`'s
+ * `egress-proxy/`) read them: `api.github.com` is that host only; `*.githubusercontent.com` is
+ * any host below it (one label or more), not the domain itself. Matching is on the lower-cased
+ * name without a trailing dot. Addresses are never patterns: a brokered secret or an allowed
+ * domain is named, so what the sandbox connects to is checked against the name it asked for
+ * (CONNECT, SNI and Host agree), not an address.
+ */
+export type HostPattern = { readonly exact: string } | { readonly below: string };
+
+const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/** The canonical form of a host name: lower case, no trailing dot; undefined when it is not a DNS name. */
+export function canonicalHost(host: string): string | undefined {
+  const name = host.trim().toLowerCase().replace(/\.$/, '');
+  if (name.length === 0 || name.length > 253 || isIP(name.replace(/^\[|\]$/g, '')) !== 0) return undefined;
+  return name.split('.').every((label) => LABEL.test(label)) ? name : undefined;
+}
+
+/**
+ * Parses one pattern; throws a one-line error saying what to write instead. The error does not
+ * repeat the text: an operator who pasted a token where its host belongs must not find the
+ * token in a log (the config's error names the entry by its key and position).
+ */
+export function parseHostPattern(text: string): HostPattern {
+  const wildcard = text.startsWith('*.');
+  const name = canonicalHost(wildcard ? text.slice(2) : text);
+  if (name === undefined || name.includes('*')) {
+    throw new Error(
+      'not a host name or "*.domain" pattern (an address, a port or a "*" elsewhere is not allowed); write it like "api.github.com" or "*.githubusercontent.com"',
+    );
+  }
+  // "*.com" would approve every host of a top-level domain: a mistake, never a policy. A name
+  // without a dot is no host on the internet (and a pasted token often looks like one).
+  if (wildcard && !name.includes('.')) throw new Error('covers a whole top-level domain; name the domain under it, like "*.example.com"');
+  if (!name.includes('.')) throw new Error('names no domain; write the host with its domain, like "api.github.com"');
+  return wildcard ? { below: name } : { exact: name };
+}
+
+/** Whether `host` (any case, a trailing dot allowed) matches one of `patterns`. Addresses match none. */
+export function hostMatches(host: string, patterns: readonly HostPattern[]): boolean {
+  const name = canonicalHost(host);
+  if (name === undefined) return false;
+  return patterns.some((pattern) => ('exact' in pattern ? name === pattern.exact : name.endsWith(`.${pattern.below}`)));
+}
+
+/** The text form of a pattern, as the operator wrote it (canonical). */
+export function formatHostPattern(pattern: HostPattern): string {
+  return 'exact' in pattern ? pattern.exact : `*.${pattern.below}`;
+}
