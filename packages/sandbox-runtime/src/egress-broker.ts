@@ -142,6 +142,16 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
 
   // One CA and one installation key per sandbox root (a gateway has one).
   const installations = new Map<string, { ca: CertificateAuthority; key: Buffer; bundle: string }>();
+  // The installation key alone, for placeholders: a sandbox without networking needs no CA.
+  const keys = new Map<string, Buffer>();
+  const keyOf = (root: string): Buffer => {
+    let key = keys.get(root);
+    if (!key) {
+      key = loadInstallationKey(root);
+      keys.set(root, key);
+    }
+    return key;
+  };
   const installationOf = (root: string): { ca: CertificateAuthority; key: Buffer; bundle: string } => {
     let found = installations.get(root);
     if (!found) {
@@ -152,7 +162,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       const bundle = path.join(folder, CA_BUNDLE_FILE);
       if (readOwn(bundle) !== bundleText) writeWhole(bundle, bundleText);
       if (!system) logger?.warn(`berth: no CA bundle of this host found (${SYSTEM_BUNDLES.join(', ')}); sandboxes trust only Berth's egress CA`);
-      found = { ca, key: loadInstallationKey(root), bundle };
+      found = { ca, key: keyOf(root), bundle };
       installations.set(root, found);
     }
     return found;
@@ -168,7 +178,8 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
   const clientOf = (entry: SandboxEntry) => {
     let client = clients.get(entry);
     if (!client) {
-      client = { sandbox: entry.name, placeholders: new Map(), allow, ca: entry.paths ? installationOf(entry.paths.root).ca : undefined };
+      // Its CA is set when it is attached (a sandbox without networking has none).
+      client = { sandbox: entry.name, placeholders: new Map(), allow, ca: undefined };
       clients.set(entry, client);
     }
     return client;
@@ -246,13 +257,13 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
         return cached.variables;
       }
       const variables: Record<string, string> = { ...request.environment.variables };
-      const installation = installationOf(request.paths.root);
+      const installationKey = keyOf(request.paths.root);
       const placeholders = new Map<string, BrokeredValue>();
       for (const detail of request.environment.details) {
         const hosts = hostsOf.get(detail.name);
         // Only secrets are brokered: the config refuses brokering a docker_env name.
         if (!hosts || !detail.secret) continue;
-        const placeholder = placeholderFor(installation.key, entry.name, detail.name);
+        const placeholder = placeholderFor(installationKey, entry.name, detail.name);
         variables[detail.name] = placeholder;
         placeholders.set(placeholder, { variable: detail.name, value: detail.value, hosts });
       }
