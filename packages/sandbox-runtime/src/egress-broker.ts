@@ -125,10 +125,13 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
 
   /** Why this engine's sandboxes cannot use the proxy, or `undefined` when they can. */
   let unavailable: Promise<string | undefined> | undefined;
+  // The pool the engine's sandbox networks are on, as it said (the firewall's too).
+  let pool = settings.docker_network_pool;
   const whyUnavailable = (): Promise<string | undefined> =>
     (unavailable ??= options
       .describe()
       .then((description) => {
+        if (description.networkPool !== undefined) pool = description.networkPool;
         if (description.networkPool === undefined) {
           return `${driver.engine} sandboxes here are not on networks of this host (rootless user-mode networking, a remote engine, or a cluster), so the proxy cannot tell them apart`;
         }
@@ -196,7 +199,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
         if (record.entry.containerId !== record.containerId || !record.entry.running) return undefined;
         return clientOf(record.entry);
       },
-      allowsAddress: createAddressPolicy({ pool: settings.docker_network_pool, exceptions: options.exceptions }),
+      allowsAddress: createAddressPolicy({ pool, exceptions: options.exceptions }),
       logger,
       ...(options.proxy?.upstreamCa ? { upstreamCa: options.proxy.upstreamCa } : {}),
       ...(options.proxy?.lookup ? { lookup: options.proxy.lookup } : {}),
@@ -215,6 +218,8 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
   const detach = async (entry: SandboxEntry): Promise<void> => {
     const address = addressOf.get(entry);
     addressOf.delete(entry);
+    // Made again, with the placeholders of the next command, when the sandbox is attached again.
+    clients.delete(entry);
     if (address === undefined) return;
     const record = byAddress.get(address);
     if (record?.entry !== entry) return;
@@ -291,6 +296,11 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
         return;
       }
       const found = await driver.networkAddress!(entry.containerId);
+      const current = addressOf.get(entry);
+      const record = current === undefined ? undefined : byAddress.get(current);
+      // The same sandbox at the same address (a new shell in it): its listener stays, so a
+      // request a background job makes meanwhile is not refused.
+      if (found && record && current === found.address && record.gateway === found.gateway && record.containerId === entry.containerId) return;
       await detach(entry);
       if (!found) {
         warnOnce(

@@ -72,7 +72,7 @@ beforeAll(async () => {
   api = await startStandInNetwork({
     link: `198.51.100.${(octet * 4) & 0xfc}`,
     extra: [apiAddress],
-    server: [path.join(import.meta.dirname, 'support', 'fake-api.mjs'), certificates],
+    server: [path.join(import.meta.dirname, 'support', 'fake-api.mjs'), certificates, apiAddress],
     onLine: (line) => received.push(JSON.parse(line) as Received),
   });
 });
@@ -81,6 +81,9 @@ afterAll(() => {
   api?.close();
   if (folder) rmSync(folder, { recursive: true, force: true });
 });
+
+/** One UDP datagram to the fake API's echo, from inside a sandbox: its answer, or the error. */
+const udpProbe = `python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); s.connect(("${apiAddress}", 443)); s.send(b"x"); print(s.recv(20))' 2>&1 | tail -n 1`;
 
 /** A marker of one request, so each case finds its own in what the fake API received. */
 const marker = (): string => `m${randomBytes(6).toString('hex')}`;
@@ -197,9 +200,10 @@ describe.each(['docker', 'podman'] as const)('brokered variables on %s', (backen
     expect(JSON.stringify(request)).not.toContain(aliceToken);
   });
 
-  it('a client that ignores the proxy reaches the internet directly in open mode (the control of the allow-list case below)', async () => {
+  it('a client that ignores the proxy reaches the internet directly in open mode, over TCP and UDP (the control of the allow-list case below)', async () => {
     const direct = await run(gateway, alice, `curl -sS --noproxy '*' -k -m 5 "https://${apiAddress}/direct-${marker()}" 2>&1`);
     expect(direct).toContain('answered GET /direct-');
+    expect(await run(gateway, alice, udpProbe)).toContain("b'echo x'");
   });
 
   describe('in allow-list mode', () => {
@@ -245,10 +249,23 @@ EOF`,
       expect(sni).toContain('refused:');
     });
 
-    it('blocks a client that ignores the proxy variables, by name or by address', async () => {
-      const output = await run(allowlisted, alice, `curl -sS --noproxy '*' -k -m 5 "https://${apiAddress}/direct-${marker()}" 2>&1; echo "exit $?"`);
-      expect(output).not.toContain('answered');
-      expect(output).toMatch(/exit (7|28)/);
+    it('blocks a client that ignores the proxy variables, by address or by a listed name it resolves itself', async () => {
+      const byAddress = await run(allowlisted, alice, `curl -sS --noproxy '*' -k -m 5 "https://${apiAddress}/direct-${marker()}" 2>&1; echo "exit $?"`);
+      expect(byAddress).not.toContain('answered');
+      expect(byAddress).toMatch(/exit (7|28)/);
+      // A listed domain, straight to its address: the list is the proxy's, never the way around it.
+      const byName = await run(
+        allowlisted,
+        alice,
+        `curl -sS --noproxy '*' -k -m 5 --resolve ${LISTED}:443:${apiAddress} "https://${LISTED}/direct-${marker()}" 2>&1; echo "exit $?"`,
+      );
+      expect(byName).not.toContain('answered');
+      expect(byName).toMatch(/exit (7|28)/);
+      // And UDP (QUIC, say) to anything but DNS.
+      const udp = await run(allowlisted, alice, udpProbe);
+      expect(udp).not.toContain('echo');
+      // The firewall's reject (ICMP administratively prohibited): "No route to host".
+      expect(udp).toMatch(/No route to host|ConnectionRefusedError|timed out/);
     });
 
     it('still substitutes for the approved host', async () => {

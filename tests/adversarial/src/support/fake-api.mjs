@@ -1,9 +1,10 @@
 // A fake HTTPS API of the tests' own, run in a network namespace of theirs (stand-in-network.ts):
-// `node fake-api.mjs certificates.json`, where the file maps each host name it serves to a
+// `node fake-api.mjs certificates.json [address]`, where the file maps each host name it serves to a
 // certificate and key of the tests' own CA. It prints its port, then one JSON line per request
 // it receives: what arrived (the TLS name, the Host header, the target, every header), so a test
-// reads what the egress proxy sent on. Its answer never echoes the request: a test that reads
+// reads what the egress proxy sent on. A UDP echo answers on the same port. Its answer never echoes the request: a test that reads
 // the sandbox's side must see only what the sandbox could see anyway.
+import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import tls from 'node:tls';
@@ -48,4 +49,9 @@ const server = https.createServer(
     });
   },
 );
-server.listen(443, '0.0.0.0', () => process.stdout.write(`${server.address().port}\n`));
+// A UDP echo on the same port (QUIC's), for the cases that try UDP past the proxy.
+const echo = dgram.createSocket('udp4');
+echo.on('message', (message, from) => echo.send(Buffer.concat([Buffer.from('echo '), message]), from.port, from.address));
+// Bound to the API's own address (the third argument): an answer from the namespace's other
+// address would match no flow of the sandbox's connected socket.
+echo.bind(443, process.argv[3] ?? '0.0.0.0', () => server.listen(443, '0.0.0.0', () => process.stdout.write(`${server.address().port}\n`)));
