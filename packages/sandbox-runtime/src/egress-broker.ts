@@ -1,11 +1,10 @@
-import { closeSync, constants, existsSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { LookupFunction } from 'node:net';
 import path from 'node:path';
 import { SandboxError, type HostLogger, type SandboxRequest } from '@berth/core';
 import { EGRESS_FOLDER, loadInstallationKey, parseHostPattern, type DriverDescription, type HostPattern, type SandboxDriverV1 } from '@berth/core/driver';
 import { createAddressPolicy } from './egress-proxy/address-policy.js';
-import { loadCertificateAuthority, type CertificateAuthority } from './egress-proxy/certificate-authority.js';
+import { loadCertificateAuthority, readOwnFile, writeWhole, type CertificateAuthority } from './egress-proxy/certificate-authority.js';
 import { createEgressProxy, type EgressProxy, type ProxyClient } from './egress-proxy/egress-proxy.js';
 import { placeholderFor, type BrokeredValue } from './egress-proxy/placeholders.js';
 import type { EgressException } from './resolve-egress-entry.js';
@@ -82,31 +81,14 @@ export interface EgressBroker {
   close(): Promise<void>;
 }
 
-/** Writes `text` to `file` whole: a new file renamed over the name, never a link followed. */
-function writeWhole(file: string, text: string): void {
-  const temporary = `${file}.${randomBytes(6).toString('hex')}`;
-  const descriptor = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+/** A system CA bundle's text, or `undefined` where there is none. */
+const readSystemBundle = (file: string): string | undefined => {
   try {
-    writeSync(descriptor, text);
-  } finally {
-    closeSync(descriptor);
-  }
-  renameSync(temporary, file);
-}
-
-/** Reads a file without following a link at its name, or `undefined`. */
-function readOwn(file: string): string | undefined {
-  try {
-    const descriptor = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-    try {
-      return readFileSync(descriptor, 'utf8');
-    } finally {
-      closeSync(descriptor);
-    }
+    return readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }
-}
+};
 
 const stripMapped = (address: string): string => (address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : address);
 
@@ -143,29 +125,21 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
         throw error;
       }));
 
-  // One CA and one installation key per sandbox root (a gateway has one).
-  const installations = new Map<string, { ca: CertificateAuthority; key: Buffer; bundle: string }>();
-  // The installation key alone, for placeholders: a sandbox without networking needs no CA.
-  const keys = new Map<string, Buffer>();
-  const keyOf = (root: string): Buffer => {
-    let key = keys.get(root);
-    if (!key) {
-      key = loadInstallationKey(root);
-      keys.set(root, key);
-    }
-    return key;
-  };
-  const installationOf = (root: string): { ca: CertificateAuthority; key: Buffer; bundle: string } => {
+  // One CA per sandbox root (a gateway has one).
+  const installations = new Map<string, { ca: CertificateAuthority; bundle: string }>();
+  const installationOf = (root: string): { ca: CertificateAuthority; bundle: string } => {
     let found = installations.get(root);
     if (!found) {
       const folder = path.join(root, EGRESS_FOLDER);
       const ca = loadCertificateAuthority(folder, `Berth egress proxy ${installationTag({ sandboxRoot: root, pool: settings.docker_network_pool })}`);
-      const system = SYSTEM_BUNDLES.find((file) => existsSync(file));
-      const bundleText = `${system ? (readOwn(system) ?? '').trimEnd() : ''}\n${ca.certificatePem.trimEnd()}\n`.trimStart();
+      // The host's own bundle is the system's, links followed (Fedora's is one); only the
+      // installation's files are read and written without following any.
+      const system = SYSTEM_BUNDLES.map(readSystemBundle).find((text) => text !== undefined);
+      const bundleText = `${system?.trimEnd() ?? ''}\n${ca.certificatePem.trimEnd()}\n`.trimStart();
       const bundle = path.join(folder, CA_BUNDLE_FILE);
-      if (readOwn(bundle) !== bundleText) writeWhole(bundle, bundleText);
-      if (!system) logger?.warn(`berth: no CA bundle of this host found (${SYSTEM_BUNDLES.join(', ')}); sandboxes trust only Berth's egress CA`);
-      found = { ca, key: keyOf(root), bundle };
+      if (readOwnFile(bundle) !== bundleText) writeWhole(bundle, bundleText, 0o644);
+      if (system === undefined) logger?.warn(`berth: no CA bundle of this host found (${SYSTEM_BUNDLES.join(', ')}); sandboxes trust only Berth's egress CA`);
+      found = { ca, bundle };
       installations.set(root, found);
     }
     return found;
@@ -256,13 +230,15 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       const gateway = address === undefined ? undefined : byAddress.get(address)?.gateway;
       const key = `${entry.name}\0${gateway ?? ''}`;
       const cached = made.get(request);
-      const client = clientOf(entry);
+      // The proxy's table of this sandbox (none without networking: nothing could ask it).
+      const client = configured ? clientOf(entry) : undefined;
       if (cached?.key === key) {
-        client.placeholders = cached.placeholders;
+        if (client) client.placeholders = cached.placeholders;
         return cached.variables;
       }
       const variables: Record<string, string> = { ...request.environment.variables };
-      const installationKey = keyOf(request.paths.root);
+      // Core keeps the key per root; a sandbox without networking needs no CA.
+      const installationKey = loadInstallationKey(request.paths.root);
       const placeholders = new Map<string, BrokeredValue>();
       for (const detail of request.environment.details) {
         const hosts = hostsOf.get(detail.name);
@@ -272,7 +248,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
         variables[detail.name] = placeholder;
         placeholders.set(placeholder, { variable: detail.name, value: detail.value, hosts });
       }
-      client.placeholders = placeholders;
+      if (client) client.placeholders = placeholders;
       if (gateway !== undefined) {
         for (const name of PROXY_VARIABLES) variables[name] = `http://${gateway}:${EGRESS_PROXY_PORT}`;
         for (const name of NO_PROXY_VARIABLES) variables[name] = NO_PROXY;

@@ -47,7 +47,7 @@ function serial(): string {
 }
 
 /** Reads a file of the CA's folder without following a link; undefined when it is missing. */
-function readOwnFile(file: string): string | undefined {
+export function readOwnFile(file: string): string | undefined {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -64,7 +64,7 @@ function readOwnFile(file: string): string | undefined {
 }
 
 /** Writes `text` to `file` with `mode`, whole or not at all (a new file renamed over the name). */
-function writeWhole(file: string, text: string, mode: number): void {
+export function writeWhole(file: string, text: string, mode: number): void {
   const temporary = `${file}.${randomBytes(6).toString('hex')}.tmp`;
   const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
   try {
