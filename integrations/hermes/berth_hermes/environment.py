@@ -7,66 +7,14 @@ import os
 import posixpath
 from typing import Any, Mapping, cast
 
-from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, PROTOCOL_VERSION, TIMEOUT_EXIT_CODE, checked_timeout
+from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, TIMEOUT_EXIT_CODE, checked_timeout
 from .server import BerthServer, CommandInterrupted, locate_berth
+from .session import PROBE_TASK_ID, probe_answer, read_session, session_request
+
 
 # Seconds to wait for Berth's answer beyond the command's own timeout (a first command may
 # create the container, or pull its image).
 ANSWER_GRACE_SECONDS = 300
-
-SESSION_FIELDS = {
-    "HERMES_SESSION_PLATFORM": "platform",
-    "HERMES_SESSION_USER_ID": "userId",
-    "HERMES_SESSION_CHAT_ID": "chatId",
-    "HERMES_SESSION_KEY": "sessionKey",
-}
-
-
-def read_session() -> dict[str, str]:
-    """The session of the message being handled, read now with Hermes' ``get_session_env``.
-
-    In the gateway these are ContextVars, set per message and carried into the agent's threads;
-    where one was never set Hermes falls back to its process environment (its cron scheduler puts
-    a job's origin platform and chat there). They are never taken from Berth's own process
-    environment. Every field the host gives is sent as given: which of them name a sandbox, and
-    which combinations are refused, is Berth's decision (core's ``resolveScope``), not the bridge's.
-    """
-    try:
-        from gateway.session_context import get_session_env
-    except ImportError:  # Hermes without a gateway package: its CLI keeps the session in os.environ
-
-        def get_session_env(name: str, default: str = "") -> str:
-            return os.environ.get(name, default)
-
-    session: dict[str, str] = {}
-    for name, field in SESSION_FIELDS.items():
-        value = str(get_session_env(name, "") or "").strip()
-        if value:
-            session[field] = value
-    return session
-
-
-def serves_many_people(environment: Mapping[str, str] = os.environ) -> bool:
-    """Whether this process is Hermes' gateway, which serves many people (Hermes' own switch,
-    ``HERMES_GATEWAY_SESSION``, as its approval code reads it), rather than its CLI (one local user).
-
-    Sent as ``sessionRequired``: in the gateway a command whose session names nobody is refused by
-    Berth instead of running in the task sandbox that every such command would share.
-    """
-    return str(environment.get("HERMES_GATEWAY_SESSION", "")).strip().lower() in {"1", "true", "yes", "on"}
-
-
-def session_request(session: Mapping[str, str], task_id: str = "default") -> dict[str, Any]:
-    """The fields every request to ``berth serve`` starts with: the protocol version, the session as
-    ``read_session()`` gave it, the task, and ``sessionRequired`` in the gateway.
-
-    Commands and files (``put-file``, ``get-file``) send exactly these, so whose sandbox a file goes
-    to or comes from is decided as for a command, by core.
-    """
-    request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": task_id or "default"}
-    if serves_many_people():
-        request["sessionRequired"] = True
-    return request
 
 
 def _interrupted() -> bool:
@@ -160,11 +108,14 @@ def environment_class() -> type:
             """Runs ``command`` in the active user's sandbox; returns ``{"output", "returncode"}`` as Hermes expects.
 
             The session is read at this moment, so one handle serves every chat: a user's message
-            runs in that user's sandbox, a cron job or a chat without a user in that chat's own.
-            A command whose session names nobody runs in the task layout,
+            runs in that user's sandbox, a cron job in the job's own, a chat without a user in that
+            chat's own. A command whose session names nobody runs in the task layout,
             ``{sandbox_dir}/docker/{task_id}``, in Hermes' CLI, and is refused in its gateway.
+            The system prompt's backend probe runs nowhere: it gets what every sandbox is.
             Berth's failures raise one line (``berth: …``), never a traceback.
             """
+            if self._berth_task_id == PROBE_TASK_ID:
+                return probe_answer(self.cwd)
             effective_timeout = timeout or self.timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS
             request = session_request(self.berth_session(), self._berth_task_id)
             request["command"] = command

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from .environment import session_request
+from .session import session_request
 from .errors import BerthBridgeError
 from .protocol import ATTACHMENTS_FOLDER as ATTACHMENTS_FOLDER_OF_PROTOCOL
 from .server import BerthServer

@@ -3,7 +3,8 @@
 Hermes caches every attachment in one folder per kind under ``$HERMES_HOME/cache/`` (every user's
 files side by side) and tells the agent where: documents, audio files and videos at
 ``/root/.hermes/cache/<kind>/<file>`` (its docker backend mounts the whole cache there), images and
-voice notes at their host path. Berth mounts no cache into a sandbox. So the bridge wraps
+voice notes at their host path, a replied-to message's attachment at the ``/root/.hermes`` path.
+Berth mounts no cache into a sandbox. So the bridge wraps
 ``GatewayRunner._prepare_inbound_message_text`` — the one coroutine that builds the text the agent
 reads, called after the message's session ContextVars are set — and, for each attachment,
 copies the cached file into the session's sandbox at ``/workspace/attachments/<its cached name>``
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .environment import read_session
+from .session import read_session
 from .errors import BerthBridgeError
 from .files import ATTACHMENTS_FOLDER, OUTBOX_MAX_AGE_SECONDS, put_file, reason_of
 from .server import BerthServer
@@ -59,13 +60,30 @@ def cache_roots(home: Path) -> list[tuple[str, str]]:
     return roots
 
 
+def host_path_of(path: str, home: Path) -> str:
+    """The host file behind an agent path ``/root/.hermes/cache/<kind>/<file>``, else ``path`` itself.
+
+    A replied-to message's attachment reaches ``event.media_urls`` as that agent path already
+    (plugins/platforms/telegram/adapter.py:7828-7872 caches it through ``cache_media_bytes``,
+    gateway/platforms/base.py:1671-1734); its file is in the kind's new or legacy folder.
+    """
+    for new, legacy in _CACHE_KINDS:
+        agent_root = f"{CONTAINER_CACHE_BASE}/{new}/"
+        if path.startswith(agent_root):
+            for folder in (new, legacy):
+                candidate = os.path.join(home, folder, path[len(agent_root):])
+                if os.path.isfile(candidate):
+                    return candidate
+    return path
+
+
 def cached_attachment(path: Any, home: Path) -> tuple[str, list[str]] | None:
     """For a path of ``event.media_urls`` that is a file in Hermes' cache: the file, and every string
     Hermes may have written for it (its host path, the resolved one, the agent path). Else None:
     a URL, or a file anywhere else on the host, is never copied into a sandbox."""
     if not isinstance(path, str) or not os.path.isabs(path):
         return None
-    resolved = os.path.realpath(path)
+    resolved = os.path.realpath(host_path_of(path, home))
     for host_root, agent_root in cache_roots(home):
         if resolved.startswith(host_root + os.sep) and os.path.isfile(resolved):
             relative = resolved[len(host_root) + 1:]

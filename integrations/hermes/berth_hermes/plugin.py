@@ -6,6 +6,8 @@
   look that function up when they run, so they all get Berth's environment.
 * A Hermes whose ``PluginContext`` has ``register_terminal_environment_provider`` gets a provider
   named ``berth_docker`` instead (``terminal.backend: berth_docker``), and nothing is replaced.
+* Either way, a background job is pinned to the session that started it, and each run of a cron
+  job is marked with the job's id (``session.track_cron_jobs``), since Hermes blanks a job's session.
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
 from typing import Any, Callable
 
-from .environment import create_environment, is_berth_environment, read_session
+from .environment import create_environment, is_berth_environment
 from .errors import BerthNotInstalledError
 from .files import deliverable_files, outbox_folder
 from .inbound import wrap_inbound_text
 from .outbound import guard_delivery, register_media_transform
 from .server import BerthServer, locate_berth, server_for
+from .session import read_session, track_cron_jobs
 from .settings import BridgeSettings
 
 logger = logging.getLogger("berth_hermes")
@@ -70,6 +74,7 @@ def register(ctx: Any) -> None:
             settings.socket,
         )
     bind_background_jobs()
+    track_cron_jobs()
     # Files go to and from Berth's sandboxes only when the configured backend is the one Berth serves
     # here: else the agent's files are in Hermes' own container, and Hermes' own file handling stays.
     if settings.backend == (PROVIDER_NAME if callable(register_provider) else "docker"):
@@ -84,8 +89,20 @@ def carry_files(ctx: Any, server: BerthServer, settings: BridgeSettings) -> None
     out of a sandbox, never another host file a reply names.
     """
     outbox = outbox_folder(settings.home)
-    wrap_inbound_text(server, settings.home)
     register_hook = getattr(ctx, "register_hook", None)
+    # Importing gateway.run marks the whole process a gateway (gateway/run.py:1408) and rewrites its
+    # TERMINAL_* variables, so the bridge never imports it: it wraps the runner where the gateway
+    # has loaded it, else at the gateway's first message (``hermes gateway run`` loads plugins before
+    # it imports gateway.run, hermes_cli/main.py:12951-13002; the hook fires first in every message's
+    # handler, gateway/run.py:10007-10014). Hermes' CLI never fires it and keeps its environment.
+    if "gateway.run" in sys.modules:
+        wrap_inbound_text(server, settings.home)
+    elif callable(register_hook):
+
+        def wrap_at_first_message(**_: Any) -> None:
+            wrap_inbound_text(server, settings.home)
+
+        register_hook("pre_gateway_dispatch", wrap_at_first_message)
     if callable(register_hook):
         register_media_transform(ctx, server, settings.home)
     else:

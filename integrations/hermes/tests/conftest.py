@@ -213,7 +213,8 @@ def session_of(user: str, platform: str = "telegram") -> dict:
 
 @pytest.fixture
 def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
-    """Builds gateways: ``make_gateway(terminal={...}, environment={...}, hermes="0.19.0", install="directory")``."""
+    """Builds gateways: ``make_gateway(terminal={...}, environment={...}, hermes="0.19.0", install="directory")``;
+    ``config`` adds top-level sections of Hermes' config.yaml."""
     made: list[tuple[Gateway, Path]] = []
 
     def make(
@@ -227,6 +228,7 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         drop: tuple = (),
         raw_config: str | None = None,
         long_home: bool = False,
+        config: dict | None = None,
     ) -> Gateway:
         # Short, unless asked otherwise: the socket lives below it, and a Unix socket's path holds
         # 107 bytes (the bridge and berth serve reach a longer one through its folder's descriptor).
@@ -236,9 +238,10 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         section = {"backend": "docker", "docker_image": IMAGE, "sandbox_dir": os.fspath(home / "sandboxes"),
                    "lifetime_seconds": 120, "docker_network_pool": NETWORK_POOL}
         section.update(terminal or {})
-        config = {"plugins": {"enabled": ["berth"] if enabled is None else enabled}, "terminal": section}
+        plugins = {"enabled": ["berth"] if enabled is None else enabled}
+        whole = {"plugins": plugins, "terminal": section, **(config or {})}
         (home / "config.yaml").write_text(
-            raw_config if raw_config is not None else json.dumps(config, indent=2), encoding="utf-8"
+            raw_config if raw_config is not None else json.dumps(whole, indent=2), encoding="utf-8"
         )
         env = {
             key: value for key, value in os.environ.items() if not key.startswith(("HERMES_", "TERMINAL_", "BERTH_"))

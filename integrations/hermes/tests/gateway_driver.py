@@ -1,7 +1,9 @@
 """A Hermes gateway process built from the stand-in, driven by the tests over stdin/stdout.
 
-It boots as Hermes' gateway does (config bridged to TERMINAL_*, plugins loaded from
-$HERMES_HOME/plugins or entry points), then answers one JSON action per line with one JSON line.
+It boots as ``hermes gateway run`` does (importing gateway.run bridges the config to TERMINAL_*
+and sets _HERMES_GATEWAY; GatewayRunner.start() loads the plugins from $HERMES_HOME/plugins or
+entry points), or with --cli as Hermes' CLI does (importing cli bridges the config, then the
+plugins load), then answers one JSON action per line with one JSON line.
 Each action runs the way Hermes runs a tool call: in a thread of its own, inside a context whose
 session ContextVars are set for that message (`session`), or none.
 
@@ -42,15 +44,19 @@ def _session_call(session: dict | None, call: Callable[[], Any]) -> Callable[[],
     return lambda: contextvars.Context().run(run)
 
 
-def _cron_call(job: dict, call: Callable[[], Any]) -> Callable[[], Any]:
-    """A job as the gateway's cron ticker runs it: in a context where no message's ContextVars are set."""
+def _in_thread_without_context(call: Callable[[], Any]) -> Callable[[], Any]:
+    """As the gateway's cron ticker runs: a plain thread of its own, no message's ContextVars."""
+    return lambda: contextvars.Context().run(call)
 
-    def run() -> Any:
-        from cron.scheduler import run_job
 
-        return run_job(job, call)
+def _cron_tick() -> Any:
+    """One tick of the scheduler (cron/scheduler.py ``tick``), and what each job that ran answered."""
+    from cron import scheduler
 
-    return lambda: contextvars.Context().run(run)
+    before = len(scheduler.delivered)
+    ran = scheduler.tick()
+    return {"ran": ran, "outputs": {job_id: json.loads(text) if text.startswith("[") else text
+                                    for job_id, _target, text in scheduler.delivered[before:]}}
 
 
 def _tool(action: dict) -> Callable[[], Any]:
@@ -140,13 +146,28 @@ class Chat:
         event = self.adapter.event_for(
             str(action["user"]), text=action.get("text", ""), kind=attachment.get("kind", ""),
             data=base64.b64decode(attachment.get("data", "")), file_name=attachment.get("name", ""),
-            mime_type=attachment.get("mime", ""),
+            mime_type=attachment.get("mime", ""), replied_to=_replied(action.get("replied_to")),
         )
         self.script, self.told, self.results, self.runner.last_prompt = action.get("agent") or {}, "", [], None
         before = len(self.adapter.sent)
         asyncio.run_coroutine_threadsafe(self.adapter._process_message_background(event), self.loop).result(600)
         return {"prompt": self.runner.last_prompt, "told": self.told, "results": self.results,
                 "cached": event.media_urls, "sent": _sent(self.adapter.sent[before:])}
+
+    def group_message(self, action: dict) -> dict:
+        """A message in a group that carries no sender (a channel post, an anonymous admin)."""
+        from gateway.platforms.base import MessageEvent
+        from gateway.session import SessionSource
+
+        source = SessionSource(platform="telegram", chat_id=str(action["chat_id"]), chat_type="group", user_id=None)
+        event = MessageEvent(text=action.get("text", ""), source=source)
+        self.script, self.told, self.results = action.get("agent") or {}, "", []
+        asyncio.run_coroutine_threadsafe(self.adapter._process_message_background(event), self.loop).result(600)
+        return {"results": self.results}
+
+
+def _replied(replied: dict | None) -> dict | None:
+    return None if replied is None else {**replied, "data": base64.b64decode(replied.get("data", ""))}
 
 
 def _sent(records: list) -> list:
@@ -188,14 +209,49 @@ def handle(action: dict) -> Any:
         return _run_in_threads([_session_call(action.get("session"), _tool(action))])[0]
     if op == "concurrent":
         return _run_in_threads([_session_call(item.get("session"), _tool(item)) for item in action["calls"]])
-    if op == "cron":
-        return _run_in_threads([_cron_call(action["job"], _tool(action))])[0]
-    if op == "cron_during_message":
-        # A cron job's origin sits in os.environ while a message of someone else runs: each must
-        # keep its own sandbox (the message's ContextVars win over os.environ).
+    if op == "create_cron":
+        # The agent's cron tool in a message's session (its origin is that session's chat).
+        def create() -> Any:
+            from tools.cronjob_tools import cronjob
+
+            return json.loads(cronjob("create", prompt=json.dumps({"commands": action["commands"]}),
+                                      schedule="every 1h", name=action.get("name"), deliver=action.get("deliver")))
+        return _run_in_threads([_session_call(action.get("session"), create)])[0]
+    if op == "trigger_cron":
+        from cron.jobs import trigger_job
+
+        return trigger_job(action["job_id"]) is not None
+    if op == "cron_run_unmarked":
+        # The job's run through the scheduler's own run_job, past the bridge's mark around it.
+        def run_unmarked() -> Any:
+            from cron import jobs, scheduler
+
+            run_job = getattr(scheduler.run_job, "__berth_original__", scheduler.run_job)
+            success, _output, final_response, error = run_job(jobs.get_job(action["job_id"]))
+            return json.loads(final_response) if success else {"raised": error}
+        return _run_in_threads([_in_thread_without_context(run_unmarked)])[0]
+    if op == "cron_tick":
+        return _run_in_threads([_in_thread_without_context(_cron_tick)])[0]
+    if op == "cron_tick_during_message":
+        # A tick runs while someone's message does: each keeps its own sandbox.
         return _run_in_threads([
-            _cron_call(action["job"], _tool(action["cron"])), _session_call(action["session"], _tool(action["message"]))
+            _in_thread_without_context(_cron_tick), _session_call(action["session"], _tool(action["message"]))
         ])
+    if op == "group_message":
+        return chat().group_message(action)
+    if op == "probe":
+        # The system prompt's backend probe, as an agent builds its first prompt (agent/system_prompt.py:343).
+        def probe() -> Any:
+            from agent import prompt_builder
+
+            prompt_builder._BACKEND_PROBE_CACHE.clear()
+            return prompt_builder.build_environment_hints()
+        return _run_in_threads([_session_call(action.get("session"), probe)])[0]
+    if op == "register_task_env_overrides":
+        from tools import terminal_tool
+
+        terminal_tool.register_task_env_overrides(action["task_id"], action["overrides"])
+        return True
     if op == "state":
         from tools import terminal_tool
 
@@ -233,11 +289,20 @@ def main() -> None:
     sys.path[:0] = [os.fspath(path) for path in paths] + [os.fspath(HERE)]
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
-    from gateway.run import boot
-
-    manager = boot()
     if arguments.cli:
-        os.environ.pop("HERMES_GATEWAY_SESSION", None)
+        import cli  # noqa: F401 - Hermes' CLI: importing it bridges the config (cli.py:408)
+        from hermes_cli.plugins import discover_plugins
+
+        manager = discover_plugins()
+    else:
+        # ``hermes gateway run`` loads the plugins at start-up, before it imports the gateway
+        # (hermes_cli/main.py:12951-13002), then the gateway's start loads them again (a no-op).
+        from hermes_cli.plugins import discover_plugins
+
+        discover_plugins()
+        from gateway.run import GatewayRunner
+
+        manager = GatewayRunner.start()
     print(json.dumps({"ready": True, "loaded": sorted(manager.loaded), "errors": manager.errors}), flush=True)
     for line in sys.stdin:
         if not line.strip():

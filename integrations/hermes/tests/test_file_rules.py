@@ -70,10 +70,13 @@ def test_examples_in_code_and_text_without_directives_are_left_alone():
     assert asked == []
 
 
-def test_a_file_hermes_would_not_send_is_named_instead_of_taken_out():
-    fetch, asked = fetch_table({"/workspace/a.weird": "/h/outbox/a/a.weird"})
-    rewritten = outbound.rewrite_media_directives("MEDIA:/workspace/a.weird", fetch, EXTENSIONS)
-    assert asked == [] and rewritten is not None and rewritten.startswith("[file not sent: /workspace/a.weird:")
+def test_a_file_of_any_type_is_taken_out_as_hermes_sends_any_type():
+    # Hermes 0.19.0 sends a MEDIA: file whatever its extension, or without one (gateway/platforms/base.py:1507-1543).
+    fetch, asked = fetch_table({"/workspace/a.weird": "/h/outbox/a/a.weird", "/workspace/Makefile": "/h/outbox/b/M"})
+    text = "MEDIA:/workspace/a.weird and MEDIA:/workspace/Makefile"
+    rewritten = outbound.rewrite_media_directives(text, fetch, EXTENSIONS)
+    assert asked == ["/workspace/a.weird", "/workspace/Makefile"]
+    assert rewritten == "MEDIA:/h/outbox/a/a.weird and MEDIA:/h/outbox/b/M"
 
 
 def test_the_outbox_sweep_removes_old_folders_only_and_never_follows_a_link(tmp_path):

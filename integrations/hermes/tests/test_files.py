@@ -78,7 +78,8 @@ def test_a_document_lands_in_its_senders_sandbox_only_at_the_path_the_agent_is_t
 
 
 def test_images_and_voice_notes_go_in_too_and_their_host_paths_never_reach_the_agent(make_gateway):
-    gateway = make_gateway()
+    # Speech-to-text off: Hermes shows the voice note's host path (gateway/run.py:16593-16612).
+    gateway = make_gateway(config={"stt_enabled": False})
     a = unique_user()
     picture = b"\x89PNG\r\n\x1a\n" + secrets.token_bytes(300)
     size = "wc -c < {told} | tr -d ' '"
@@ -91,6 +92,25 @@ def test_images_and_voice_notes_go_in_too_and_their_host_paths_never_reach_the_a
     [cached] = got["cached"]
     assert re.fullmatch(r"/workspace/attachments/audio_[0-9a-f]{12}\.ogg", got["told"]), got["prompt"]
     assert cached not in got["prompt"] and got["results"][0]["output"] == str(len(voice))
+
+
+def test_a_voice_note_hermes_transcribes_goes_in_and_a_replied_to_attachment_too(make_gateway):
+    gateway = make_gateway()  # speech-to-text on, Hermes' default (gateway/config.py:866); no provider here
+    a = unique_user()
+    voice = secrets.token_bytes(400)
+    got = message(gateway, a, attachment={"kind": "voice", "data": b64(voice)},
+                  commands=["wc -c < /workspace/attachments/$(ls /workspace/attachments) | tr -d ' '"])
+    [cached] = got["cached"]
+    assert "[voice message could not be transcribed]" in got["prompt"] and cached not in got["prompt"], got["prompt"]
+    assert got["results"][0]["output"] == str(len(voice))
+    # A text reply to a message with a document: Hermes caches it and names its /root/.hermes path
+    # (plugins/platforms/telegram/adapter.py:7828-7872); the agent is told where it is in the sandbox.
+    body = f"replied-{secrets.token_hex(6)}".encode()
+    got = gateway.send({"op": "message", "user": a, "text": "and this one?", "attachment": None,
+                        "replied_to": {"kind": "document", "name": "old.txt", "data": b64(body), "mime": "text/plain"},
+                        "agent": {"commands": ["cat {told}"], "final": "done"}})
+    assert re.fullmatch(r"/workspace/attachments/doc_[0-9a-f]{12}_old\.txt", got["told"]), got["prompt"]
+    assert "/root/.hermes" not in got["prompt"] and got["results"][0]["output"] == body.decode(), got
 
 
 def test_an_attachment_over_the_limit_gives_the_agent_one_line_and_leaves_nothing_half_written(make_gateway):

@@ -8,9 +8,15 @@ from conftest import berth_serve_processes, session_of, unique_user
 
 
 def test_without_a_user_the_command_runs_in_the_task_layout_as_hermes_does_today(make_gateway, engine):
-    # Hermes' CLI: no messaging user, its own task id (the gateway would collapse it to "default").
+    # Hermes' CLI: no messaging user. Its terminal tool collapses every task id to "default" unless an
+    # RL environment registered an image for the task (tools/terminal_tool.py:1175-1207), which then
+    # gets a sandbox of its own: both keep the task layout.
     gateway = make_gateway(cli_mode=True)
     task = f"task-{secrets.token_hex(4)}"
+    collapsed = gateway.terminal("echo default > /workspace/d.txt; echo ok", task_id=task)
+    assert collapsed["output"] == "ok", collapsed
+    assert (gateway.sandbox_dir / "docker" / "default" / "workspace" / "d.txt").read_text() == "default\n"
+    assert gateway.send({"op": "register_task_env_overrides", "task_id": task, "overrides": {"docker_image": "x"}})
     result = gateway.terminal("echo legacy > /workspace/file.txt; echo home > /root/h.txt; pwd", task_id=task)
     assert result["exit_code"] == 0, result
     assert result["output"] == "/workspace"
@@ -18,7 +24,8 @@ def test_without_a_user_the_command_runs_in_the_task_layout_as_hermes_does_today
     assert (folder / "workspace" / "file.txt").read_text() == "legacy\n"
     assert (folder / "home" / "h.txt").read_text() == "home\n"
     labels = [c["Labels"] for c in engine.containers_under(gateway.home)]
-    assert [(label.get("dev.berth.kind"), label.get("dev.berth.task")) for label in labels] == [("task", task)]
+    assert sorted((label.get("dev.berth.kind"), label.get("dev.berth.task")) for label in labels) == sorted(
+        [("task", "default"), ("task", task)])
 
 
 def test_docker_off_hermes_own_local_backend_runs_untouched_and_berth_starts_nothing(make_gateway, engine, tmp_path):

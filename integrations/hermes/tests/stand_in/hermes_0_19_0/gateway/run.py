@@ -1,56 +1,45 @@
-"""Stand-in for Hermes 0.19.0's gateway/run.py: start-up, and a message's way to the agent and back.
+"""Stand-in for Hermes 0.19.0's gateway/run.py (release commit 3ef6bbd): start-up and a message's way.
 
-``GatewayRunner`` as the research notes (/work/notes/issue25-research.md §1, §3) read it:
-``_handle_message_with_agent`` sets the message's session ContextVars, builds the agent's text
-with ``_prepare_profile_scoped_inbound_message_text`` → ``_prepare_inbound_message_text`` (async;
-``event.media_urls`` holds host paths), runs the agent in a worker thread with the context
-copied, and clears the ContextVars in its ``finally``; the adapter then delivers what the answer
-names (``BasePlatformAdapter._process_message_background``). The text templates are Hermes'.
+Line numbers are of the real file at that commit; bodies are the stand-in's own. What the
+bridge can tell of the gateway:
+
+- importing the module marks the process a gateway (``_HERMES_GATEWAY=1``, :1408) and bridges
+  ``terminal:`` to ``TERMINAL_*`` (:1617-1698); it never sets ``HERMES_GATEWAY_SESSION`` (only
+  tui_gateway/server.py:2338 does);
+- ``GatewayRunner.start()`` loads the plugins (:7488-7492);
+- ``_handle_message`` first drops any session inherited from the task that spawned it (:9974),
+  fires the ``pre_gateway_dispatch`` hook (:10007-10014), then ``_handle_message_with_agent``
+  sets the message's session ContextVars (:12128, ``_set_session_env`` :16355-16386), builds the
+  agent's text with the session set, runs the agent in a worker thread with the context copied
+  (``_run_in_executor_with_context``, :16393), and clears the ContextVars to "" in its
+  ``finally`` (:13630, :16388-16391); the adapter then delivers what the answer names.
 """
 
 import asyncio
 import contextvars
-import json
 import mimetypes
 import os
 import re
+import uuid
+from datetime import datetime
 
-from hermes_cli.config import load_config
+from hermes_cli.config import bridge_terminal_config
 
-_TERMINAL_ENV_MAP = {
-    "backend": "TERMINAL_ENV",
-    "cwd": "TERMINAL_CWD",
-    "timeout": "TERMINAL_TIMEOUT",
-    "lifetime_seconds": "TERMINAL_LIFETIME_SECONDS",
-    "docker_image": "TERMINAL_DOCKER_IMAGE",
-    "docker_forward_env": "TERMINAL_DOCKER_FORWARD_ENV",
-    "container_cpu": "TERMINAL_CONTAINER_CPU",
-    "container_memory": "TERMINAL_CONTAINER_MEMORY",
-    "container_disk": "TERMINAL_CONTAINER_DISK",
-    "container_persistent": "TERMINAL_CONTAINER_PERSISTENT",
-    "docker_volumes": "TERMINAL_DOCKER_VOLUMES",
-    "docker_env": "TERMINAL_DOCKER_ENV",
-    "sandbox_dir": "TERMINAL_SANDBOX_DIR",
-}
+# :1408
+os.environ["_HERMES_GATEWAY"] = "1"
+# :1617-1698
+bridge_terminal_config()
+# :1874, :1877
+os.environ["HERMES_QUIET"] = "1"
+os.environ["HERMES_EXEC_ASK"] = "1"
 
 
-def boot():
-    """Bridges terminal: to TERMINAL_* (config.yaml wins), marks gateway mode, loads the plugins."""
-    terminal = load_config().get("terminal") or {}
-    for key, variable in _TERMINAL_ENV_MAP.items():
-        if key in terminal:
-            value = terminal[key]
-            if key == "cwd" and str(value) in {".", "auto", "cwd"}:
-                continue
-            os.environ[variable] = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
-    os.environ["HERMES_GATEWAY_SESSION"] = "1"
-    os.environ["HERMES_QUIET"] = "1"
-    from hermes_cli.plugins import discover_plugins
-
-    return discover_plugins()
+# :11713
+_TEXT_EXTENSIONS = {".txt", ".md", ".csv", ".log", ".json", ".xml", ".yaml", ".yml", ".toml", ".ini", ".cfg"}
 
 
 def _build_document_context_note(display_name: str, agent_path: str, mtype: str) -> str:
+    """:2279-2303 — Hermes' two templates, word for word as the agent reads them."""
     if mtype.startswith("text/"):
         return (f"[The user sent a text document: '{display_name}'. Its content has been included below. "
                 f"The file is also saved at: {agent_path}]")
@@ -61,91 +50,175 @@ def _build_document_context_note(display_name: str, agent_path: str, mtype: str)
 
 
 def _display_name(path: str) -> str:
+    """The name shown for a cached file, as :11673-11676, :11692-11695 and :11743-11746 each inline it."""
     parts = os.path.basename(path).split("_", 2)
     return re.sub(r"[^\w.\- ]", "_", parts[2] if len(parts) >= 3 else os.path.basename(path))
 
 
+def _media_type_at(event, index: int) -> str:
+    """:2205-2212."""
+    return event.media_types[index] if index < len(event.media_types) else ""
+
+
+def _media_is(event, index: int, prefix: str, message_types: set) -> bool:
+    """:2215-2254 (``_event_media_is_image`` / ``_audio`` / ``_video``): the attachment's MIME first, the
+    message's type only when the MIME is unknown."""
+    mtype = _media_type_at(event, index)
+    return mtype.startswith(prefix) if mtype else event.message_type in message_types
+
+
+def _attachment_note(kind: str, what: str, act: str, path: str) -> str:
+    """:11671-11707 — the note of an audio file or a video: its agent-visible path, not its content."""
+    from tools.credential_files import to_agent_visible_cache_path
+
+    return (f"[The user sent {kind}: '{_display_name(path)}'. It is saved at: {to_agent_visible_cache_path(path)}. "
+            f"Its content is not inlined here. If the user's request involves what the {what} contains, {act} "
+            f"instead of asking the user to describe it. Only ask what to do with it if their intent is genuinely "
+            f"unclear.]")
+
+
 class GatewayRunner:
-    """One gateway: its adapter hands each message to ``_handle_message``; ``agent(text) -> str`` is the model."""
+    """One gateway: its adapter hands each message to ``_handle_message``; ``agent`` is the tests' model."""
 
     def __init__(self, adapter, agent) -> None:
         self.adapter = adapter
         self.agent = agent
+        self._session_ids: dict = {}
         adapter.set_message_handler(self._handle_message)
 
-    def _set_session_env(self, source, session_key: str) -> list:
+    @staticmethod
+    def start():
+        """:7488-7492 — the plugins, loaded as the gateway starts."""
+        from hermes_cli.plugins import discover_plugins
+
+        return discover_plugins()
+
+    def _set_session_env(self, context) -> list:
+        """:16355-16386 — every field of the message's source; "" where the source has none."""
         from gateway.session_context import set_session_vars
 
-        return set_session_vars(platform=source.platform, chat_id=str(source.chat_id),
-                                user_id=str(source.user_id or ""), session_key=session_key)
+        source = context.source
+        return set_session_vars(
+            platform=source.platform.value, chat_id=source.chat_id, chat_name=source.chat_name or "",
+            thread_id=str(source.thread_id) if source.thread_id else "",
+            user_id=str(source.user_id) if source.user_id else "",
+            user_name=str(source.user_name) if source.user_name else "",
+            session_key=context.session_key, message_id=str(source.message_id) if source.message_id else "",
+            profile=source.profile or "",
+        )
 
     def _clear_session_env(self, tokens: list) -> None:
+        """:16388-16391."""
         from gateway.session_context import clear_session_vars
 
         clear_session_vars(tokens)
 
     async def _handle_message(self, event):
-        source = event.source
-        session_key = f"agent:main:{source.platform}:dm:{source.chat_id}"
-        return await self._handle_message_with_agent(event, source, session_key)
+        """:9947 — the session inherited from the spawning task dropped (:9974-9975), the plugins'
+        ``pre_gateway_dispatch`` hook fired (:10007-10014; its skip/rewrite answers are left out)."""
+        from gateway.session_context import reset_session_vars
+        from hermes_cli.plugins import invoke_hook
 
-    async def _handle_message_with_agent(self, event, source, session_key: str):
-        tokens = self._set_session_env(source, session_key)
+        reset_session_vars()
+        invoke_hook("pre_gateway_dispatch", event=event, gateway=self, session_store=None)
+        return await self._handle_message_with_agent(event, event.source, "", 0)
+
+    async def _handle_message_with_agent(self, event, source, _quick_key: str, run_generation: int):
+        """:11956 — the session key from the source (gateway/session.py:904; groups per user, threads
+        shared: the defaults), its session id (``%Y%m%d_%H%M%S_<hex>``) kept per key."""
+        from gateway.session import SessionContext, build_session_key
+
+        session_key = build_session_key(source)
+        session_id = self._session_ids.setdefault(
+            session_key, f"{datetime.now():%Y%m%d_%H%M%S}_{uuid.uuid4().hex[:8]}")
+        context = SessionContext(source=source, session_key=session_key, session_id=session_id)
+        tokens = self._set_session_env(context)
         try:
             text = await self._prepare_profile_scoped_inbound_message_text(
                 event=event, source=source, history=[], session_key=session_key)
             if text is None:
                 return None
             self.last_prompt = text
-            context = contextvars.copy_context()
-            return await asyncio.get_running_loop().run_in_executor(None, context.run, self._run_agent, text)
+            copied = contextvars.copy_context()
+            return await asyncio.get_running_loop().run_in_executor(
+                None, copied.run, self._run_agent, text, session_id, source.platform.value)
         finally:
             self._clear_session_env(tokens)
 
-    def _run_agent(self, text: str) -> str:
+    def _run_agent(self, text: str, session_id: str, platform: str) -> str:
+        """The agent, made in the worker thread (it publishes its session id there), and the turn's end."""
         from agent.turn_finalizer import finalize_response
+        from run_agent import AIAgent
 
-        return finalize_response(self.agent(text), platform="telegram")
+        result = AIAgent(platform=platform, session_id=session_id, model=self.agent).run_conversation(text)
+        return finalize_response(result["final_response"], session_id=session_id, platform=platform)
 
     async def _prepare_profile_scoped_inbound_message_text(self, *, event, source, history, session_key=None):
         return await self._prepare_inbound_message_text(event=event, source=source, history=history,
                                                         session_key=session_key)
 
     async def _enrich_message_with_vision(self, message_text: str, image_paths: list) -> str:
-        # Hermes runs vision_analyze on the host file; the stand-in's "model" sees a small picture.
-        for path in image_paths:
-            message_text = (f"[The user sent an image~ Here's what I can see:\na small picture]\n"
-                            f"[If you need a closer look, use vision_analyze with image_url: {path} ~]\n\n"
-                            f"{message_text}")
-        return message_text
+        """:16502-16569 — one part per image, in order, before the text. Hermes describes the host file with
+        ``vision_analyze``; the stand-in's "model" sees a small picture."""
+        parts = [f"[The user sent an image~ Here's what I can see:\na small picture]\n"
+                 f"[If you need a closer look, use vision_analyze with image_url: {path} ~]" for path in image_paths]
+        prefix = "\n\n".join(parts)
+        return f"{prefix}\n\n{message_text}" if message_text else prefix
 
     async def _enrich_message_with_transcription(self, message_text: str, audio_paths: list) -> tuple:
-        # stt_enabled: false (the stand-in has no speech-to-text): the host path is shown, untranslated.
-        for path in audio_paths:
-            message_text = f"[The user sent a voice message: {path} (duration: unknown)]\n\n{message_text}"
-        return message_text, []
+        """:16571-16658 — with ``stt_enabled`` (True unless the config says otherwise, gateway/config.py:866)
+        and no speech-to-text provider (the stand-in has none) only a marker, no path (:16641-16646); with it
+        off, each voice note's host path (:16593-16612; the duration probe left out)."""
+        from hermes_cli.config import load_config
+
+        config = load_config()
+        enabled = config.get("stt_enabled", (config.get("stt") or {}).get("enabled", True))
+        if enabled:
+            parts = ["[voice message could not be transcribed]" for _ in audio_paths]
+        else:
+            parts = [f"[The user sent a voice message: {os.path.abspath(path)}]" for path in audio_paths]
+        if not parts:
+            return message_text, []
+        prefix = "\n\n".join(parts)
+        if message_text.strip() == "(The user sent a message with no text content)":
+            return prefix, []
+        return (f"{prefix}\n\n{message_text}" if message_text else prefix), []
 
     async def _prepare_inbound_message_text(self, *, event, source, history, session_key=None):
-        from gateway.platforms.base import MessageType
+        """:11497-11880 — per attachment (:11562-11581): images to vision, voice notes to speech-to-text,
+        audio files and videos to a path note each, everything else to a document note (:11709-11754);
+        each note put before the text. The ``@`` context references (:11791-11878) are left out."""
+        from gateway.platforms.base import MessageType as Type
         from tools.credential_files import to_agent_visible_cache_path
 
         message_text = event.text or ""
-        images, voices, documents = [], [], []
-        for i, path in enumerate(event.media_urls):
-            mtype = event.media_types[i] if i < len(event.media_types) else ""
-            if mtype.startswith("image/") or (not mtype and event.message_type == MessageType.PHOTO):
-                images.append(path)
-            elif event.message_type == MessageType.VOICE or mtype.startswith("audio/"):
-                voices.append(path)
-            else:
-                documents.append((path, mtype))
+        urls = list(event.media_urls)
+        images = [p for i, p in enumerate(urls) if _media_is(event, i, "image/", {Type.PHOTO})]
+        audio_files = urls if event.message_type == Type.AUDIO else []
+        voices = [p for i, p in enumerate(urls) if event.message_type not in {Type.AUDIO, Type.DOCUMENT}
+                  and (event.message_type == Type.VOICE or _media_type_at(event, i).startswith("audio/"))]
+        videos = [p for i, p in enumerate(urls)
+                  if _media_type_at(event, i).startswith("video/")
+                  or (not _media_type_at(event, i) and event.message_type == Type.VIDEO)]
         if images:
             message_text = await self._enrich_message_with_vision(message_text, images)
         if voices:
             message_text, _ = await self._enrich_message_with_transcription(message_text, voices)
-        for path, mtype in documents:
+        for path in audio_files:
+            note = _attachment_note("an audio file attachment", "audio", "transcribe or process it yourself — for "
+                                    "example by passing the path to a transcription or media tool —", path)
+            message_text = f"{note}\n\n{message_text}"
+        for path in videos:
+            note = _attachment_note("a video attachment", "video", "inspect or process it yourself — for example by "
+                                    "passing the path to a video analysis or media tool —", path)
+            message_text = f"{note}\n\n{message_text}"
+        for i, path in enumerate(urls):
+            if (_media_is(event, i, "image/", {Type.PHOTO}) or _media_is(event, i, "audio/", {Type.VOICE, Type.AUDIO})
+                    or _media_is(event, i, "video/", {Type.VIDEO})):
+                continue
+            mtype = _media_type_at(event, i)
             if mtype in {"", "application/octet-stream"}:
-                mtype = ("text/plain" if os.path.splitext(path)[1].lower() in {".txt", ".md", ".csv", ".log", ".json"}
+                mtype = ("text/plain" if os.path.splitext(path)[1].lower() in _TEXT_EXTENSIONS
                          else (mimetypes.guess_type(path)[0] or "application/octet-stream"))
             note = _build_document_context_note(_display_name(path), to_agent_visible_cache_path(path), mtype)
             message_text = f"{note}\n\n{message_text}"

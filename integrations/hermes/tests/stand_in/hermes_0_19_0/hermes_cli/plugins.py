@@ -1,4 +1,4 @@
-"""Stand-in for Hermes 0.19.0's plugin loader.
+"""Stand-in for Hermes 0.19.0's plugin loader (hermes_cli/plugins.py at release commit 3ef6bbd).
 
 Directory plugins ($HERMES_HOME/plugins/<name>/ with plugin.yaml and register(ctx) in
 __init__.py) and pip packages with an entry point in group ``hermes_agent.plugins``; every
@@ -65,12 +65,17 @@ class PluginManager:
         self.tools: Dict[str, Any] = {}
         self.hooks: Dict[str, List[Callable]] = {}
         self.middleware: List[Any] = []
+        self._discovered = False
 
     def _enabled(self) -> List[str]:
         plugins = (load_config().get("plugins") or {})
         return list(plugins.get("enabled") or [])
 
     def discover_and_load(self) -> None:
+        # hermes_cli/plugins.py:1279-1287 — once per process: a second call changes nothing.
+        if self._discovered:
+            return
+        self._discovered = True
         enabled = set(self._enabled())
         plugins_dir = get_hermes_home() / "plugins"
         if plugins_dir.is_dir():
@@ -118,7 +123,7 @@ class PluginManager:
 
     def invoke_hook(self, hook_name: str, **kwargs: Any) -> List[Any]:
         """Every callback of ``hook_name`` with ``kwargs``; non-None returns collected, exceptions logged and
-        swallowed, as Hermes' ``PluginManager.invoke_hook`` (research notes §3)."""
+        swallowed, as Hermes' ``PluginManager.invoke_hook`` (hermes_cli/plugins.py:1892 at 3ef6bbd)."""
         kwargs.setdefault("telemetry_schema_version", 1)
         results: List[Any] = []
         for callback in self.hooks.get(hook_name, []):

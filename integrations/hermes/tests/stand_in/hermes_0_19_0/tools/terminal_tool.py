@@ -1,4 +1,7 @@
-"""Stand-in for Hermes 0.19.0's tools/terminal_tool.py: the pieces the bridge and its tests touch."""
+"""Stand-in for Hermes 0.19.0's tools/terminal_tool.py (release commit 3ef6bbd): what the bridge touches.
+
+Line numbers are of the real file at that commit; bodies are the stand-in's own.
+"""
 
 import json
 import logging
@@ -45,11 +48,18 @@ def _get_env_config() -> Dict[str, Any]:
     }
 
 
+def register_task_env_overrides(task_id: str, overrides: Dict[str, Any]) -> None:
+    """:1125-1141 — what an RL environment registers for its rollout (an image: a sandbox of its own)."""
+    _task_env_overrides[task_id] = overrides
+
+
 def _resolve_container_task_id(task_id: str = None) -> str:
-    """Every gateway session shares task "default": one container for all users in 0.19.0."""
-    if os.getenv("HERMES_GATEWAY_SESSION"):
-        return "default"
-    return task_id or "default"
+    """:1175-1207 — every task id collapses to "default" (one container for every chat, cron job and
+    subagent), unless an RL benchmark registered an image override for it."""
+    isolation_keys = {"docker_image", "modal_image", "singularity_image", "daytona_image", "env_type"}
+    if task_id and set(_task_env_overrides.get(task_id, {})) & isolation_keys:
+        return task_id
+    return "default"
 
 
 def _create_environment(env_type: str, image: str, cwd: str, timeout: int,

@@ -1,4 +1,4 @@
-"""Stand-in for upstream's gateway/media_fetch.py (NousResearch/hermes-agent @33f64d7f, research notes §4).
+"""Stand-in for upstream's gateway/media_fetch.py (NousResearch/hermes-agent @33f64d7f).
 
 ``fetch_remote_media(path)``: only when host validation failed, not in strict mode, and the
 terminal backend is remote (a built-in one, or a plugin provider with ``is_remote``). The active

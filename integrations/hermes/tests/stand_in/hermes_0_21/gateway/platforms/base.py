@@ -1,6 +1,6 @@
 """0.19.0's stand-in delivery checks, with upstream's remote fetch: a MEDIA: path that fails host
 validation is tried in the active remote sandbox (``gateway.media_fetch.fetch_remote_media``,
-research notes §4: it "runs only after host validation failed")."""
+upstream's gateway/media_fetch.py: it "runs only after host validation failed")."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""0.19.0's stand-in BaseEnvironment, with upstream's file methods (PR #103600, research notes §4):
+"""0.19.0's stand-in BaseEnvironment, with upstream's file methods (upstream PR #103600):
 ``fetch_file(remote_path, local_dest, *, max_bytes)`` and ``fetch_realpath(remote_path)``, by default
 through ``execute()``; a backend may override them. Failures raise ``FileFetchError``."""
 

@@ -1,0 +1,176 @@
+"""Whose command this is, as Hermes says it: the message's session, a cron job, or nobody.
+
+Every line here about what Hermes sets cites Hermes 0.19.0 at its release commit, 3ef6bbd
+("chore: release v0.19.0"). Which sandbox a session means is Berth's decision (core's
+``resolveScope``); the bridge only reads what Hermes gives and sends it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import os
+import re
+from typing import Any, Callable, Mapping
+
+from .protocol import PROTOCOL_VERSION
+
+SESSION_FIELDS = {
+    "HERMES_SESSION_PLATFORM": "platform",
+    "HERMES_SESSION_USER_ID": "userId",
+    "HERMES_SESSION_CHAT_ID": "chatId",
+    "HERMES_SESSION_KEY": "sessionKey",
+}
+
+PROBE_TASK_ID = "prompt-backend-probe"
+"""The task id of the system prompt's one probe of the terminal backend (agent/prompt_builder.py:1061)."""
+
+# agent/agent_init.py:1290 publishes the agent's session id as the HERMES_SESSION_ID ContextVar;
+# cron/scheduler.py:2910 names a job's agent session ``cron_{job id}_{%Y%m%d_%H%M%S}``.
+_CRON_SESSION_ID = re.compile(r"^cron_(?P<job>.+)_\d{8}_\d{6}$", re.DOTALL)
+
+_cron_job: contextvars.ContextVar[str | None] = contextvars.ContextVar("berth_hermes_cron_job", default=None)
+
+
+def _session_env() -> Callable[[str, str], str]:
+    try:
+        from gateway.session_context import get_session_env
+    except ImportError:  # Hermes without a gateway package: its CLI keeps the session in os.environ
+
+        def get_session_env(name: str, default: str = "") -> str:
+            return os.environ.get(name, default)
+
+    return get_session_env  # type: ignore[no-any-return]  # Hermes' function: Any to mypy
+
+
+def _context_value(name: str) -> str:
+    """A session ContextVar's own value, never ``get_session_env``'s fallback to ``os.environ``.
+
+    ``HERMES_SESSION_ID`` is also written to ``os.environ`` by every agent that starts
+    (gateway/session_context.py:153), so the process-wide copy names whichever agent started last.
+    """
+    try:
+        from gateway import session_context
+    except ImportError:
+        return ""
+    variables = getattr(session_context, "_VAR_MAP", None)
+    variable = variables.get(name) if isinstance(variables, Mapping) else None
+    if not isinstance(variable, contextvars.ContextVar):
+        return ""
+    value = variable.get(None)
+    return value if isinstance(value, str) else ""  # unset: Hermes' _UNSET sentinel, not a str
+
+
+def current_cron_job() -> str | None:
+    """The id of the cron job this thread works for, or None outside a job's run.
+
+    ``run_job`` blanks every ``HERMES_SESSION_*`` ContextVar on purpose, the job's origin being
+    delivery routing and not a sender (cron/scheduler.py:2922-2971), and the terminal tool sees task
+    ``default`` (tools/terminal_tool.py:1175-1207). What names the job is the bridge's own mark,
+    set around ``run_job`` (:func:`track_cron_jobs`) and carried into the job's agent with the
+    context Hermes copies (cron/scheduler.py:3431, tools/thread_context.py:64), else the agent's
+    session id while it still has its cron form (a conversation compressed by rotation gets a new
+    id, agent/conversation_compression.py:1247, and its commands are then refused in the gateway).
+    """
+    marked = _cron_job.get()
+    if marked is not None:
+        return marked
+    found = _CRON_SESSION_ID.match(_context_value("HERMES_SESSION_ID"))
+    return found.group("job") if found else None
+
+
+def read_session() -> dict[str, str]:
+    """The session of the command being run now, as the fields Berth reads.
+
+    - During a cron job's run, only ``sessionKey: cron:<job id>``: the job's own sandbox, whatever
+      else the context holds, so a job never shares a sandbox with a chat or another job.
+    - Else the message's session ContextVars, read with Hermes' ``get_session_env`` (the ContextVar
+      when it was ever set in this context, even to ``""``; else ``os.environ``,
+      gateway/session_context.py:304-327), every field Hermes gives, each as given.
+    Never taken from Berth's own process environment.
+    """
+    job = current_cron_job()
+    if job is not None:
+        return {"sessionKey": f"cron:{job}"}
+    get_session_env = _session_env()
+    session: dict[str, str] = {}
+    for name, field in SESSION_FIELDS.items():
+        value = str(get_session_env(name, "") or "").strip()
+        if value:
+            session[field] = value
+    return session
+
+
+_SWITCH_ON = {"1", "true", "yes", "on"}
+
+
+def serves_many_people(environment: Mapping[str, str] = os.environ) -> bool:
+    """Whether this process runs commands for many people, so a command that names nobody is refused.
+
+    Any of Hermes' own marks: ``_HERMES_GATEWAY=1``, which importing the gateway sets
+    (gateway/run.py:1408; ``hermes gateway run`` never sets the next one); ``HERMES_GATEWAY_SESSION``,
+    which its TUI gateway sets (tui_gateway/server.py:2338) and its approval code reads
+    (tools/approval.py:243); ``HERMES_CRON_SESSION=1``, which every cron run sets for the rest of the
+    process (cron/scheduler.py:2920), since the scheduler runs many people's jobs.
+    """
+    return any(
+        str(environment.get(name, "")).strip().lower() in _SWITCH_ON
+        for name in ("_HERMES_GATEWAY", "HERMES_GATEWAY_SESSION", "HERMES_CRON_SESSION")
+    )
+
+
+def session_request(session: Mapping[str, str], task_id: str = "default") -> dict[str, Any]:
+    """The fields every request to ``berth serve`` starts with: the protocol version, the session as
+    ``read_session()`` gave it, the task, and ``sessionRequired`` where many people are served.
+
+    Commands and files (``put-file``, ``get-file``) send exactly these, so whose sandbox a file goes
+    to or comes from is decided as for a command, by core.
+    """
+    request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": task_id or "default"}
+    if serves_many_people():
+        request["sessionRequired"] = True
+    return request
+
+
+def _job_id(job: Any) -> str:
+    identifier = job.get("id") if isinstance(job, Mapping) else None
+    return str(identifier) if identifier is not None else ""
+
+
+def track_cron_jobs() -> None:
+    """Marks each cron job's run with its job id (:func:`current_cron_job`).
+
+    Wraps ``cron.scheduler.run_job(job, …)``, which the scheduler calls by its module global for every
+    due job (``run_one_job``, cron/scheduler.py:3778), each in a context copied for that job
+    (cron/scheduler.py:4025). A job record without an id is marked ``""``, which Berth refuses.
+    """
+    try:
+        import cron.scheduler as scheduler
+    except ImportError:
+        return
+    found = getattr(scheduler, "run_job", None)
+    if found is None or getattr(found, "__berth_original__", None) is not None:
+        return
+    original: Callable[..., Any] = found
+
+    @functools.wraps(original)
+    def run_job(job: Any, *args: Any, **kwargs: Any) -> Any:
+        token = _cron_job.set(_job_id(job))
+        try:
+            return original(job, *args, **kwargs)
+        finally:
+            _cron_job.reset(token)
+
+    run_job.__berth_original__ = original  # type: ignore[attr-defined]  # a mark: replaced once
+    scheduler.run_job = run_job
+
+
+def probe_answer(cwd: str) -> dict[str, Any]:
+    """What the system prompt's backend probe gets, without a sandbox being made for it.
+
+    Hermes asks once per process and puts the answer into every user's system prompt
+    (agent/prompt_builder.py:986-1110, cached in ``_BACKEND_PROBE_CACHE``), so it must hold nothing
+    of any one user; it is what every Berth sandbox is. ``unknown`` values are dropped by Hermes.
+    """
+    lines = ("os=Linux", "kernel=unknown", "home=/root", f"cwd={cwd}", "user=root")
+    return {"output": "\n".join(lines) + "\n", "returncode": 0}
