@@ -29,17 +29,22 @@ interface Run {
   stderr: string;
 }
 
-function berth(args: string[], extra: Record<string, string | undefined> = {}): Promise<Run> {
+function berth(args: string[], extra: Record<string, string | undefined> = {}, cwd?: string): Promise<Run> {
   const environment: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: home, TERMINAL_SANDBOX_DIR: sandboxes };
   for (const [key, value] of Object.entries(extra)) {
     if (value === undefined) delete environment[key];
     else environment[key] = value;
   }
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: environment, timeout: 280_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const status = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-      resolve({ status, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: environment, timeout: 280_000, maxBuffer: 16 * 1024 * 1024, ...(cwd ? { cwd } : {}) },
+      (error, stdout, stderr) => {
+        const status = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ status, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -233,6 +238,38 @@ describe('berth errors: one line, exit 125, nothing created', () => {
     expect(await containersUnder(folder)).toEqual([]);
   });
 
+  it('a sandbox_dir Berth cannot use: under /proc (it once spun for ever), under /sys, relative, past a file', async () => {
+    const cwd = mkdtempSync(path.join(root, 'cwd-'));
+    writeFileSync(path.join(cwd, 'a-file'), '');
+    const cases: Array<[string, RegExp]> = [
+      ['/proc/berth-nope', /^berth: terminal\.sandbox_dir gives the sandbox folder "\/proc\/berth-nope", under \/proc, a kernel file system/],
+      ['/sys/berth', /under \/sys, a kernel file system where no folder can be kept; choose a folder on a disk/],
+      ['relative-sandboxes', /a relative path, which would depend on the folder Berth runs from; write an absolute path/],
+      [path.join(cwd, 'a-file', 's'), /is a file, not a folder/],
+    ];
+    for (const [sandboxDir, message] of cases) {
+      const config = writeConfig(
+        `sandbox-dir-${cases.findIndex(([dir]) => dir === sandboxDir)}.yaml`,
+        `terminal:\n  sandbox_dir: ${JSON.stringify(sandboxDir)}\n`,
+      );
+      for (const args of [
+        ['exec', '--config', config, '--task', 'x', '--', 'true'],
+        ['doctor', '--config', config],
+      ]) {
+        const started = Date.now();
+        const run = await berth(args, { TERMINAL_SANDBOX_DIR: undefined }, cwd);
+        expect(Date.now() - started, `${sandboxDir} ${args[0]}`).toBeLessThan(20_000);
+        expect(run.stderr, `${sandboxDir} ${args[0]}`).toMatch(message);
+        if (args[0] === 'exec') {
+          expect(run.status).toBe(125);
+          expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+        }
+      }
+    }
+    // Nothing in the folder berth ran from, nor at the relative path.
+    expect(readdirSync(cwd)).toEqual(['a-file']);
+  });
+
   it('an unreachable engine, naming the socket', async () => {
     const folder = mkdtempSync(path.join(root, 'err-'));
     const run = await berth(['exec', '--task', 'x', '--', 'id'], { DOCKER_HOST: `unix://${root}/no-engine.sock`, TERMINAL_SANDBOX_DIR: folder });
@@ -404,8 +441,25 @@ describe('berth rm', () => {
     await berth(['exec', '--platform', 'telegram', '--user', user, '--', 'echo kept > /workspace/kept.txt']);
     const run = await berth(['rm', '--platform', 'telegram', '--user', user]);
     expect(run.status).toBe(0);
+    expect(run.stdout).toMatch(/^removed user:telegram:\d+: its container \(files kept in /);
     expect(readFileSync(path.join(sandboxes, 'docker', `telegram@${user}`, 'workspace', 'kept.txt'), 'utf8')).toBe('kept\n');
     expect(await containersUnder(path.join(sandboxes, 'docker', `telegram@${user}`))).toEqual([]);
+    // Again: nothing is left to remove without --purge, and it says so; --purge then takes the files.
+    const again = await berth(['rm', '--platform', 'telegram', '--user', user]);
+    expect(again.stdout).toMatch(/^nothing removed: user:telegram:\d+ has no container \(its files in .* are kept; add --purge to remove them\)\n$/);
+    expect((await berth(['rm', '--platform', 'telegram', '--user', user, '--purge'])).stdout).toMatch(/^removed user:telegram:\d+: no container, /);
+  });
+
+  it('says nothing was removed when there was nothing: a user never seen, a task that never ran', async () => {
+    for (const args of [
+      ['--platform', 'telegram', '--user', uid()],
+      ['--platform', 'telegram', '--user', uid(), '--purge'],
+      ['--task', 'nosuch', '--purge'],
+    ]) {
+      const run = await berth(['rm', ...args]);
+      expect(run.status, args.join(' ')).toBe(0);
+      expect(run.stdout, args.join(' ')).toMatch(/^nothing removed: (user:telegram:\d+|task:nosuch) has no container and no files under /);
+    }
   });
 
   it('removes the sandboxes the other tests made', async () => {

@@ -5,13 +5,17 @@ import { loadPlatformAdapters, type LoadPlatformAdaptersOptions } from './load-p
 
 /**
  * The platform registry of a Berth gateway: the Telegram and WhatsApp adapters, then the
- * third-party adapters named in `terminal.platform_adapters`; other platforms get core's
- * generic adapter.
+ * third-party adapters named in `terminal.platform_adapters`; the platforms of
+ * `terminal.generic_platforms` get core's generic adapter, and any other is refused in one line
+ * naming the known ones (a mistyped `--platform telegarm` never makes a new person).
  */
 export async function createBerthPlatformRegistry(config: TerminalConfig, options: LoadPlatformAdaptersOptions = {}): Promise<PlatformRegistry> {
   // Imported statically: a missing built-in adapter must fail loudly, never hand its users to
   // the generic adapter, whose folder and variable forms differ.
-  const registry = createPlatformRegistry({ adapters: [createTelegramAdapter(), createWhatsAppAdapter()] });
+  const registry = createPlatformRegistry({
+    adapters: [createTelegramAdapter(), createWhatsAppAdapter()],
+    genericPlatforms: config.generic_platforms,
+  });
   const thirdParty = await loadPlatformAdapters(config.platform_adapters, options);
   for (const [index, adapter] of thirdParty.entries()) {
     try {

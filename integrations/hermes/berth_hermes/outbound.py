@@ -113,6 +113,20 @@ def rewrite_media_directives(
     or by ``[file not sent: …]`` when ``fetch`` raises; None when the text has no directive."""
     if "MEDIA:" not in text.upper():
         return None
+    # Hermes removes its delivery markers before it reads a directive (gateway/platforms/base.py:1554,
+    # :3756-3760), so a marker inside a path would hide it from a grammar that kept them: the
+    # directives are read as Hermes reads them, and the markers, flags for the whole reply, go after.
+    markers = [marker for marker in _DELIVERY_MARKERS if marker in text]
+    for marker in markers:
+        text = text.replace(marker, "")
+    rewritten = _rewrite_directives(text, fetch, extensions)
+    return None if rewritten is None else rewritten + "".join(f"\n{marker}" for marker in markers)
+
+
+_DELIVERY_MARKERS = ("[[audio_as_voice]]", "[[as_document]]")
+
+
+def _rewrite_directives(text: str, fetch: Callable[[str], str], extensions: tuple[str, ...] | None) -> str | None:
     known = extensions if extensions is not None else media_extensions()
     pattern = directive_pattern(known)
     spans = [(match.span(), normalize_directive_path(match.group("path"))) for match in pattern.finditer(_masked(text))]

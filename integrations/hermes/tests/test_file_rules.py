@@ -79,6 +79,16 @@ def test_a_file_of_any_type_is_taken_out_as_hermes_sends_any_type():
     assert rewritten == "MEDIA:/h/outbox/a/a.weird and MEDIA:/h/outbox/b/M"
 
 
+def test_a_delivery_marker_inside_a_path_is_read_as_hermes_reads_it():
+    # Hermes strips [[as_document]] and [[audio_as_voice]] before it reads MEDIA: (gateway/platforms/base.py:1554).
+    fetch, asked = fetch_table({"/workspace/report.pdf": "/h/outbox/r/report.pdf"})
+    text = "MEDIA:/workspace/rep[[as_document]]ort.pdf and MEDIA:/etc/pass[[audio_as_voice]]wd"
+    rewritten = outbound.rewrite_media_directives(text, fetch, EXTENSIONS)
+    assert asked == ["/workspace/report.pdf", "/etc/passwd"]
+    assert rewritten is not None and rewritten.startswith("MEDIA:/h/outbox/r/report.pdf and [file not sent:")
+    assert rewritten.endswith("\n[[audio_as_voice]]\n[[as_document]]")
+
+
 def test_the_outbox_sweep_removes_old_folders_only_and_never_follows_a_link(tmp_path):
     outbox = tmp_path / "berth-outbox"
     outbox.mkdir()

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { parseHostPattern } from './host-pattern.js';
+import { BrokeredHosts, UNBROKERABLE_HEADERS } from './brokered-hosts.js';
+import { parseEgressDomain, parseHostPattern } from './host-pattern.js';
 
 // The value forms of the `terminal:` section's keys that are more than a type: sizes, mounts,
 // egress exceptions, host patterns, capability names (config.ts puts them together into the schema).
@@ -39,7 +40,7 @@ export const capability = z.string().regex(/^[A-Z_]+$/, { message: 'expected a c
 
 /**
  * A host pattern of `docker_secret_hosts` or `docker_egress_domains`: `api.github.com` or
- * `*.githubusercontent.com` (host-pattern.ts); kept as written, its refusal is parseHostPattern's line.
+ * `*.example.com` (host-pattern.ts); kept as written, its refusal is parseHostPattern's line.
  */
 export const hostPattern = z.string().superRefine((text, context) => {
   try {
@@ -47,4 +48,51 @@ export const hostPattern = z.string().superRefine((text, context) => {
   } catch (error) {
     context.addIssue({ code: 'custom', message: (error as Error).message });
   }
+});
+
+/** A `docker_egress_domains` entry: a host pattern with an optional port (host-pattern.ts). */
+export const egressDomain = z.string().superRefine((text, context) => {
+  try {
+    parseEgressDomain(text);
+  } catch (error) {
+    context.addIssue({ code: 'custom', message: (error as Error).message });
+  }
+});
+
+/** An HTTP header name (a token, RFC 9110) that may carry a value: never one that frames or routes the request. */
+const brokeredHeader = z
+  .string()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/, { message: 'expected an HTTP header name, like X-Api-Key' })
+  .refine((name) => !UNBROKERABLE_HEADERS.includes(name.toLowerCase()), {
+    message: `names a header that frames or routes the request (${UNBROKERABLE_HEADERS.join(', ')}), which the proxy writes itself; name the header the API reads the key from`,
+  });
+
+/** A URL query parameter name. */
+const brokeredQuery = z
+  .string()
+  .regex(/^[A-Za-z0-9._~-]{1,64}$/, { message: 'expected a query parameter name of letters, digits, ".", "_", "~" or "-", like key' });
+
+const hostList = z
+  .array(hostPattern)
+  .min(1, { message: 'expected at least one host, like ["api.github.com"], that the value may be sent to; list them or remove the variable' });
+
+const secretHostsObject = z.strictObject({
+  hosts: hostList,
+  headers: z.array(brokeredHeader).optional(),
+  query: z.array(brokeredQuery).optional(),
+  ports: z.array(z.number().int().min(1).max(65_535)).min(1, { message: 'expected at least one port, like [443]' }).optional(),
+});
+
+/**
+ * A `docker_secret_hosts` value: a list of host patterns, or the object form naming headers,
+ * query parameters and ports besides (brokered-hosts.ts); read as {@link BrokeredHosts}. The form
+ * is chosen by the value's shape, so an error names the entry at fault (`…hosts.0`), not the union.
+ */
+export const secretHosts = z.unknown().transform((value, context): BrokeredHosts => {
+  if (value instanceof BrokeredHosts) return new BrokeredHosts(value.toInput());
+  const object = typeof value === 'object' && value !== null && !Array.isArray(value);
+  const result = object ? secretHostsObject.safeParse(value) : hostList.safeParse(value);
+  if (result.success) return new BrokeredHosts('hosts' in result.data ? result.data : { hosts: result.data });
+  for (const issue of result.error.issues) context.addIssue({ ...issue, input: value } as Parameters<typeof context.addIssue>[0]);
+  return z.NEVER;
 });

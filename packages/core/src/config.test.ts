@@ -68,9 +68,10 @@ describe('config', () => {
     expect(message(() => parseTerminalConfig({ docker_egress_allow: ['169.254.0.0/16'] }))).toMatch(
       /a range in link-local 169\.254\.0\.0\/16 \(cloud metadata\), which a range never opens; name the one address/,
     );
-    expect(
-      parseTerminalConfig({ docker_egress_allow: ['10.0.0.0/8', '0.0.0.0/0', '169.254.169.254:80', 'db.internal:5432'] }).docker_egress_allow,
-    ).toHaveLength(4);
+    for (const wide of ['0.0.0.0/0', '0.0.0.0/1', '128.0.0.0/7:443']) {
+      expect(message(() => parseTerminalConfig({ docker_egress_allow: [wide] }))).toMatch(/is wider than a \/8: it would open every private network at once/);
+    }
+    expect(parseTerminalConfig({ docker_egress_allow: ['10.0.0.0/8', '169.254.169.254:80', 'db.internal:5432'] }).docker_egress_allow).toHaveLength(3);
   });
 
   it('reports malformed YAML with its line', () => {
@@ -193,14 +194,16 @@ terminal:
     it('read brokered variables with their hosts, exact or "*." wildcards, kept as written', () => {
       const config = parseTerminalConfig({
         docker_forward_env: ['GITHUB_TOKEN'],
-        docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com', '*.githubusercontent.com'], NPM_TOKEN: ['registry.npmjs.org'] },
+        docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com', '*.api.example.com'], NPM_TOKEN: ['registry.npmjs.org'] },
       });
-      expect(config.docker_secret_hosts).toEqual({ GITHUB_TOKEN: ['api.github.com', '*.githubusercontent.com'], NPM_TOKEN: ['registry.npmjs.org'] });
+      expect(Object.keys(config.docker_secret_hosts)).toEqual(['GITHUB_TOKEN', 'NPM_TOKEN']);
+      expect([...config.docker_secret_hosts.GITHUB_TOKEN!]).toEqual(['api.github.com', '*.api.example.com']);
+      expect([...config.docker_secret_hosts.NPM_TOKEN!]).toEqual(['registry.npmjs.org']);
     });
 
     it('read the allow-list mode with its domains', () => {
-      const config = parseTerminalConfig({ docker_egress: 'allowlist', docker_egress_domains: ['api.github.com', '*.githubusercontent.com'] });
-      expect(config).toMatchObject({ docker_egress: 'allowlist', docker_egress_domains: ['api.github.com', '*.githubusercontent.com'] });
+      const config = parseTerminalConfig({ docker_egress: 'allowlist', docker_egress_domains: ['api.github.com', '*.api.example.com'] });
+      expect(config).toMatchObject({ docker_egress: 'allowlist', docker_egress_domains: ['api.github.com', '*.api.example.com'] });
       expect(parseTerminalConfig({ docker_egress: 'allowlist' }).docker_egress_domains).toEqual([]);
       expect(parseTerminalConfig({ docker_egress: 'open', docker_egress_domains: [] }).docker_egress).toBe('open');
     });
@@ -208,7 +211,7 @@ terminal:
     it('refuse a host that is an address, has a port, or covers a top-level domain, naming the entry', () => {
       // The message never repeats the entry (it may be a pasted token): the path names it.
       const notAHost = (_entry: string) =>
-        'not a host name or "*.domain" pattern (an address, a port or a "*" elsewhere is not allowed); write it like "api.github.com" or "*.githubusercontent.com"';
+        'not a host name or "*.domain" pattern (an address, a port or a "*" elsewhere is not allowed); write it like "api.github.com" or "*.example.com"';
       expect(message(() => parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: ['10.1.2.3'] } }))).toBe(
         `terminal.docker_secret_hosts.GITHUB_TOKEN.0 is a string: ${notAHost('10.1.2.3')}`,
       );

@@ -3,9 +3,10 @@ import path from 'node:path';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { z } from 'zod';
 import { egressExceptionProblem } from './egress-exception.js';
-import { capability, egressException, hostPattern, megabytes, volume } from './config-values.js';
+import { capability, egressDomain, egressException, megabytes, secretHosts, volume } from './config-values.js';
 import { ConfigError } from './errors.js';
 import { hermesHome } from './host-layout.js';
+import { PLATFORM_NAME_PATTERN } from './identity.js';
 import { DEFAULT_COMMAND_TIMEOUT_SECONDS, MAX_COMMAND_TIMEOUT_SECONDS } from './request-protocol.js';
 
 /** Variable names: what POSIX shells accept. */
@@ -128,21 +129,16 @@ export const terminalConfigSchema = z
     // variables. Each named variable (forwarded by docker_forward_env or env_passthrough, or a
     // user's own {PREFIX}_{PLATFORM}_{USER}_{NAME}) never enters a sandbox: the sandbox gets a
     // placeholder, which the proxy replaces by the value only in requests to these hosts.
-    docker_secret_hosts: z
-      .record(
-        variableName,
-        z
-          .array(hostPattern)
-          .min(1, { message: 'expected at least one host, like ["api.github.com"], that the value may be sent to; list them or remove the variable' }),
-      )
-      .default({}),
+    // A list of hosts (the value goes in Authorization and Proxy-Authorization, on port 443), or
+    // { hosts, headers, query, ports } naming where else it goes (brokered-hosts.ts).
+    docker_secret_hosts: z.record(variableName, secretHosts).default({}),
     // Berth's own, with the egress proxy: 'allowlist': sandboxes reach only the proxy and DNS, and
     // through the proxy only the hosts of docker_egress_domains (docker_egress_allow's addresses
     // still directly); 'open': the internet, as the egress policy allows.
     docker_egress: z.enum(['open', 'allowlist']).default('open'),
     // Berth's own, with the egress proxy: the hosts docker_egress: allowlist lets sandboxes reach,
-    // by name (`api.github.com`, `*.githubusercontent.com`); never addresses.
-    docker_egress_domains: z.array(hostPattern).default([]),
+    // by name and port (`api.github.com` on 443 and 80, `git.example.com:22`); never addresses.
+    docker_egress_domains: z.array(egressDomain).default([]),
     // Berth's own keys.
     docker_exec_mode: z.enum(['auto', 'session', 'exec']).default('auto'),
     docker_mask_secrets: z.boolean().default(true),
@@ -180,6 +176,16 @@ export const terminalConfigSchema = z
     docker_file_limit: z.number().int().min(1).max(2048).default(50),
     docker_identity_links: z.array(z.array(z.string().min(3)).min(2, { message: 'a link needs at least two identities' })).default([]),
     platform_adapters: z.array(z.string().min(1)).default([]),
+    // Berth's own: platforms without an adapter of their own that get core's generic adapter (ids
+    // as the host gives them). Any other platform without an adapter is refused, naming the known
+    // ones, so a mistyped platform never makes a new person.
+    generic_platforms: z
+      .array(
+        z
+          .string()
+          .regex(PLATFORM_NAME_PATTERN, { message: 'expected a platform name: a lower-case letter and up to 31 lower-case letters or digits, e.g. discord' }),
+      )
+      .default([]),
     // Berth's own keys for backend: kubernetes (docs/backend-kubernetes.md).
     kubernetes_namespace: z
       .string()

@@ -238,5 +238,17 @@ export function assertSandboxDriver(driver: unknown): asserts driver is SandboxD
 export { CHANNELS_FOLDER, disksFolderOf, EGRESS_FOLDER, LAST_USED_FILE } from './host-layout.js';
 export { hasInstallationKey, loadInstallationKey, sandboxName } from './sandbox-name.js';
 export { cidrWithin, isHostNameEntry, LINK_LOCAL_RANGE, splitEgressEntry } from './egress-exception.js';
-export { canonicalHost, formatHostPattern, hostMatches, parseHostPattern, type HostPattern } from './host-pattern.js';
+export {
+  canonicalHost,
+  DEFAULT_EGRESS_PORTS,
+  egressDomainMatches,
+  formatHostPattern,
+  hostMatches,
+  parseEgressDomain,
+  parseHostPattern,
+  type EgressDomain,
+  type HostPattern,
+} from './host-pattern.js';
+export { CREDENTIAL_HEADERS, type BrokeredHosts } from './brokered-hosts.js';
 export { MIN_SECRET_LENGTH } from './redact.js';
+export { base64Runs } from './secret-forms.js';

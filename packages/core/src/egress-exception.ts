@@ -6,6 +6,9 @@
 /** Link-local, where cloud metadata services answer: an exception opens an address here only by naming it alone. */
 export const LINK_LOCAL_RANGE = '169.254.0.0/16';
 
+/** The widest range an exception may be: `0.0.0.0/0` and its like would open every private network at once. */
+export const MIN_RANGE_PREFIX = 8;
+
 /** An IPv4 CIDR (or single address) as a 32-bit base address and a prefix length, or `undefined`. */
 function parseCidr(text: string): { base: number; prefix: number } | undefined {
   const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\/(\d{1,2}))?$/.exec(text.trim());
@@ -40,7 +43,8 @@ export const isHostNameEntry = (entry: string): boolean => parseCidr(splitEgress
 /**
  * Why a `docker_egress_allow` entry that is an address or range can never work, or `undefined`:
  * one inside the pool (sandboxes never reach each other, whatever an exception says), or a range
- * inside link-local (ranges never open it: name the one address). The config check refuses these
+ * inside link-local (ranges never open it: name the one address), or one wider than a /8 (`0.0.0.0/0`
+ * would open every private network at once). The config check refuses these
  * at start, in one line; a range that merely overlaps the pool, link-local or the host's own
  * addresses is kept, without them (the egress policy refuses those first).
  */
@@ -51,6 +55,9 @@ export function egressExceptionProblem(entry: string, pool: string): string | un
   const normal = `${host.split('/')[0]}/${cidr.prefix}`;
   if (cidrWithin(normal, pool))
     return `${entry} lies in terminal.docker_network_pool ${pool}, the sandboxes' own addresses, which no exception opens; remove it`;
+  if (cidr.prefix < MIN_RANGE_PREFIX) {
+    return `${entry} is wider than a /${MIN_RANGE_PREFIX}: it would open every private network at once; name the networks the sandboxes need, each a /${MIN_RANGE_PREFIX} or narrower (e.g. 10.0.0.0/8)`;
+  }
   if (cidr.prefix < 32 && cidrWithin(normal, LINK_LOCAL_RANGE)) {
     return `${entry} is a range in link-local ${LINK_LOCAL_RANGE} (cloud metadata), which a range never opens; name the one address a sandbox needs, e.g. 169.254.169.254:80`;
   }

@@ -1,6 +1,9 @@
+import { existsSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultConfigPath } from './config.js';
+import { ConfigError } from './errors.js';
 import { disksFolderOf, hermesHome, resolveSandboxDir, sandboxRootOf } from './host-layout.js';
 import { resolveSandboxPaths } from './sandbox-paths.js';
 import type { SandboxScope } from './scope.js';
@@ -21,5 +24,32 @@ describe('the host layout', () => {
     expect(disksFolderOf(root)).toBe(path.resolve('/srv/sandboxes/disks/docker'));
     const scope = { key: 'user:telegram:1', folderName: 'telegram@1' } as SandboxScope;
     expect(resolveSandboxPaths(scope, '/srv/sandboxes').root).toBe(root);
+  });
+
+  it('refuses in one line, naming where it came from, a sandbox folder that is relative, under a kernel file system, or past a file', () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), 'berth-layout-'));
+    writeFileSync(path.join(folder, 'a-file'), '');
+    symlinkSync('/proc/self', path.join(folder, 'to-proc'));
+    const refusal = (configured: string | undefined, environment: NodeJS.ProcessEnv): ConfigError => {
+      try {
+        resolveSandboxDir(configured, environment);
+      } catch (error) {
+        if (error instanceof ConfigError) return error;
+        throw error;
+      }
+      throw new Error(`${configured} was accepted`);
+    };
+    expect(refusal('sandboxes', {}).message).toMatch(/^terminal\.sandbox_dir gives the sandbox folder "sandboxes", a relative path, .*write an absolute path/);
+    expect(refusal(undefined, { TERMINAL_SANDBOX_DIR: './s' }).key).toBe('TERMINAL_SANDBOX_DIR');
+    expect(refusal(undefined, { HERMES_HOME: 'relative-home' }).key).toBe('HERMES_HOME');
+    for (const kernel of ['/proc/berth-nope', '/sys/berth', '/dev/shm/x', path.join(folder, 'to-proc', 'x')]) {
+      expect(refusal(kernel, {}).message, kernel).toMatch(
+        /under \/(proc|sys|dev), a kernel file system where no folder can be kept; choose a folder on a disk/,
+      );
+    }
+    expect(refusal(path.join(folder, 'a-file', 'sandboxes'), {}).message).toMatch(/is a file, not a folder; choose another path or move the file$/);
+    // Nothing is made by asking.
+    expect(resolveSandboxDir(path.join(folder, 'new', 'sandboxes'), {})).toBe(path.join(folder, 'new', 'sandboxes'));
+    expect(existsSync(path.join(folder, 'new'))).toBe(false);
   });
 });

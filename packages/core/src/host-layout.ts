@@ -1,5 +1,7 @@
+import { realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { ConfigError } from './errors.js';
 
 // Where Berth keeps things on the gateway's host, decided here and nowhere else:
 //
@@ -57,14 +59,58 @@ export function hermesHome(environment: NodeJS.ProcessEnv = process.env): string
   return environment.HERMES_HOME ? expandHome(environment.HERMES_HOME, environment) : path.join(environment.HOME || homedir(), '.hermes');
 }
 
+/** Kernel file systems: no sandbox folder can be made there (a recursive mkdir under /proc once spun for ever). */
+const KERNEL_FOLDERS = ['/proc', '/sys', '/dev'] as const;
+
+/** The deepest existing folder on the way to `where`, as the kernel sees it (links followed), and what stands in the way, if anything. */
+function existingAncestor(where: string): { real: string; blocker?: string } {
+  let current = where;
+  for (;;) {
+    try {
+      const status = statSync(current);
+      return status.isDirectory() ? { real: realpathSync(current) } : { real: realpathSync(path.dirname(current)), blocker: current };
+    } catch {
+      const parent = path.dirname(current);
+      if (parent === current) return { real: current };
+      current = parent;
+    }
+  }
+}
+
 /**
  * The sandbox directory: `sandbox_dir` from the config, else `$TERMINAL_SANDBOX_DIR`, else
- * `${HERMES_HOME:-~/.hermes}/sandboxes`. A leading `~` is the user's home; relative paths are
- * taken from the current directory.
+ * `${HERMES_HOME:-~/.hermes}/sandboxes`. A leading `~` is the user's home. Checked before anything
+ * is made there, each problem a {@link ConfigError} naming where the path came from and the fix: a
+ * relative path (it would depend on the folder Berth runs from: a sandbox once landed in a
+ * checkout), one under `/proc`, `/sys` or `/dev` (kernel file systems), one where a file stands on
+ * the way. Nothing is created here.
  */
 export function resolveSandboxDir(configured: string | undefined, environment: NodeJS.ProcessEnv = process.env): string {
-  const chosen = configured || environment.TERMINAL_SANDBOX_DIR || path.join(hermesHome(environment), 'sandboxes');
-  return path.resolve(expandHome(chosen, environment));
+  const source = configured ? 'terminal.sandbox_dir' : environment.TERMINAL_SANDBOX_DIR ? 'TERMINAL_SANDBOX_DIR' : 'HERMES_HOME';
+  const chosen = expandHome(configured || environment.TERMINAL_SANDBOX_DIR || path.join(hermesHome(environment), 'sandboxes'), environment);
+  const shown = JSON.stringify(chosen.length > 200 ? `${chosen.slice(0, 200)}…` : chosen);
+  if (!path.isAbsolute(chosen)) {
+    throw new ConfigError(
+      source,
+      `${source} gives the sandbox folder ${shown}, a relative path, which would depend on the folder Berth runs from; write an absolute path (e.g. /var/lib/berth/sandboxes)`,
+    );
+  }
+  const resolved = path.resolve(chosen);
+  const { real, blocker } = existingAncestor(resolved);
+  const kernel = KERNEL_FOLDERS.find((folder) => [resolved, real].some((where) => where === folder || where.startsWith(`${folder}/`)));
+  if (kernel) {
+    throw new ConfigError(
+      source,
+      `${source} gives the sandbox folder ${shown}, under ${kernel}, a kernel file system where no folder can be kept; choose a folder on a disk (e.g. /var/lib/berth/sandboxes)`,
+    );
+  }
+  if (blocker) {
+    throw new ConfigError(
+      source,
+      `${source} gives the sandbox folder ${shown}, but ${JSON.stringify(blocker)} is a file, not a folder; choose another path or move the file`,
+    );
+  }
+  return resolved;
 }
 
 /** The sandbox root of a sandbox directory: `{sandbox_dir}/docker`, where every scope's folder is. */

@@ -1,13 +1,14 @@
 import { isIP } from 'node:net';
+import { getPublicSuffix } from 'tldts';
 
 /**
  * Host patterns of the egress proxy (docs/brokered-secrets.md), in the one place both the config
  * check (`docker_secret_hosts`, `docker_egress_domains`) and the proxy (`@berth/sandbox-runtime`'s
- * `egress-proxy/`) read them: `api.github.com` is that host only; `*.githubusercontent.com` is
+ * `egress-proxy/`) read them: `api.github.com` is that host only; `*.example.com` is
  * any host below it (one label or more), not the domain itself. Matching is on the lower-cased
  * name without a trailing dot. Addresses are never patterns: a brokered secret or an allowed
  * domain is named, so what the sandbox connects to is checked against the name it asked for
- * (CONNECT, SNI and Host agree), not an address.
+ * (CONNECT, SNI and Host agree), not an address. A wildcard over a public suffix is refused.
  */
 export type HostPattern = { readonly exact: string } | { readonly below: string };
 
@@ -30,13 +31,20 @@ export function parseHostPattern(text: string): HostPattern {
   const name = canonicalHost(wildcard ? text.slice(2) : text);
   if (name === undefined || name.includes('*')) {
     throw new Error(
-      'not a host name or "*.domain" pattern (an address, a port or a "*" elsewhere is not allowed); write it like "api.github.com" or "*.githubusercontent.com"',
+      'not a host name or "*.domain" pattern (an address, a port or a "*" elsewhere is not allowed); write it like "api.github.com" or "*.example.com"',
     );
   }
   // "*.com" would approve every host of a top-level domain: a mistake, never a policy. A name
   // without a dot is no host on the internet (and a pasted token often looks like one).
   if (wildcard && !name.includes('.')) throw new Error('covers a whole top-level domain; name the domain under it, like "*.example.com"');
   if (!name.includes('.')) throw new Error('names no domain; write the host with its domain, like "api.github.com"');
+  // "*.github.io" would approve every GitHub Pages site, "*.co.uk" every British company: below
+  // a public suffix (the Public Suffix List, its private part too) names belong to many parties.
+  if (wildcard && getPublicSuffix(name, { allowPrivateDomains: true }) === name) {
+    throw new Error(
+      'covers a public suffix, under which anyone may own a name (like "*.github.io" or "*.co.uk"); name the hosts themselves, like "api.github.com"',
+    );
+  }
   return wildcard ? { below: name } : { exact: name };
 }
 
@@ -45,6 +53,35 @@ export function hostMatches(host: string, patterns: readonly HostPattern[]): boo
   const name = canonicalHost(host);
   if (name === undefined) return false;
   return patterns.some((pattern) => ('exact' in pattern ? name === pattern.exact : name.endsWith(`.${pattern.below}`)));
+}
+
+/** The ports an egress domain without a port of its own allows: HTTPS and plain HTTP. */
+export const DEFAULT_EGRESS_PORTS: readonly number[] = [443, 80];
+
+/** A `docker_egress_domains` entry: a host pattern and the ports it allows. */
+export interface EgressDomain {
+  readonly pattern: HostPattern;
+  readonly ports: readonly number[];
+}
+
+/**
+ * Parses a `docker_egress_domains` entry, `pattern` or `pattern:port` (`api.github.com`,
+ * `git.example.com:22`); without a port it allows {@link DEFAULT_EGRESS_PORTS}. Throws a one-line
+ * error that does not repeat the entry, as {@link parseHostPattern} does.
+ */
+export function parseEgressDomain(text: string): EgressDomain {
+  const ported = /^(.*):(\d{1,5})$/.exec(text);
+  if (ported) {
+    const port = Number(ported[2]);
+    if (!(port >= 1 && port <= 65_535)) throw new Error('has a port outside 1 to 65535; write it like "git.example.com:22"');
+    return { pattern: parseHostPattern(ported[1]!), ports: [port] };
+  }
+  return { pattern: parseHostPattern(text), ports: DEFAULT_EGRESS_PORTS };
+}
+
+/** Whether `host`:`port` is one of `domains` (the name as {@link hostMatches} matches it, and one of its ports). */
+export function egressDomainMatches(host: string, port: number, domains: readonly EgressDomain[]): boolean {
+  return domains.some((domain) => domain.ports.includes(port) && hostMatches(host, [domain.pattern]));
 }
 
 /** The text form of a pattern, as the operator wrote it (canonical). */

@@ -63,6 +63,7 @@ export {
 } from './request-protocol.js';
 export type { ResolvedEnvironment, ResolvedVariable, VariableSource } from './resolve-environment.js';
 export { createRedactor, REDACTED, type Redactor } from './redact.js';
+export { secretForms } from './secret-forms.js';
 export {
   assertSandboxBackend,
   type BackendCapabilities,

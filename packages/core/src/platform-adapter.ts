@@ -113,6 +113,14 @@ export function createGenericAdapter(options: GenericAdapterOptions): PlatformAd
     // Nothing is folded (no case folding, no Unicode normalisation): for a platform Berth does
     // not know, two spellings may well be two people, and merging them would share a sandbox.
     assertBasicIdShape(platform, id);
+    // The folder form is safe whatever the id (it escapes every byte that could be a path), but an
+    // id that reads as a path is an operator's or a host's mistake: refused on every platform.
+    if (id === '.' || id === '..' || /[/\\]/.test(id)) {
+      throw new IdentityError(
+        platform,
+        `${platform} user id ${JSON.stringify(truncateForMessage(id))} reads as a path (".", ".." or a slash); no platform's user ids do, so it is refused`,
+      );
+    }
     return id;
   };
   return {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { IdentityCollisionError, IdentityError, UnsupportedSpecificationError } from './errors.js';
+import { IdentityCollisionError, IdentityError, UnknownPlatformError, UnsupportedSpecificationError } from './errors.js';
 import { createGenericAdapter, FOLDER_FORM_PATTERN, type PlatformAdapterV1 } from './platform-adapter.js';
 import { createPlatformRegistry } from './platform-registry.js';
 import { UNPRINTABLE_CHARACTERS } from './identity.js';
@@ -107,6 +107,16 @@ describe('registry checks third-party adapters', () => {
 
   it('refuses platforms without an adapter when the generic fallback is off', () => {
     const registry = createPlatformRegistry({ genericFallback: false });
-    expect(() => registry.resolve('signal', 'x')).toThrow(/no platform adapter/);
+    expect(() => registry.resolve('signal', 'x')).toThrow(/no adapter knows the platform "signal" \(known: none\)/);
+  });
+
+  it('gives the generic adapter only to the platforms named, and refuses any other naming the known ones', () => {
+    const registry = createPlatformRegistry({ genericPlatforms: ['discord'] });
+    registry.register({ ...createGenericAdapter({ platform: 'telegram' }), aliases: ['tg'] });
+    expect(registry.resolve('discord', 'u1')).toEqual({ platform: 'discord', id: 'u1' });
+    expect(() => registry.resolve('telegarm', '123456789')).toThrow(
+      /^no adapter knows the platform "telegarm" \(known: telegram \(tg\), discord\); check its spelling, or, for a platform without an adapter of its own, add telegarm to terminal\.generic_platforms/,
+    );
+    expect(() => registry.resolve('telegarm', '123456789')).toThrow(UnknownPlatformError);
   });
 });

@@ -18,6 +18,12 @@ export interface PlatformRegistryOptions {
    * @default true
    */
   readonly genericFallback?: boolean;
+  /**
+   * The platforms without a registered adapter that get the generic adapter, by name; any other
+   * is refused, naming the known ones (a gateway's `terminal.generic_platforms`: a mistyped
+   * platform never makes a new person). When given, `genericFallback` is not looked at.
+   */
+  readonly genericPlatforms?: readonly string[];
 }
 
 /**
@@ -53,6 +59,7 @@ export function createPlatformRegistry(options: PlatformRegistryOptions = {}): P
   const aliases = new Map<string, string>();
   const generic = new Map<string, PlatformAdapter>();
   const genericFallback = options.genericFallback ?? true;
+  const genericPlatforms = options.genericPlatforms === undefined ? undefined : new Set(options.genericPlatforms.map((name) => name.toLowerCase()));
   // Every (platform, form) -> canonical id seen in this process: a second id with the same form
   // is a collision in the adapter, and refused rather than given the first one's sandbox.
   const seenFolders = new Map<string, string>();
@@ -68,8 +75,15 @@ export function createPlatformRegistry(options: PlatformRegistryOptions = {}): P
     const adapter = adapters.get(name);
     if (adapter) return adapter;
     assertPlatformName(name);
-    if (!genericFallback) {
-      throw new UnknownPlatformError(name, `no platform adapter is registered for ${JSON.stringify(name)}; add it to platform_adapters in the terminal config`);
+    if (genericPlatforms !== undefined ? !genericPlatforms.has(name) : !genericFallback) {
+      const known = [...adapters.values()]
+        .map((known) => (known.aliases?.length ? `${known.platform} (${known.aliases.join(', ')})` : known.platform))
+        .concat([...(genericPlatforms ?? [])])
+        .join(', ');
+      throw new UnknownPlatformError(
+        name,
+        `no adapter knows the platform ${JSON.stringify(name)} (known: ${known || 'none'}); check its spelling, or, for a platform without an adapter of its own, add ${name} to terminal.generic_platforms (or its adapter to terminal.platform_adapters)`,
+      );
     }
     let fallback = generic.get(name);
     if (!fallback) {

@@ -24,7 +24,12 @@ function scopeOf(sessionKey: string): { scope: string } | { refused: string } {
 // Segments as hosts write them: no ':' inside (ids after the marker may hold ':' and are tested apart).
 const segment = fc.string({ minLength: 1, maxLength: 12 }).filter((value) => !value.includes(':'));
 const channel = fc.constantFrom('telegram', 'whatsapp', 'signal', 'discord', 'slack', 'matrix');
-const peer = fc.oneof(fc.stringMatching(/^[0-9]{1,12}$/), fc.stringMatching(/^[A-Za-z0-9_.+@-]{1,20}$/), fc.constant('@alice:example.org'));
+// Peer ids as platforms write them ("." and ".." read as paths, and are refused on every platform).
+const peer = fc.oneof(
+  fc.stringMatching(/^[0-9]{1,12}$/),
+  fc.stringMatching(/^[A-Za-z0-9_.+@-]{1,20}$/).filter((value) => value !== '.' && value !== '..'),
+  fc.constant('@alice:example.org'),
+);
 const conversationWord = fc.constantFrom('group', 'channel', 'thread', 'topic');
 
 describe('classifySessionKey', () => {

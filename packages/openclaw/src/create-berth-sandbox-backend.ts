@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import type { HostLogger } from '@berth/core';
-import { createBerth as createGatewayBerth, putHostFile, readSandboxFile, type Berth, type CreateBerthOptions } from '@berth/gateway-plugin';
+import { createBerth as createGatewayBerth, outboxBudgetOf, putHostFile, readSandboxFile, type Berth, type CreateBerthOptions } from '@berth/gateway-plugin';
 import { serveSandboxes, type SandboxSocketServer } from '@berth/gateway-plugin/socket';
 import { SANDBOX_WORKSPACE } from './create-sandbox-fs-bridge.js';
 import { createSandboxHandle, runtimeIdOf } from './create-sandbox-handle.js';
@@ -268,6 +268,7 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
             text,
             // Resolved by core at the moment of the read, like every command.
             read: async (sandboxPath) => (await readSandboxFile(berth, berth.request({ session: { sessionKey } }), sandboxPath)).bytes,
+            budget: outboxBudgetOf(berth),
           });
           const placed = new Set(outcomes.filter((outcome) => outcome.bytes !== undefined).map((outcome) => outcome.hostPath));
           if (placed.size > 0) deliveredCopies.set(session.hostWorkspaceDir, placed);

@@ -63,6 +63,9 @@ describe('where OpenClaw reads a named file', () => {
   });
 });
 
+/** The default share: four files of 50 MB. */
+const BUDGET = 200 * 1024 * 1024;
+
 describe('placing a reply file where OpenClaw reads it', () => {
   it("puts exactly the sandbox's bytes there, privately, and removes them afterwards", async () => {
     const root = folder('berth-reply-');
@@ -75,6 +78,7 @@ describe('placing a reply file where OpenClaw reads it', () => {
         reads.push(sandboxPath);
         return bytes;
       },
+      budget: BUDGET,
     });
     expect(reads).toEqual(['/workspace/out/result.bin']);
     expect(outcomes).toEqual([
@@ -97,6 +101,7 @@ describe('placing a reply file where OpenClaw reads it', () => {
         if (sandboxPath.endsWith('stale.txt')) throw new SandboxFileError('FILE_NOT_FOUND', sandboxPath, `${sandboxPath} does not exist in the sandbox`);
         throw new SandboxFileError('FILE_REFUSED', sandboxPath, `${sandboxPath} leads outside the sandbox's /workspace, /root and /tmp (to /proc/1/environ)`);
       },
+      budget: BUDGET,
     });
     expect(outcomes.map((outcome) => outcome.refusal)).toEqual([
       '/workspace/stale.txt does not exist in the sandbox',
@@ -116,6 +121,7 @@ describe('placing a reply file where OpenClaw reads it', () => {
       hostWorkspaceDir: root,
       text: 'MEDIA:/workspace/out.txt\nMEDIA:/workspace/linked/new.txt',
       read: async () => Buffer.from('from the sandbox'),
+      budget: BUDGET,
     });
     expect(readFileSync(path.join(elsewhere, 'victim'), 'utf8')).toBe('untouched');
     expect(lstatSync(path.join(root, 'out.txt')).isFile()).toBe(true);
@@ -131,9 +137,22 @@ describe('placing a reply file where OpenClaw reads it', () => {
       hostWorkspaceDir: root,
       text: 'MEDIA:/etc/passwd\nMEDIA:../other/x.txt\nMEDIA:https://example.org/a.png\nMEDIA:/workspace/sub',
       read: async () => expect.fail('nothing is read'),
+      budget: BUDGET,
     });
     expect(outcomes).toEqual([
       { named: '/workspace/sub', sandboxPath: '/workspace/sub', hostPath: path.join(root, 'sub'), refusal: '/workspace/sub is a folder; name a file in it' },
     ]);
+  });
+
+  it("places a reply's files up to the user's share of the gateway's disk, and refuses the rest in one line", async () => {
+    const root = folder('berth-reply-');
+    const text = ['a', 'b', 'c'].map((name) => `MEDIA:/workspace/${name}.bin`).join('\n');
+    const outcomes = await prepareReplyMedia({ hostWorkspaceDir: root, text, read: async () => Buffer.alloc(400), budget: 1000 });
+    expect(outcomes.map((outcome) => outcome.bytes ?? outcome.refusal)).toEqual([
+      400,
+      400,
+      expect.stringMatching(/^\/workspace\/c\.bin would take this reply's files past 0 MB, the user's share of the gateway's disk/),
+    ]);
+    expect(existsSync(path.join(root, 'c.bin'))).toBe(false);
   });
 });

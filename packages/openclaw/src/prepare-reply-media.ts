@@ -107,6 +107,12 @@ export interface PrepareReplyMediaOptions {
   readonly text: string;
   /** Reads a file from the scope's own sandbox (`readSandboxFile`), throwing a `SandboxFileError` on a refusal. */
   readonly read: (sandboxPath: string) => Promise<Buffer>;
+  /**
+   * The bytes one reply's copies may hold on the host (`outboxBudgetOf` of `@berth/gateway-plugin`: the
+   * user's share of the host's disk); a file past it is refused in one line. The previous reply's
+   * copies are removed before a new reply's are placed, so this bounds the user's copies in all.
+   */
+  readonly budget: number;
 }
 
 /** Removes what is at `hostPath` unless it is a folder; never follows a link. */
@@ -166,6 +172,7 @@ export async function prepareReplyMedia(options: PrepareReplyMediaOptions): Prom
     if (target && !targets.has(target.hostPath)) targets.set(target.hostPath, target);
   }
   const outcomes: ReplyMediaOutcome[] = [];
+  let placed = 0;
   for (const target of targets.values()) {
     if ((await clearHostPath(target.hostPath)) === 'folder') {
       outcomes.push({ ...target, refusal: `${target.sandboxPath} is a folder; name a file in it` });
@@ -179,6 +186,14 @@ export async function prepareReplyMedia(options: PrepareReplyMediaOptions): Prom
       outcomes.push({ ...target, refusal: error.message });
       continue;
     }
+    if (placed + bytes.length > options.budget) {
+      outcomes.push({
+        ...target,
+        refusal: `${target.sandboxPath} would take this reply's files past ${Math.round(options.budget / 1024 / 1024)} MB, the user's share of the gateway's disk; send it in a reply of its own`,
+      });
+      continue;
+    }
+    placed += bytes.length;
     if (!(await placeHostFile(root, target.hostPath, bytes))) {
       outcomes.push({ ...target, refusal: `${target.sandboxPath} cannot be placed for delivery: a folder on its way in the gateway's copy is not a folder` });
       continue;

@@ -1,11 +1,10 @@
-import { readFileSync } from 'node:fs';
 import type { LookupFunction } from 'node:net';
-import path from 'node:path';
 import { SandboxError, type HostLogger, type SandboxRequest } from '@berth/core';
-import { EGRESS_FOLDER, loadInstallationKey, parseHostPattern, type DriverDescription, type HostPattern, type SandboxDriverV1 } from '@berth/core/driver';
+import { type DriverDescription, type EgressDomain, loadInstallationKey, parseEgressDomain, parseHostPattern, type SandboxDriverV1 } from '@berth/core/driver';
 import { createAddressPolicy } from './egress-proxy/address-policy.js';
-import { loadCertificateAuthority, readOwnFile, writeWhole, type CertificateAuthority } from './egress-proxy/certificate-authority.js';
+import type { CertificateAuthority } from './egress-proxy/certificate-authority.js';
 import { createEgressProxy, type EgressProxy, type ProxyClient } from './egress-proxy/egress-proxy.js';
+import { createInstallationBundles } from './egress-proxy/installation-bundle.js';
 import { placeholderFor, type BrokeredValue } from './egress-proxy/placeholders.js';
 import type { EgressException } from './resolve-egress-entry.js';
 import { EGRESS_PROXY_PORT, installationTag } from './egress-names.js';
@@ -16,18 +15,16 @@ import type { SandboxSettings } from './sandbox-settings.js';
 // `EGRESS_FOLDER` (host-layout.ts): like every `.berth-` name there, it is no scope's folder, and
 // only the bundle is ever mounted into a sandbox.
 export { EGRESS_FOLDER } from '@berth/core/driver';
-/** The bundle sandboxes trust: the host's CAs and the installation's, one file beside the CA. */
-export const CA_BUNDLE_FILE = 'ca-bundle.pem';
+export { CA_BUNDLE_FILE } from './egress-proxy/installation-bundle.js';
 /** Where a sandbox finds the bundle (mounted read-only). */
 export const CA_BUNDLE_TARGET = '/etc/berth/ca-bundle.pem';
-
-/** The host's own CA bundle, where Debian, Fedora and Alpine keep it; the first found is used. */
-const SYSTEM_BUNDLES = ['/etc/ssl/certs/ca-certificates.crt', '/etc/pki/tls/certs/ca-bundle.crt', '/etc/ssl/cert.pem'];
 
 /** The variables that point a sandbox's tools at the proxy and at the bundle. */
 const CA_VARIABLES = ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO'] as const;
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'] as const;
 const NO_PROXY_VARIABLES = ['NO_PROXY', 'no_proxy'] as const;
+/** How soon a listen that failed is tried again, at the earliest (on the sandbox's next command after it). */
+const LISTEN_RETRY_MS = 1_000;
 /** What never goes through the proxy: the sandbox itself. */
 const NO_PROXY = 'localhost,127.0.0.1,::1';
 
@@ -81,25 +78,20 @@ export interface EgressBroker {
   close(): Promise<void>;
 }
 
-/** A system CA bundle's text, or `undefined` where there is none. */
-const readSystemBundle = (file: string): string | undefined => {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
-};
-
 const stripMapped = (address: string): string => (address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : address);
 
 export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
   const { settings, driver, logger } = options;
   const brokered = Object.keys(settings.docker_secret_hosts).sort();
-  const hostsOf = new Map<string, readonly HostPattern[]>(
-    Object.entries(settings.docker_secret_hosts).map(([name, hosts]) => [name, hosts.map((host) => parseHostPattern(host))]),
+  // Where each brokered variable's value goes: its hosts, and the headers, query parameters and ports the operator named.
+  const placesOf = new Map<string, Omit<BrokeredValue, 'variable' | 'value'>>(
+    Object.entries(settings.docker_secret_hosts).map(([name, hosts]) => [
+      name,
+      { hosts: [...hosts].map((host) => parseHostPattern(host)), headers: hosts.headers, query: hosts.query, ports: hosts.ports },
+    ]),
   );
   const allowlist = settings.docker_egress === 'allowlist';
-  const allow = allowlist ? settings.docker_egress_domains.map((host) => parseHostPattern(host)) : undefined;
+  const allow = allowlist ? settings.docker_egress_domains.map((entry) => parseEgressDomain(entry)) : undefined;
   // Brokered values never enter a sandbox, with networking or without; the proxy runs only for
   // sandboxes with networking.
   const brokering = brokered.length > 0;
@@ -126,31 +118,17 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       }));
 
   // One CA per sandbox root (a gateway has one).
-  const installations = new Map<string, { ca: CertificateAuthority; bundle: string }>();
-  const installationOf = (root: string): { ca: CertificateAuthority; bundle: string } => {
-    let found = installations.get(root);
-    if (!found) {
-      const folder = path.join(root, EGRESS_FOLDER);
-      const ca = loadCertificateAuthority(folder, `Berth egress proxy ${installationTag({ sandboxRoot: root, pool: settings.docker_network_pool })}`);
-      // The host's own bundle is the system's, links followed (Fedora's is one); only the
-      // installation's files are read and written without following any.
-      const system = SYSTEM_BUNDLES.map(readSystemBundle).find((text) => text !== undefined);
-      const bundleText = `${system?.trimEnd() ?? ''}\n${ca.certificatePem.trimEnd()}\n`.trimStart();
-      const bundle = path.join(folder, CA_BUNDLE_FILE);
-      if (readOwnFile(bundle) !== bundleText) writeWhole(bundle, bundleText, 0o644);
-      if (system === undefined) logger?.warn(`berth: no CA bundle of this host found (${SYSTEM_BUNDLES.join(', ')}); sandboxes trust only Berth's egress CA`);
-      found = { ca, bundle };
-      installations.set(root, found);
-    }
-    return found;
-  };
+  const installationOf = createInstallationBundles({
+    name: (root) => `Berth egress proxy ${installationTag({ sandboxRoot: root, pool: settings.docker_network_pool })}`,
+    logger,
+  });
 
   // The sandboxes attached: by address, and each entry's address.
   const byAddress = new Map<string, { entry: SandboxEntry; containerId: string; gateway: string }>();
   const addressOf = new Map<SandboxEntry, string>();
   const clients = new Map<
     SandboxEntry,
-    { sandbox: string; placeholders: Map<string, BrokeredValue>; allow: readonly HostPattern[] | undefined; ca: CertificateAuthority | undefined }
+    { sandbox: string; placeholders: Map<string, BrokeredValue>; allow: readonly EgressDomain[] | undefined; ca: CertificateAuthority | undefined }
   >();
   const clientOf = (entry: SandboxEntry) => {
     let client = clients.get(entry);
@@ -189,7 +167,21 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
     logger?.warn(line);
   };
 
+  // Sandboxes whose gateway the proxy could not listen on (another process held it): each is
+  // tried again on its next command (variables() is asked for every one), and berth doctor says so.
+  const notListening = new Map<SandboxEntry, { gateway: string; code: string; triedAt: number }>();
+  const retrying = new WeakSet<SandboxEntry>();
+  const retryListen = (entry: SandboxEntry): void => {
+    const failed = notListening.get(entry);
+    if (!failed || retrying.has(entry) || Date.now() - failed.triedAt < LISTEN_RETRY_MS) return;
+    retrying.add(entry);
+    void attachNow(entry)
+      .catch(() => undefined)
+      .finally(() => retrying.delete(entry));
+  };
+
   const detach = async (entry: SandboxEntry): Promise<void> => {
+    notListening.delete(entry);
     const address = addressOf.get(entry);
     addressOf.delete(entry);
     // Made again, with the placeholders of the next command, when the sandbox is attached again.
@@ -226,6 +218,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
 
     variables(entry, request) {
       if (!configured && !brokering) return request.environment.variables;
+      retryListen(entry);
       const address = addressOf.get(entry);
       const gateway = address === undefined ? undefined : byAddress.get(address)?.gateway;
       const key = `${entry.name}\0${gateway ?? ''}`;
@@ -241,12 +234,12 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       const installationKey = loadInstallationKey(request.paths.root);
       const placeholders = new Map<string, BrokeredValue>();
       for (const detail of request.environment.details) {
-        const hosts = hostsOf.get(detail.name);
+        const places = placesOf.get(detail.name);
         // Only secrets are brokered: the config refuses brokering a docker_env name.
-        if (!hosts || !detail.secret) continue;
+        if (!places || !detail.secret) continue;
         const placeholder = placeholderFor(installationKey, entry.name, detail.name);
         variables[detail.name] = placeholder;
-        placeholders.set(placeholder, { variable: detail.name, value: detail.value, hosts });
+        placeholders.set(placeholder, { variable: detail.name, value: detail.value, ...places });
       }
       if (client) client.placeholders = placeholders;
       if (gateway !== undefined) {
@@ -261,49 +254,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       return frozen;
     },
 
-    async attach(entry) {
-      if (!configured || !entry.containerId || !entry.paths) return;
-      const why = await whyUnavailable();
-      if (why) {
-        warnOnce(
-          'unavailable',
-          `berth: no egress proxy for ${driver.engine} sandboxes: ${why}; brokered variables (${brokered.join(', ') || 'none'}) reach them as placeholders nothing replaces`,
-        );
-        return;
-      }
-      const found = await driver.networkAddress!(entry.containerId);
-      const current = addressOf.get(entry);
-      const record = current === undefined ? undefined : byAddress.get(current);
-      // The same sandbox at the same address (a new shell in it): its listener stays, so a
-      // request a background job makes meanwhile is not refused.
-      if (found && record && current === found.address && record.gateway === found.gateway && record.containerId === entry.containerId) return;
-      await detach(entry);
-      if (!found) {
-        warnOnce(
-          `no-address ${entry.name}`,
-          `berth: sandbox ${entry.name} has no network of its own; it cannot use the egress proxy (its brokered variables stay placeholders)`,
-        );
-        return;
-      }
-      const installation = installationOf(entry.paths.root);
-      try {
-        await proxyFor(installation.ca).listen(EGRESS_PROXY_PORT, found.gateway);
-      } catch (error) {
-        warnOnce(
-          `listen ${found.gateway}`,
-          `berth: the egress proxy cannot listen on ${found.gateway}:${EGRESS_PROXY_PORT} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); sandbox ${entry.name} goes without it (its brokered variables stay placeholders) — is another Berth process of this installation serving it?`,
-        );
-        return;
-      }
-      // A sandbox that had this address before (its network was removed and the subnet reused) is no longer there.
-      const previous = byAddress.get(found.address);
-      if (previous && previous.entry !== entry) addressOf.delete(previous.entry);
-      byAddress.set(found.address, { entry, containerId: entry.containerId, gateway: found.gateway });
-      addressOf.set(entry, found.address);
-      const client = clientOf(entry);
-      client.sandbox = entry.name;
-      client.ca = installation.ca;
-    },
+    attach: (entry) => attachNow(entry),
 
     detach,
 
@@ -312,8 +263,14 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       const why = await whyUnavailable();
       if (why) return { proxy: undefined, unavailable: why };
       const listening = proxy?.listening() ?? [];
+      const failed = [...notListening.values()].map((entry) => `${entry.gateway} (${entry.code})`);
+      // "could not listen on" is what berth doctor's secrets line looks for (doctor-command.ts).
+      const failures =
+        failed.length === 0
+          ? ''
+          : `; could not listen on ${[...new Set(failed)].join(', ')}, tried again on each of those sandboxes' next command — is another Berth process of this installation serving them?`;
       return {
-        proxy: `port ${EGRESS_PROXY_PORT} on each sandbox network's gateway (${listening.length} listening in this process)`,
+        proxy: `port ${EGRESS_PROXY_PORT} on each sandbox network's gateway (${listening.length} listening in this process)${failures}`,
         unavailable: undefined,
       };
     },
@@ -321,8 +278,55 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
     async close() {
       byAddress.clear();
       addressOf.clear();
+      notListening.clear();
       await proxy?.close();
       proxy = undefined;
     },
   };
+
+  async function attachNow(entry: SandboxEntry): Promise<void> {
+    if (!configured || !entry.containerId || !entry.paths) return;
+    const why = await whyUnavailable();
+    if (why) {
+      warnOnce(
+        'unavailable',
+        `berth: no egress proxy for ${driver.engine} sandboxes: ${why}; brokered variables (${brokered.join(', ') || 'none'}) reach them as placeholders nothing replaces`,
+      );
+      return;
+    }
+    const found = await driver.networkAddress!(entry.containerId);
+    const current = addressOf.get(entry);
+    const record = current === undefined ? undefined : byAddress.get(current);
+    // The same sandbox at the same address (a new shell in it): its listener stays, so a
+    // request a background job makes meanwhile is not refused.
+    if (found && record && current === found.address && record.gateway === found.gateway && record.containerId === entry.containerId) return;
+    await detach(entry);
+    if (!found) {
+      warnOnce(
+        `no-address ${entry.name}`,
+        `berth: sandbox ${entry.name} has no network of its own; it cannot use the egress proxy (its brokered variables stay placeholders)`,
+      );
+      return;
+    }
+    const installation = installationOf(entry.paths.root);
+    try {
+      await proxyFor(installation.ca).listen(EGRESS_PROXY_PORT, found.gateway);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+      notListening.set(entry, { gateway: found.gateway, code, triedAt: Date.now() });
+      warnOnce(
+        `listen ${found.gateway}`,
+        `berth: the egress proxy cannot listen on ${found.gateway}:${EGRESS_PROXY_PORT} (${code}); sandbox ${entry.name} goes without it for now (its brokered variables stay placeholders; tried again on its next command) — is another Berth process of this installation serving it?`,
+      );
+      return;
+    }
+    // A sandbox that had this address before (its network was removed and the subnet reused) is no longer there.
+    const previous = byAddress.get(found.address);
+    if (previous && previous.entry !== entry) addressOf.delete(previous.entry);
+    byAddress.set(found.address, { entry, containerId: entry.containerId, gateway: found.gateway });
+    addressOf.set(entry, found.address);
+    const client = clientOf(entry);
+    client.sandbox = entry.name;
+    client.ca = installation.ca;
+  }
 }

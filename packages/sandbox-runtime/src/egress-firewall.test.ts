@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   BLOCKED_RANGES,
+  createEgressFirewall,
   egressRuleset,
   egressTableName,
   egressUnenforcedReason,
@@ -16,13 +17,47 @@ import {
   sandboxBridgeName,
 } from './egress-firewall.js';
 
-// The rules as text; egress.attack.test.ts proves them on real engines with servers of its own.
+// Host names resolved by a fake DNS of the test's own (any other name as the host resolves it),
+// and nft replaced by a recorder: the refresh runs as it does on a host, without touching its tables.
+const fakeDns = vi.hoisted(() => new Map<string, string[]>());
+vi.mock('node:dns/promises', async (importOriginal) => {
+  const real = await importOriginal<typeof import('node:dns/promises')>();
+  // What the code under test uses of a resolver: TTLs of a name's IPv4 addresses.
+  class Resolver {
+    readonly #real: InstanceType<typeof real.Resolver>;
+    constructor(options?: ConstructorParameters<typeof real.Resolver>[0]) {
+      this.#real = new real.Resolver(options);
+    }
+    resolve4(host: string, options: { ttl: true }) {
+      const answer = fakeDns.get(host);
+      return answer ? Promise.resolve(answer.map((address) => ({ address, ttl: 10 }))) : this.#real.resolve4(host, options);
+    }
+  }
+  const lookup = (host: string, options: object) => {
+    const answer = fakeDns.get(host);
+    return answer ? Promise.resolve(answer.map((address) => ({ address, family: 4 }))) : real.lookup(host, options);
+  };
+  return { ...real, lookup, Resolver };
+});
+const installed = vi.hoisted(() => [] as string[]);
+vi.mock('./nft.js', () => ({
+  findNft: () => '/usr/sbin/nft',
+  nft: async (_args: readonly string[], script = '') => {
+    if (script) installed.push(script);
+    return '';
+  },
+  tableExists: async () => true,
+}));
+
+// The rules as text; egress.attack.test.ts and egress-exceptions.attack.test.ts prove them on real
+// engines with servers of their own.
 describe('the egress policy', () => {
   it('parses docker_egress_allow entries: an address, a range, either with a port; a host name with how long its answer holds', async () => {
     expect(await resolveEgressException('10.1.2.3')).toEqual([{ cidr: '10.1.2.3/32' }]);
     expect(await resolveEgressException('10.1.0.0/16')).toEqual([{ cidr: '10.1.0.0/16' }]);
     expect(await resolveEgressException('10.1.2.3:5432')).toEqual([{ cidr: '10.1.2.3/32', port: 5432 }]);
-    expect(await resolveEgressException('localhost:8080')).toEqual(expect.arrayContaining([{ cidr: '127.0.0.1/32', port: 8080 }]));
+    // An address learned from a name says so: it opens only what a range would.
+    expect(await resolveEgressException('localhost:8080')).toEqual(expect.arrayContaining([{ cidr: '127.0.0.1/32', port: 8080, learned: true }]));
     // A name always has a time after which it is looked at again (its TTL, or UNKNOWN_TTL_SECONDS from the hosts file).
     expect((await resolveEgressEntry('localhost')).ttl).toBeGreaterThanOrEqual(0);
     expect((await resolveEgressEntry('10.1.2.3')).ttl).toBeUndefined();
@@ -61,14 +96,15 @@ describe('the egress policy', () => {
         /meta nfproto ipv6 iifname "bth\*" goto refuse\n\s+meta nfproto != ipv4 return\n\s+ip saddr != @pool return\n\s+ct state established,related return\n\s+ip daddr @resolvers meta l4proto \{ tcp, udp \} th dport 53 return/,
       );
     }
-    // The pool and every Berth bridge before any exception; link-local before any range.
+    // The pool and every Berth bridge before any exception; link-local before any range; and no
+    // range for a packet the host DNAT'd (a published port) or one to another engine's bridges.
     expect(forward).toMatch(
-      /ip daddr @pool goto refuse\n\s+oifname "bth\*" goto refuse\n\s+meta mark and 0x00100000 != 0 return\n\s+ip daddr @link_local goto refuse\n\s+meta mark and 0x00200000 != 0 return\n\s+ip daddr @blocked goto refuse/,
+      /ip daddr @pool goto refuse\n\s+oifname "bth\*" goto refuse\n\s+meta mark and 0x00100000 != 0 return\n\s+ip daddr @link_local goto refuse\n\s+ct status dnat goto refuse\n\s+oifname \{ "docker\*", "br-\*", "podman\*", "cni\*" \} ip daddr @blocked goto refuse\n\s+meta mark and 0x00200000 != 0 return\n\s+ip daddr @blocked goto refuse\n\s+\}/,
     );
     // The host: DNS and the egress proxy's port only on the address of the bridge the packet came
     // in on, then only exceptions naming one address.
     expect(input).toMatch(
-      /iif lo return[\s\S]*th dport 53 fib daddr \. iif type local return\n\s+tcp dport 3129 fib daddr \. iif type local return\n\s+ip daddr @pool goto refuse\n\s+meta mark and 0x00100000 != 0 return\n\s+goto refuse/,
+      /iif lo return[\s\S]*th dport 53 fib daddr \. iif type local return\n\s+tcp dport 3129 fib daddr \. iif type local socket wildcard 0 return\n\s+ip daddr @pool goto refuse\n\s+meta mark and 0x00100000 != 0 return\n\s+goto refuse/,
     );
     expect(input).not.toMatch(/ip daddr @pool meta l4proto \{ tcp, udp \} th dport 53 return/);
     // Marks from anywhere else never count: cleared before anything reads them.
@@ -78,22 +114,44 @@ describe('the egress policy', () => {
     expect(rules).toMatch(/chain refuse \{\n\s+meta l4proto tcp reject with tcp reset\n\s+reject with icmpx type admin-prohibited/);
   });
 
-  it("marks only its own sandboxes' packets to its exceptions, single addresses apart from ranges, in a table of the installation's own", () => {
+  it("marks only its own sandboxes' packets to its exceptions, by where the sandbox sent them, single addresses apart from ranges and names, in a table of the installation's own", () => {
     const rules = installationRuleset({
       tag: 'a1b2c3',
-      exceptions: [{ cidr: '192.168.5.0/24' }, { cidr: '10.9.9.9/32', port: 5432 }, { cidr: '169.254.169.254/32' }, { cidr: '10.0.0.0/8', port: 443 }],
+      exceptions: [
+        { cidr: '192.168.5.0/24' },
+        { cidr: '10.9.9.9/32', port: 5432 },
+        { cidr: '169.254.169.254/32' },
+        { cidr: '10.0.0.0/8', port: 443 },
+        // Nested ranges, and an address a name resolved to inside one: one element (nft refuses overlaps).
+        { cidr: '10.1.0.0/16', port: 443 },
+        { cidr: '192.168.5.7/32', learned: true },
+        // A name's address counts as a range, never as naming one address.
+        { cidr: '10.8.8.8/32', port: 443, learned: true },
+        { cidr: '172.20.0.5/32', learned: true },
+      ],
     });
     expect(installationTableName('a1b2c3')).toBe('berth_inst_a1b2c3');
     expect(rules.split('\n').slice(0, 3)).toEqual(['table inet berth_inst_a1b2c3', 'delete table inet berth_inst_a1b2c3', 'table inet berth_inst_a1b2c3 {']);
     expect(rules).toMatch(/set exact \{[^}]*elements = \{ 169\.254\.169\.254\/32 \}/);
-    expect(rules).toMatch(/set exact_ports \{[^}]*elements = \{ 10\.9\.9\.9\/32 \. tcp \. 5432, 10\.9\.9\.9\/32 \. udp \. 5432 \}/);
-    expect(rules).toMatch(/set ranges \{[^}]*elements = \{ 192\.168\.5\.0\/24 \}/);
-    expect(rules).toMatch(/set range_ports \{[^}]*elements = \{ 10\.0\.0\.0\/8 \. tcp \. 443, 10\.0\.0\.0\/8 \. udp \. 443 \}/);
+    expect(rules).toMatch(/set ranges \{[^}]*elements = \{ 192\.168\.5\.0\/24, 172\.20\.0\.5\/32 \}/);
     for (const hook of ['forward', 'input']) {
-      expect(rules).toMatch(
-        new RegExp(
-          `chain mark_${hook} \\{\\n\\s+type filter hook ${hook} priority filter - 20; policy accept;\\n\\s+meta nfproto != ipv4 return\\n\\s+iifname != "btha1b2c3\\*" return`,
-        ),
+      const chain = rules.slice(rules.indexOf(`chain mark_${hook}`), rules.indexOf('\n  }', rules.indexOf(`chain mark_${hook}`)));
+      // Judged on the packet's original destination: a published port the host DNAT'd to a named
+      // container address is not that address; one per protocol and port (nft lists a set of
+      // them back as text it cannot load).
+      expect(chain).toBe(
+        [
+          `chain mark_${hook} {`,
+          `    type filter hook ${hook} priority filter - 20; policy accept;`,
+          '    meta nfproto != ipv4 return',
+          '    iifname != "btha1b2c3*" return',
+          '    ct original ip daddr @exact meta mark set meta mark or 0x00100000 return',
+          '    meta l4proto tcp ct original proto-dst 5432 ct original ip daddr { 10.9.9.9/32 } meta mark set meta mark or 0x00100000 return',
+          '    meta l4proto udp ct original proto-dst 5432 ct original ip daddr { 10.9.9.9/32 } meta mark set meta mark or 0x00100000 return',
+          '    ct original ip daddr @ranges meta mark set meta mark or 0x00200000 return',
+          '    meta l4proto tcp ct original proto-dst 443 ct original ip daddr { 10.0.0.0/8 } meta mark set meta mark or 0x00200000 return',
+          '    meta l4proto udp ct original proto-dst 443 ct original ip daddr { 10.0.0.0/8 } meta mark set meta mark or 0x00200000 return',
+        ].join('\n'),
       );
     }
     expect(rules).not.toMatch(/reject|drop|accept;\n\s+accept/);
@@ -103,6 +161,76 @@ describe('the egress policy', () => {
     expect(allowlist).toMatch(
       /chain allowlist_forward \{\n\s+type filter hook forward priority filter - 15; policy accept;\n\s+iifname != "btha1b2c3\*" return\n\s+ct state established,related return\n\s+meta mark and 0x00300000 != 0 return\n\s+meta nfproto ipv4 ip daddr @resolvers meta l4proto \{ tcp, udp \} th dport 53 return\n\s+meta l4proto tcp reject with tcp reset\n\s+reject with icmpx type admin-prohibited\n\s+\}/,
     );
+  });
+
+  it("checks a name's every address at every refresh: never link-local, loopback, the host or the pool, each skipped one said once, the rest marked only as a range", async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    vi.spyOn(process, 'getuid').mockReturnValue(0);
+    const hostAddress = Object.values(os.networkInterfaces())
+      .flat()
+      .find((entry) => entry?.family === 'IPv4' && !entry.internal)!.address;
+    const name = 'db.berth-refresh.test';
+    const entry = `${name}:5432`;
+    const warnings: string[] = [];
+    const logger = { info: () => undefined, warn: (line: string) => void warnings.push(line), error: () => undefined };
+    const firewall = createEgressFirewall({
+      pool: '10.217.0.0/16',
+      allow: [entry],
+      network: true,
+      poolNetworks: true,
+      engine: 'docker',
+      logger,
+      resolvers: [],
+    });
+    const table = (): string => installed.filter((script) => script.startsWith('table inet berth_inst_')).at(-1) ?? '';
+    const said = (address: string): string[] => warnings.filter((line) => line.includes(` ${entry} resolves to ${address},`));
+    // Refreshes run on the fake clock until `done` (the fake TTL is 10 s).
+    const refreshUntil = async (done: () => boolean): Promise<void> => {
+      for (let step = 0; step < 6 && !done(); step++) await vi.advanceTimersByTimeAsync(10_000);
+    };
+    try {
+      fakeDns.set(name, ['10.9.9.9', '169.254.169.254']);
+      expect(firewall.unenforced).toBeUndefined();
+      await firewall.ensure();
+      expect(firewall.exceptions()).toEqual([{ cidr: '10.9.9.9/32', port: 5432, learned: true }]);
+      expect(table()).toContain(
+        'meta l4proto tcp ct original proto-dst 5432 ct original ip daddr { 10.9.9.9/32 } meta mark set meta mark or 0x00200000 return',
+      );
+      expect(table()).not.toContain('169.254.169.254');
+      expect(table()).not.toContain('0x00100000 return\n    meta l4proto');
+      expect(said('169.254.169.254')).toEqual([
+        `berth: terminal.docker_egress_allow: ${entry} resolves to 169.254.169.254, in link-local 169.254.0.0/16 (cloud metadata), which a host name never opens; skipped (list the one address, e.g. 169.254.169.254:80, if sandboxes must reach it)`,
+      ]);
+      // The next refreshes: the same answer is not said again, and nothing is installed again.
+      const scripts = installed.length;
+      await vi.advanceTimersByTimeAsync(25_000);
+      expect(said('169.254.169.254')).toHaveLength(1);
+      expect(installed).toHaveLength(scripts);
+      // Whoever answers for the name moves it: to the host, loopback, "this network", a sandbox.
+      fakeDns.set(name, [hostAddress, '127.0.0.1', '0.0.0.1', '10.217.3.4', '10.9.9.10']);
+      await refreshUntil(() => firewall.exceptions()[0]?.cidr === '10.9.9.10/32');
+      expect(firewall.exceptions()).toEqual([{ cidr: '10.9.9.10/32', port: 5432, learned: true }]);
+      for (const address of [hostAddress, '127.0.0.1', '0.0.0.1', '10.217.3.4']) {
+        expect(said(address), address).toHaveLength(1);
+        expect(table(), address).not.toContain(`${address}/32`);
+      }
+      expect(said(hostAddress)[0]).toMatch(/, an address of the gateway host, which a host name never opens; skipped \(/);
+      expect(said('10.217.3.4')[0]).toMatch(
+        /, inside terminal\.docker_network_pool 10\.217\.0\.0\/16, the sandboxes' own addresses, which no exception opens; skipped \(/,
+      );
+      expect(table()).toContain('ct original ip daddr { 10.9.9.10/32 } meta mark set meta mark or 0x00200000 return');
+      expect(table()).not.toContain('10.9.9.9/32');
+      // Back to link-local after it had left: a new event, said again.
+      fakeDns.set(name, ['169.254.169.254']);
+      await refreshUntil(() => firewall.exceptions().length === 0);
+      expect(firewall.exceptions()).toEqual([]);
+      expect(said('169.254.169.254')).toHaveLength(2);
+    } finally {
+      firewall.close();
+      fakeDns.clear();
+      vi.useRealTimers();
+      vi.restoreAllMocks();
+    }
   });
 
   it("names an installation's bridges after its key: 15 characters, one prefix per installation, stable per network", () => {

@@ -4,7 +4,7 @@ import { egressTableName, installationTableName, installationTag } from './egres
 import { egressRuleset, installationRuleset } from './egress-rulesets.js';
 import { findNft, nft, tableExists } from './nft.js';
 import { pruneInstallationTables } from './prune-installation-tables.js';
-import { hostResolvers, resolveEgressEntry, UNKNOWN_TTL_SECONDS, type EgressException } from './resolve-egress-entry.js';
+import { hostAddresses, hostResolvers, learnedAddressProblem, resolveEgressEntry, UNKNOWN_TTL_SECONDS, type EgressException } from './resolve-egress-entry.js';
 
 // The names, the rulesets, the resolving of exceptions and the pruning live in files of their
 // own; this module stays the one the rest of the runtime (and its index) imports them from.
@@ -17,9 +17,16 @@ export {
   installationTag,
   sandboxBridgeName,
 } from './egress-names.js';
-export { BLOCKED_RANGES, egressRuleset, EXACT_EXCEPTION_MARK, installationRuleset, RANGE_EXCEPTION_MARK } from './egress-rulesets.js';
+export { BLOCKED_RANGES, egressRuleset, ENGINE_BRIDGE_PATTERNS, EXACT_EXCEPTION_MARK, installationRuleset, RANGE_EXCEPTION_MARK } from './egress-rulesets.js';
 export { PRUNE_AFTER_MS, pruneInstallationTables } from './prune-installation-tables.js';
-export { hostResolvers, resolveEgressEntry, resolveEgressException, UNKNOWN_TTL_SECONDS, type EgressException } from './resolve-egress-entry.js';
+export {
+  hostResolvers,
+  learnedAddressProblem,
+  resolveEgressEntry,
+  resolveEgressException,
+  UNKNOWN_TTL_SECONDS,
+  type EgressException,
+} from './resolve-egress-entry.js';
 
 /**
  * The egress policy: a sandbox reaches the internet, but not the gateway host's own addresses,
@@ -34,19 +41,23 @@ export { hostResolvers, resolveEgressEntry, resolveEgressException, UNKNOWN_TTL_
  *   and lets through only what an installation's table marked as one of its exceptions. Its
  *   order makes sure no exception ever reopens the pool (other sandboxes), a Berth bridge of
  *   another pool, the host itself (only an exception naming one address opens a host address),
- *   or link-local (only an exception naming one address opens one: ranges never do).
+ *   or link-local (only an exception naming one address opens one: ranges never do); nor does a
+ *   range reach a packet the host DNAT'd (a published port) or another engine's containers.
  * - one table per installation (`berth_inst_<tag>`, an installation being a sandbox root with its
  *   own installation key): it marks the packets of that installation's own sandboxes (their
- *   bridges are named `bth<tag>…`, see {@link sandboxBridgeName}) that go to one of its
- *   exceptions. Two installations on one pool each keep their own exceptions; a table that is
- *   missing (not yet installed, pruned) lets no exception through — the policy fails closed.
+ *   bridges are named `bth<tag>…`, see {@link sandboxBridgeName}) that the sandbox sent to one
+ *   of its exceptions (the packet's original destination, before any DNAT). Two installations
+ *   on one pool each keep their own exceptions; a table that is missing (not yet installed,
+ *   pruned) lets no exception through — the policy fails closed.
  *
  * Base chains hook `forward` and `input` just before the usual filter chains, so neither Docker's
  * nor netavark's own rule ordering (re-asserted at each restart) can bypass them: a `reject` in any
  * base chain is final, whatever the others accept. IPv6 is turned off in the sandboxes themselves
  * (a sysctl), so there is no IPv6 path to police. Host names among the exceptions are resolved
  * again on a schedule (their TTL, within {@link MIN_REFRESH_SECONDS}…{@link MAX_REFRESH_SECONDS});
- * one that does not resolve is logged and skipped, never a reason to stop every sandbox.
+ * one that does not resolve is logged and skipped, never a reason to stop every sandbox. An
+ * address a name resolves to opens what a range would, and never link-local, loopback, the host's
+ * own addresses or the pool: checked at every refresh, a skipped one said once in a warning.
  */
 export interface EgressFirewall {
   /** Why the policy is not enforced here, or `undefined` when it is (or networking is off). */
@@ -115,25 +126,37 @@ export function createEgressFirewall(options: {
   let inForce: readonly EgressException[] = [];
   // Names that did not resolve at the last try, so each is logged once until it resolves again.
   const unresolved = new Set<string>();
+  // Addresses learned from names that the last refresh skipped (`entry address`), so each is
+  // said once while the name keeps resolving to it, not at every refresh.
+  let skipped = new Set<string>();
 
   const resolveAll = async (): Promise<{ exceptions: EgressException[]; refreshSeconds: number }> => {
     let refreshSeconds = MAX_REFRESH_SECONDS;
     const exceptions: EgressException[] = [];
+    // Read at every refresh: a name is checked against the host's addresses as they are now.
+    const local = hostAddresses();
+    const skippedNow = new Set<string>();
     await Promise.all(
       options.allow.map(async (entry) => {
         try {
           const resolved = await resolveEgressEntry(entry);
           if (unresolved.delete(entry)) logger?.info(`berth: terminal.docker_egress_allow: ${entry} resolves again; its exception is in force`);
           for (const exception of resolved.exceptions) {
-            if (cidrWithin(exception.cidr, options.pool)) {
-              const address = exception.cidr.replace(/\/32$/, '');
-              const why = "no exception opens the sandboxes' own addresses";
-              logger?.warn(
-                `berth: terminal.docker_egress_allow: ${entry} resolves to ${address}, inside terminal.docker_network_pool ${options.pool}; skipped (${why})`,
-              );
+            const address = exception.cidr.replace(/\/32$/, '');
+            const problem = exception.learned
+              ? learnedAddressProblem(address, { pool: options.pool, hostAddresses: local })
+              : cidrWithin(exception.cidr, options.pool)
+                ? { what: `inside terminal.docker_network_pool ${options.pool}, the sandboxes' own addresses, which no exception opens`, fix: 'remove it' }
+                : undefined;
+            if (problem === undefined) {
+              exceptions.push(exception);
               continue;
             }
-            exceptions.push(exception);
+            const key = `${entry} ${address}`;
+            skippedNow.add(key);
+            if (!skipped.has(key)) {
+              logger?.warn(`berth: terminal.docker_egress_allow: ${entry} resolves to ${address}, ${problem.what}; skipped (${problem.fix})`);
+            }
           }
           if (resolved.ttl !== undefined) refreshSeconds = Math.min(refreshSeconds, Math.max(MIN_REFRESH_SECONDS, resolved.ttl));
         } catch (error) {
@@ -145,6 +168,7 @@ export function createEgressFirewall(options: {
         }
       }),
     );
+    skipped = skippedNow;
     return { exceptions, refreshSeconds };
   };
 
@@ -154,7 +178,7 @@ export function createEgressFirewall(options: {
   const refresh = async (always: boolean): Promise<void> => {
     const tag = installationTag({ sandboxRoot: options.sandboxRoot, pool: options.pool });
     const { exceptions, refreshSeconds } = await resolveAll();
-    const text = JSON.stringify(exceptions.map((exception) => `${exception.cidr}:${exception.port ?? ''}`).sort());
+    const text = JSON.stringify(exceptions.map((exception) => `${exception.cidr}:${exception.port ?? ''}:${exception.learned ? 'learned' : ''}`).sort());
     if (always || text !== current) {
       try {
         await nft(

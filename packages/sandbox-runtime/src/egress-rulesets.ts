@@ -20,10 +20,20 @@ export const BLOCKED_RANGES = [
   '240.0.0.0/4', // reserved, and the broadcast address
 ] as const;
 
-/** Set by an installation's table on a packet of its own sandboxes to an exception naming one address. */
+/**
+ * Set by an installation's table on a packet of its own sandboxes that the sandbox sent to an
+ * exception naming one address (not one learned from a host name): the one mark that opens the
+ * host itself, link-local, a port the host DNATs, or another engine's containers.
+ */
 export const EXACT_EXCEPTION_MARK = 0x0010_0000;
-/** Set on a packet of its own sandboxes to an exception that is a range. */
+/** Set on a packet of its own sandboxes to an exception that is a range, or an address learned from a host name. */
 export const RANGE_EXCEPTION_MARK = 0x0020_0000;
+/**
+ * The bridges of other containers on the host (Docker's `docker0`, `br-<id>` and
+ * `docker_gwbridge`; Podman's `podman<n>` and, with CNI, `cni-podman<n>`; a CNI `cni0`): a range
+ * exception never reaches a private address behind them, only an exception naming that address.
+ */
+export const ENGINE_BRIDGE_PATTERNS = ['docker*', 'br-*', 'podman*', 'cni*'] as const;
 const OUR_MARKS = EXACT_EXCEPTION_MARK | RANGE_EXCEPTION_MARK;
 const hex = (value: number): string => `0x${value.toString(16).padStart(8, '0')}`;
 
@@ -77,6 +87,13 @@ export function egressRuleset(options: { pool: string; resolvers: readonly strin
     `    meta mark and ${hex(EXACT_EXCEPTION_MARK)} != 0 return`,
     // A range never opens link-local (cloud metadata): only an exception naming the address does.
     '    ip daddr @link_local goto refuse',
+    // A packet the host DNAT'd before this hook (a port it publishes for a container, a port
+    // forward) was sent to the host: wherever it goes now, only an exception naming the address
+    // the sandbox sent it to opens it (the marks judge `ct original`), never a range.
+    '    ct status dnat goto refuse',
+    // Nor does a range reach the containers of another engine on this host (not Berth's bridges:
+    // refused above): their networks are private ranges behind the host's own bridges.
+    `    oifname { ${ENGINE_BRIDGE_PATTERNS.map((pattern) => `"${pattern}"`).join(', ')} } ip daddr @blocked goto refuse`,
     `    meta mark and ${hex(RANGE_EXCEPTION_MARK)} != 0 return`,
     '    ip daddr @blocked goto refuse',
     '  }',
@@ -88,8 +105,10 @@ export function egressRuleset(options: { pool: string; resolvers: readonly strin
     // DNS on the sandbox's own network gateway (an address of the bridge the packet came in on;
     // Podman's aardvark-dns answers there), never on another sandbox's gateway.
     '    meta l4proto { tcp, udp } th dport 53 fib daddr . iif type local return',
-    // The egress proxy on the same gateway (brokered variables, allow-list mode): its port only.
-    `    tcp dport ${EGRESS_PROXY_PORT} fib daddr . iif type local return`,
+    // The egress proxy on the same gateway (brokered variables, allow-list mode): its port, and
+    // only where a socket listens on that very address (the proxy binds each gateway by itself).
+    // Where no proxy runs, or a host service listens on 0.0.0.0:3129, a sandbox reaches nothing.
+    `    tcp dport ${EGRESS_PROXY_PORT} fib daddr . iif type local socket wildcard 0 return`,
     '    ip daddr @pool goto refuse',
     // The host itself: only what an exception names by its one address.
     `    meta mark and ${hex(EXACT_EXCEPTION_MARK)} != 0 return`,
@@ -99,6 +118,23 @@ export function egressRuleset(options: { pool: string; resolvers: readonly strin
     '',
   ].join('\n');
 }
+
+/**
+ * The CIDRs of `cidrs` that none of the others covers, widest first: nftables refuses an interval
+ * set whose elements overlap (`10.0.0.0/8` beside `10.1.0.0/16`, or an address a name resolved to
+ * inside a listed range), and a covered element adds nothing.
+ */
+function outermost(cidrs: readonly string[]): string[] {
+  const prefix = (cidr: string): number => Number(cidr.split('/')[1] ?? 32);
+  const kept: string[] = [];
+  for (const cidr of [...cidrs].sort((a, b) => prefix(a) - prefix(b))) {
+    if (!kept.some((wider) => cidrWithin(cidr, wider))) kept.push(cidr);
+  }
+  return kept;
+}
+
+/** Whether an exception counts as naming its one address: a `/32` the operator wrote, never one a host name resolved to. */
+const namesOneAddress = (exception: EgressException): boolean => exception.cidr.endsWith('/32') && exception.learned !== true;
 
 /**
  * The nftables script that replaces one installation's table: it marks the packets of the
@@ -116,23 +152,34 @@ export function installationRuleset(options: {
   allowlist?: { readonly resolvers: readonly string[] } | undefined;
 }): string {
   const table = installationTableName(options.tag);
-  const single = (exception: EgressException): boolean => exception.cidr.endsWith('/32');
-  const ported = (list: readonly EgressException[]): string[] =>
-    list
-      .filter((exception) => exception.port !== undefined)
-      .flatMap((exception) => ['tcp', 'udp'].map((protocol) => `${exception.cidr} . ${protocol} . ${exception.port}`));
-  const whole = (list: readonly EgressException[]): string[] => list.filter((exception) => exception.port === undefined).map((exception) => exception.cidr);
-  const exact = options.exceptions.filter(single);
-  const ranges = options.exceptions.filter((exception) => !single(exception));
+  const exact = options.exceptions.filter(namesOneAddress);
+  const ranges = options.exceptions.filter((exception) => !namesOneAddress(exception));
+  const whole = (list: readonly EgressException[]): string[] =>
+    outermost(list.filter((exception) => exception.port === undefined).map((exception) => exception.cidr));
+  // One rule per port and protocol: nft 1.0 cannot put `ct original proto-dst` in a set's
+  // concatenation, and lists it back as text it cannot load again (`[invalid type]`) unless one
+  // protocol and one port name its type, which would break a host's `nft list ruleset` save.
+  const ported = (list: readonly EgressException[], mark: number): string[] =>
+    [...new Set(list.flatMap((exception) => (exception.port === undefined ? [] : [exception.port])))]
+      .sort((a, b) => a - b)
+      .flatMap((port) => {
+        const addresses = outermost(list.filter((exception) => exception.port === port).map((exception) => exception.cidr));
+        return ['tcp', 'udp'].map(
+          (protocol) =>
+            `    meta l4proto ${protocol} ct original proto-dst ${port} ct original ip daddr { ${addresses.join(', ')} } meta mark set meta mark or ${hex(mark)} return`,
+        );
+      });
   const mark = (hook: string): string[] => [
     `  chain mark_${hook} {`,
     `    type filter hook ${hook} priority filter - 20; policy accept;`,
     '    meta nfproto != ipv4 return',
     `    iifname != "${BRIDGE_NAME_PREFIX}${options.tag}*" return`,
-    `    ip daddr @exact meta mark set meta mark or ${hex(EXACT_EXCEPTION_MARK)} return`,
-    `    ip daddr . meta l4proto . th dport @exact_ports meta mark set meta mark or ${hex(EXACT_EXCEPTION_MARK)} return`,
-    `    ip daddr @ranges meta mark set meta mark or ${hex(RANGE_EXCEPTION_MARK)} return`,
-    `    ip daddr . meta l4proto . th dport @range_ports meta mark set meta mark or ${hex(RANGE_EXCEPTION_MARK)} return`,
+    // Judged on where the sandbox sent the packet (`ct original`), not where the host's DNAT of a
+    // published port sent it on: naming a container's address never opens the host's ports to it.
+    `    ct original ip daddr @exact meta mark set meta mark or ${hex(EXACT_EXCEPTION_MARK)} return`,
+    ...ported(exact, EXACT_EXCEPTION_MARK),
+    `    ct original ip daddr @ranges meta mark set meta mark or ${hex(RANGE_EXCEPTION_MARK)} return`,
+    ...ported(ranges, RANGE_EXCEPTION_MARK),
     '  }',
   ];
   return [
@@ -140,9 +187,7 @@ export function installationRuleset(options: {
     `delete table inet ${table}`,
     `table inet ${table} {`,
     set('exact', 'ipv4_addr', whole(exact)),
-    set('exact_ports', 'ipv4_addr . inet_proto . inet_service', ported(exact)),
     set('ranges', 'ipv4_addr', whole(ranges)),
-    set('range_ports', 'ipv4_addr . inet_proto . inet_service', ported(ranges)),
     ...mark('forward'),
     ...mark('input'),
     ...(options.allowlist

@@ -41,6 +41,23 @@ describe('FrameReader', () => {
     expect(sink.text()).toBe('');
   });
 
+  it('does not believe a status a shell cannot have: above 255, or no digits at all, is 255', () => {
+    for (const [printed, believed] of [
+      ['99999999999', 255],
+      ['256', 255],
+      ['', 255],
+      ['0', 0],
+      ['255', 255],
+      ['7', 7],
+    ] as const) {
+      const reader = new FrameReader();
+      let status: number | undefined;
+      reader.expect(id, createHeadTailBuffer(100), (value) => (status = value));
+      reader.push(Buffer.from(`${startMarker(id)}x${endMarkerPrefix(id)}${printed}\n`));
+      expect(status, printed).toBe(believed);
+    }
+  });
+
   it('drops bytes after the frame closed', () => {
     const reader = new FrameReader();
     const sink = createHeadTailBuffer(1000);

@@ -105,7 +105,8 @@ export class FrameReader {
   private finish(status: number, flags: string): void {
     const onEnd = this.onEnd;
     this.reset();
-    onEnd?.(Number.isFinite(status) ? status : 255, flags);
+    // A shell's status is 0–255: anything else the sandbox printed is not believed.
+    onEnd?.(Number.isInteger(status) && status >= 0 && status <= 255 ? status : 255, flags);
   }
 }
 

@@ -1,8 +1,9 @@
 import { lookup, Resolver } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
+import os from 'node:os';
 import { SandboxError } from '@berth/core';
-import { isHostNameEntry, splitEgressEntry } from '@berth/core/driver';
+import { cidrWithin, isHostNameEntry, LINK_LOCAL_RANGE, splitEgressEntry } from '@berth/core/driver';
 
 // What the addresses of the egress policy's exceptions are: `docker_egress_allow` entries
 // resolved (host names with their TTL), and the host's own name servers.
@@ -16,6 +17,11 @@ const RESOLVE_TIMEOUT_MS = 5_000;
 export interface EgressException {
   readonly cidr: string;
   readonly port?: number;
+  /**
+   * An address a host name resolved to: whoever answers for the name chose it, so it opens only
+   * what a range would (never the host, link-local, a DNAT'd port or another engine's containers).
+   */
+  readonly learned?: true;
 }
 
 /** What resolving one entry gave: its exceptions, and for a host name how long they hold. */
@@ -51,6 +57,7 @@ export async function resolveEgressEntry(entry: string): Promise<ResolvedEntry> 
   const { host, port } = splitEgressEntry(entry);
   const withPort = (cidr: string): EgressException => (port === undefined ? { cidr } : { cidr, port });
   if (!isHostNameEntry(entry)) return { exceptions: [withPort(host.includes('/') ? host : `${host}/32`)] };
+  const learned = (address: string): EgressException => ({ ...withPort(`${address}/32`), learned: true });
   let addresses: string[];
   try {
     addresses = (await withTimeout(lookup(host, { all: true, family: 4 }), RESOLVE_TIMEOUT_MS, `resolving ${host}`)).map((found) => found.address);
@@ -68,8 +75,44 @@ export async function resolveEgressEntry(entry: string): Promise<ResolvedEntry> 
   } catch {
     // Not in DNS (the hosts file, say): resolved again after UNKNOWN_TTL_SECONDS.
   }
-  return { exceptions: [...new Set(addresses)].map((address) => withPort(`${address}/32`)), ttl: ttl ?? UNKNOWN_TTL_SECONDS };
+  return { exceptions: [...new Set(addresses)].map(learned), ttl: ttl ?? UNKNOWN_TTL_SECONDS };
 }
+
+/**
+ * Why an address a host name resolved to is never an exception, with what to do, or `undefined`:
+ * a name opens only what a range may (docs/backend-docker.md, "The egress policy"), so whoever
+ * answers for it, now or at a refresh, cannot point it at link-local (cloud metadata), loopback,
+ * "this network", the gateway host (`hostAddresses`: every address of every interface) or the pool.
+ */
+export function learnedAddressProblem(
+  address: string,
+  options: { pool: string; hostAddresses: readonly string[] },
+): { readonly what: string; readonly fix: string } | undefined {
+  const host = `${address}/32`;
+  const never = 'which a host name never opens';
+  const checkDns = "check the name's DNS";
+  if (cidrWithin(host, LINK_LOCAL_RANGE)) {
+    return {
+      what: `in link-local ${LINK_LOCAL_RANGE} (cloud metadata), ${never}`,
+      fix: 'list the one address, e.g. 169.254.169.254:80, if sandboxes must reach it',
+    };
+  }
+  if (cidrWithin(host, '127.0.0.0/8')) return { what: `loopback, ${never}`, fix: checkDns };
+  if (cidrWithin(host, '0.0.0.0/8')) return { what: `in "this network" 0.0.0.0/8, ${never}`, fix: checkDns };
+  if (cidrWithin(host, options.pool))
+    return { what: `inside terminal.docker_network_pool ${options.pool}, the sandboxes' own addresses, which no exception opens`, fix: checkDns };
+  if (options.hostAddresses.includes(address)) {
+    return { what: `an address of the gateway host, ${never}`, fix: 'list that address and port itself if sandboxes must reach a service of the host there' };
+  }
+  return undefined;
+}
+
+/** Every IPv4 address of every interface of the gateway host, loopback included. */
+export const hostAddresses = (): string[] =>
+  Object.values(os.networkInterfaces())
+    .flat()
+    .filter((entry) => entry !== undefined && entry.family === 'IPv4')
+    .map((entry) => entry!.address);
 
 /** Parses a `docker_egress_allow` entry into its exceptions (see {@link resolveEgressEntry}). */
 export async function resolveEgressException(entry: string): Promise<EgressException[]> {

@@ -33,7 +33,7 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   docker_secret_hosts: {
     wrongType: ['GITHUB_TOKEN'],
     outOfRange: { GITHUB_TOKEN: ['140.82.112.6'] },
-    valid: { GITHUB_TOKEN: ['api.github.com', '*.githubusercontent.com'] },
+    valid: { GITHUB_TOKEN: ['api.github.com', 'raw.githubusercontent.com'] },
   },
   docker_egress: { wrongType: true, outOfRange: 'closed', valid: 'open' },
   docker_egress_domains: { wrongType: 'api.github.com', outOfRange: ['api.github.com'], valid: [] },

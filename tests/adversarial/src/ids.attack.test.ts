@@ -44,6 +44,8 @@ const traversal = [
   ' ',
   `-${stem}`,
 ];
+/** What the generic adapter refuses as a path: ".", ".." or a slash (core's platform-adapter.ts). */
+const readsAsPath = (id: string): boolean => id === '.' || id === '..' || /[/\\]/.test(id);
 const caseAndFolding = [stem, stem.toUpperCase(), `${stem}-cd`, `${stem}_cd`, `${stem}.cd`, `${stem}%2Dcd`, `${stem}é`, `${stem}e\u0301`, `${stem}ß`];
 
 beforeAll(async () => {
@@ -74,8 +76,13 @@ async function runAll(senders: readonly Sender[]): Promise<Array<{ sender: Sende
 }
 
 describe('ids: hostile sender ids are refused or contained in their own folder', () => {
-  it('path-traversal ids (.., ../x, a/b, /etc, ., escaped forms) each get their own folder directly inside the root', async () => {
-    const senders = traversal.map((userId) => ({ platform: 'signal', userId }));
+  it('path-traversal ids (.., ../x, a/b, /etc, .) are refused; escaped forms each get their own folder directly inside the root', async () => {
+    const refused = await runAll(traversal.filter(readsAsPath).map((userId) => ({ platform: 'signal', userId })));
+    for (const { sender, outcome } of refused) {
+      expect(outcome, String(sender.userId)).toBeInstanceOf(IdentityError);
+      expect((outcome as Error).message).toMatch(/reads as a path/);
+    }
+    const senders = traversal.filter((userId) => !readsAsPath(userId)).map((userId) => ({ platform: 'signal', userId }));
     for (const { sender, outcome } of await runAll(senders)) {
       expect({ id: sender.userId, error: outcome instanceof Error ? outcome.message : undefined }).toEqual({ id: sender.userId, error: undefined });
       const folder = gateway.folderOf(sender).folder;

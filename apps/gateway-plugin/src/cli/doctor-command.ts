@@ -385,7 +385,16 @@ export function secretChecks(
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([name, users]) => `${name} (user variable of ${users} user${users === 1 ? '' : 's'})`),
   ];
-  const brokeredText = brokered.map((name) => `${name} -> ${hosts[name]!.join(', ')}`).join('; ');
+  const placesOf = (name: string): string => {
+    const places = hosts[name]!;
+    const extra = [
+      ...places.headers.map((header) => `header ${header}`),
+      ...places.query.map((parameter) => `query ${parameter}`),
+      ...(places.ports.length === 1 && places.ports[0] === 443 ? [] : [`port ${places.ports.join(', ')}`]),
+    ];
+    return `${places.join(', ')}${extra.length > 0 ? ` (also ${extra.join(', ')})` : ''}`;
+  };
+  const brokeredText = brokered.map((name) => `${name} -> ${placesOf(name)}`).join('; ');
   const enteringText = entering.length === 0 ? 'no secret enters a sandbox' : `still enter sandboxes: ${entering.join(', ')}`;
   const checks: DoctorCheck[] = [];
   if (brokered.length === 0) {
@@ -402,11 +411,19 @@ export function secretChecks(
       detail: `brokered: ${brokeredText} — but ${egress.unavailable}: sandboxes get placeholders that nothing replaces; ${enteringText}`,
       fix: 'run sandboxes on Docker or rootful Podman on this host for the egress proxy (docs/brokered-secrets.md)',
     });
+  } else if (config.docker_network && egress?.proxy?.includes('could not listen on')) {
+    // The runtime's status says where the proxy failed to listen (egress-broker.ts).
+    checks.push({
+      name: 'secrets',
+      status: 'warning',
+      detail: `brokered: ${brokeredText} — but the egress proxy ${egress.proxy.slice(egress.proxy.indexOf('could not listen on'))}; those sandboxes' requests carry placeholders until it listens; ${enteringText}`,
+      fix: 'stop the other Berth process that holds the address (berth serve, or a CLI command still running), or free port 3129 there',
+    });
   } else {
     checks.push({
       name: 'secrets',
       status: 'ok',
-      detail: `brokered (sandboxes hold placeholders; the values go only to these hosts${config.docker_network ? '' : ', and nowhere while docker_network is false'}): ${brokeredText}; ${enteringText}`,
+      detail: `brokered (sandboxes hold placeholders; the values go only to these hosts, only in Authorization, Proxy-Authorization and what each names${config.docker_network ? '' : ', and nowhere while docker_network is false'}): ${brokeredText}; ${enteringText}`,
     });
   }
   if (config.docker_egress === 'allowlist') {

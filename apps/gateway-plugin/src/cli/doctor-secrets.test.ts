@@ -10,7 +10,11 @@ describe("berth doctor's secrets and egress lines", () => {
   it('name the brokered variables with their hosts, and every secret that still enters sandboxes', () => {
     const config = parseTerminalConfig({
       docker_forward_env: ['OPENAI_API_KEY', 'SENTRY_DSN', 'UNSET_ONE'],
-      docker_secret_hosts: { OPENAI_API_KEY: ['api.openai.com'], GITHUB_TOKEN: ['api.github.com', '*.githubusercontent.com'] },
+      docker_secret_hosts: {
+        OPENAI_API_KEY: ['api.openai.com'],
+        GITHUB_TOKEN: ['api.github.com', 'raw.githubusercontent.com'],
+        MAPS_KEY: { hosts: ['maps.example.com'], headers: ['X-Api-Key'], query: ['key'], ports: [443, 8443] },
+      },
     });
     const [secrets, egress] = secretChecks(
       config,
@@ -27,7 +31,9 @@ describe("berth doctor's secrets and egress lines", () => {
       },
     );
     expect(secrets).toMatchObject({ name: 'secrets', status: 'ok' });
-    expect(secrets!.detail).toContain('GITHUB_TOKEN -> api.github.com, *.githubusercontent.com; OPENAI_API_KEY -> api.openai.com');
+    expect(secrets!.detail).toContain(
+      'GITHUB_TOKEN -> api.github.com, raw.githubusercontent.com; MAPS_KEY -> maps.example.com (also header x-api-key, query key, port 443, 8443); OPENAI_API_KEY -> api.openai.com',
+    );
     expect(secrets!.detail).toContain('still enter sandboxes: SENTRY_DSN (forwarded), NPM_TOKEN (user variable of 1 user)');
     // A forwarded name with no value in the gateway's environment enters nothing.
     expect(secrets!.detail).not.toContain('UNSET_ONE');
@@ -57,5 +63,15 @@ describe("berth doctor's secrets and egress lines", () => {
     expect(none).toEqual({ name: 'secrets', status: 'ok', detail: 'no variable is brokered; no secret enters a sandbox' });
     const [some] = secretChecks(parseTerminalConfig({ docker_forward_env: ['OPENAI_API_KEY'] }), new Map(), environment, undefined);
     expect(some!.fix).toMatch(/docker_secret_hosts/);
+  });
+
+  it('warn, naming the address, where the proxy could not listen (it is tried again on the next command)', () => {
+    const config = parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com'] } });
+    const proxy =
+      "port 3129 on each sandbox network's gateway (0 listening in this process); could not listen on 10.217.0.1 (EADDRINUSE), tried again on each of those sandboxes' next command";
+    const [secrets] = secretChecks(config, new Map(), {}, { mode: 'open', domains: [], brokered: {}, proxy });
+    expect(secrets).toMatchObject({ name: 'secrets', status: 'warning' });
+    expect(secrets!.detail).toContain('could not listen on 10.217.0.1 (EADDRINUSE)');
+    expect(secrets!.fix).toMatch(/port 3129/);
   });
 });

@@ -74,7 +74,9 @@ describe('parseCliArguments', () => {
   });
 
   it.each([['0'], ['-1'], ['abc'], ['1e3'], ['86401'], ['']])('refuses the timeout %j', (timeout) => {
-    expect(usageError(['exec', '--timeout', timeout, '--', 'id'])).toMatch(/--timeout/);
+    expect(usageError(['exec', '--timeout', timeout, '--', 'id'])).toBe(
+      `berth exec: --timeout ${JSON.stringify(timeout)} is not a number of seconds above 0 and at most 86400, e.g. --timeout 60`,
+    );
   });
 
   it('reads serve --socket and exec --session-key, and refuses what names no single sandbox', () => {
@@ -90,5 +92,11 @@ describe('parseCliArguments', () => {
     expect(usageError(['exec', '--stdin', '--', 'cat'])).toMatch(/--stdin works with --socket only/);
     expect(usageError(['exec', '--session-key', 'k', '--platform', 'telegram', '--user', '1', '--', 'ls'])).toMatch(/either --session-key or --platform/);
     expect(usageError(['exec', '--session-key', '', '--', 'ls'])).toMatch(/--session-key is empty/);
+  });
+
+  it('takes a value that starts with a dash as the value it is, checked as any other', () => {
+    const parsed = parseCliArguments(['exec', '--platform', 'telegram', '--user', '-100', '--', 'id']);
+    expect(parsed).toMatchObject({ kind: 'command', options: { platform: 'telegram', user: '-100' } });
+    expect(usageError(['exec', '--timeout', '-1', '--', 'id'])).not.toMatch(/ambiguous/);
   });
 });

@@ -63,6 +63,31 @@ export type ParsedCommandLine =
   | { readonly kind: 'version' }
   | { readonly kind: 'command'; readonly command: CommandName; readonly options: CliOptions; readonly commandWords: readonly string[] };
 
+/** The options that take a value (`--name VALUE`). */
+const VALUE_OPTIONS = new Set(
+  Object.entries(OPTION_TYPES)
+    .filter(([, spec]) => spec.type === 'string')
+    .map(([name]) => `--${name}`),
+);
+
+/**
+ * `--timeout -1` as `--timeout=-1`: a value that starts with a dash would read as an option to
+ * parseArgs, which says only "argument is ambiguous"; joined to its option, it gets the check
+ * that option has, in one line naming the value.
+ */
+function joinDashValues(words: readonly string[]): string[] {
+  const joined: string[] = [];
+  for (let index = 0; index < words.length; index++) {
+    const word = words[index]!;
+    const next = words[index + 1];
+    if (VALUE_OPTIONS.has(word) && next !== undefined && /^-[^-]/.test(next)) {
+      joined.push(`${word}=${next}`);
+      index++;
+    } else joined.push(word);
+  }
+  return joined;
+}
+
 function isCommand(value: string | undefined): value is CommandName {
   return (COMMANDS as readonly string[]).includes(value ?? '');
 }
@@ -84,7 +109,7 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
   if (!isCommand(first)) throw new UsageError(`unknown command ${JSON.stringify(truncateForMessage(first))}; run "berth --help" for the list`);
   const command = first;
   const separator = rest.indexOf('--');
-  const optionWords = separator < 0 ? rest : rest.slice(0, separator);
+  const optionWords = joinDashValues(separator < 0 ? rest : rest.slice(0, separator));
   const afterSeparator = separator < 0 ? [] : rest.slice(separator + 1);
   const allowed = [...COMMAND_OPTIONS[command], 'config', 'help'];
   const options = Object.fromEntries(allowed.map((name) => [name, OPTION_TYPES[name as keyof typeof OPTION_TYPES]]));
@@ -120,7 +145,7 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
     const timeout = Number(values.timeout);
     if (!isCommandTimeoutText(values.timeout)) {
       throw new UsageError(
-        `berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds between 0 and ${MAX_COMMAND_TIMEOUT_SECONDS}`,
+        `berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds above 0 and at most ${MAX_COMMAND_TIMEOUT_SECONDS}, e.g. --timeout 60`,
       );
     }
     result.timeout = timeout;

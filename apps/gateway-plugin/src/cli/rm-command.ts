@@ -1,4 +1,7 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { BerthError } from '@berth/core';
+import { disksFolderOf } from '@berth/core/driver';
 import { createBerth } from '../create-berth.js';
 import { cliTarget, namedUser } from './cli-target.js';
 import type { CliIo } from './cli-io.js';
@@ -22,11 +25,23 @@ export async function runRmCommand(io: CliIo, options: CliOptions): Promise<numb
         `terminal.docker_user_sandbox is false, so ${namedUser(options) ?? 'this session'} has no sandbox of its own (its commands run in ${scope.key}, shared); nothing was removed — name the task sandbox with --task to remove it`,
       );
     }
+    // What is there before: a container (any state), and with --purge the scope's folder or disk.
+    const containers = (await berth.backend.list()).filter((sandbox) => sandbox.scopeKey === scope.key).length;
+    const files = existsSync(paths.folder) || existsSync(path.join(disksFolderOf(paths.root), `${path.basename(paths.folder)}.ext4`));
+    if (containers === 0 && !(options.purge && files)) {
+      io.stdout.write(
+        options.purge || !files
+          ? `nothing removed: ${scope.key} has no container and no files under ${paths.root}\n`
+          : `nothing removed: ${scope.key} has no container (its files in ${paths.folder} are kept; add --purge to remove them)\n`,
+      );
+      return 0;
+    }
     await berth.backend.remove(scope.key, { purge: options.purge, paths });
+    const container = containers > 0 ? 'its container' : 'no container';
     io.stdout.write(
       options.purge
-        ? `removed ${scope.key}: its container, ${paths.workspace} and ${paths.home}\n`
-        : `removed ${scope.key}: its container (files kept in ${paths.folder})\n`,
+        ? `removed ${scope.key}: ${container}, ${paths.workspace} and ${paths.home}\n`
+        : `removed ${scope.key}: ${container} (files kept in ${paths.folder})\n`,
     );
     return 0;
   } finally {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -86,27 +86,119 @@ function deliveryName(sandboxPath: string): string {
   return name === '' || /^\.+$/.test(name) ? 'file' : name;
 }
 
+/** How long a copy waits on the host for the host to send it (Hermes' bridge sweeps its outbox on the same clock). */
+export const OUTBOX_MAX_AGE_MS = 3600_000;
+
+/** A copy younger than this may not have been sent yet: it is never evicted to make room. */
+const OUTBOX_PENDING_MS = 60_000;
+
+/** How many files of the limit's size one user's copies waiting on the host may hold: their share of the host's disk. */
+export const OUTBOX_FILES_PER_USER = 4;
+
+/** The bytes one user's copies waiting to be sent may hold: {@link OUTBOX_FILES_PER_USER} × `terminal.docker_file_limit`. */
+export function outboxBudgetOf(berth: Pick<Berth, 'config'>): number {
+  return OUTBOX_FILES_PER_USER * fileLimitOf(berth);
+}
+
+const digest = (...parts: Array<string | Buffer>): string => {
+  const hash = createHash('sha256');
+  for (const part of parts) hash.update(part).update('\0');
+  return hash.digest('hex');
+};
+
+/** The copies of one scope in `target` (folders named by its tag), oldest first, with their bytes and age. */
+async function copiesOf(target: string, scopeTag: string): Promise<Array<{ folder: string; bytes: number; modified: number }>> {
+  const copies = [];
+  for (const name of await fs.readdir(target)) {
+    if (!name.startsWith(scopeTag) || !/^[0-9a-f]{32}$/.test(name)) continue;
+    const folder = path.join(target, name);
+    let bytes = 0;
+    let modified = 0;
+    for (const file of await fs.readdir(folder).catch(() => [] as string[])) {
+      const status = await fs.lstat(path.join(folder, file)).catch(() => undefined);
+      if (status?.isFile()) {
+        bytes += status.size;
+        modified = Math.max(modified, status.mtimeMs);
+      }
+    }
+    copies.push({ folder, bytes, modified: modified || (await fs.lstat(folder)).mtimeMs });
+  }
+  return copies.sort((a, b) => a.modified - b.modified);
+}
+
+/**
+ * Room for `bytes` more among the scope's copies: those older than {@link OUTBOX_MAX_AGE_MS} go,
+ * then the oldest already sent (older than a minute) while the scope is over its budget; when
+ * that is not enough, a one-line refusal. One user's deliveries never fill the host's disk.
+ */
+async function makeRoom(target: string, scopeTag: string, bytes: number, budget: number, shown: string): Promise<void> {
+  const now = Date.now();
+  let held = 0;
+  const sent: Array<{ folder: string; bytes: number }> = [];
+  for (const copy of await copiesOf(target, scopeTag)) {
+    if (now - copy.modified > OUTBOX_MAX_AGE_MS) {
+      await fs.rm(copy.folder, { recursive: true, force: true });
+      continue;
+    }
+    held += copy.bytes;
+    if (now - copy.modified > OUTBOX_PENDING_MS) sent.push(copy);
+  }
+  for (const copy of sent) {
+    if (held + bytes <= budget) break;
+    await fs.rm(copy.folder, { recursive: true, force: true });
+    held -= copy.bytes;
+  }
+  if (held + bytes > budget) {
+    throw new SandboxFileError(
+      'FILE_REFUSED',
+      shown,
+      `${Math.ceil(held / 1024 / 1024)} MB of this user's files are still waiting to be sent, their share of the host (${OUTBOX_FILES_PER_USER} × terminal.docker_file_limit); send ${shown} again in a minute`,
+    );
+  }
+}
+
 /**
  * Reads `named` from the request's sandbox (with every refusal of `readSandboxFile`) and writes
- * it into a new folder (mode 0700, a random name) under the host folder `target`, as a file of
- * mode 0600 created anew, never through a link. `target` is created when missing; a `target`
- * that is a link is refused.
+ * it into a folder of its own (mode 0700) under the host folder `target`, as a file of mode 0600
+ * created anew, never through a link. `target` is created when missing; a `target` that is a
+ * link is refused. The folder is named by the scope and the file's name and content, so the same
+ * file asked for again is the copy already waiting (its clock restarted); a scope's copies hold
+ * at most {@link outboxBudgetOf} bytes, and go after {@link OUTBOX_MAX_AGE_MS} (docs/files.md).
  */
-export async function getSandboxFile(berth: Berth, request: SandboxRequest, named: string, target: string): Promise<GetFileResult> {
+export async function getSandboxFile(
+  berth: Berth,
+  request: SandboxRequest,
+  named: string,
+  target: string,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<GetFileResult> {
   const shown = truncateForMessage(target, 200);
   if (!path.isAbsolute(target)) throw new SandboxFileError('FILE_REFUSED', shown, `the host folder ${shown} for delivered files is not absolute`);
-  const file = await readSandboxFile(berth, request, named);
+  const file = await readSandboxFile(berth, request, named, options.signal ? { signal: options.signal } : {});
   await fs.mkdir(target, { recursive: true, mode: 0o700 });
   const status = await fs.lstat(target);
   if (!status.isDirectory()) throw new SandboxFileError('FILE_REFUSED', shown, `the host folder ${shown} for delivered files is not a folder (a link?)`);
-  const folder = path.join(target, randomBytes(16).toString('hex'));
-  await fs.mkdir(folder, { mode: 0o700 });
-  const hostPath = path.join(folder, deliveryName(file.path));
-  const handle = await fs.open(hostPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  // One folder per scope and content: the same file asked for again is the copy already waiting.
+  const scopeTag = digest('berth-outbox', request.scope.key).slice(0, 8);
+  const name = deliveryName(file.path);
+  const folder = path.join(target, scopeTag + digest(scopeTag, name, file.bytes).slice(0, 24));
+  const hostPath = path.join(folder, name);
+  const waiting = await fs.lstat(hostPath).catch(() => undefined);
+  if (waiting?.isFile() && waiting.size === file.bytes.length) {
+    const now = new Date();
+    await fs.utimes(hostPath, now, now);
+    return { path: file.path, hostPath, bytes: file.bytes.length };
+  }
+  await makeRoom(target, scopeTag, file.bytes.length, outboxBudgetOf(berth), file.path);
+  await fs.mkdir(folder, { mode: 0o700 }).catch((error: NodeJS.ErrnoException) => (error.code === 'EEXIST' ? undefined : Promise.reject(error)));
+  if (!(await fs.lstat(folder)).isDirectory()) throw new SandboxFileError('FILE_REFUSED', shown, `the host folder for ${file.path} is not a folder (a link?)`);
+  const temporary = path.join(folder, `.berth-${randomBytes(8).toString('hex')}`);
+  const handle = await fs.open(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
   try {
     await handle.writeFile(file.bytes);
   } finally {
     await handle.close();
   }
+  await fs.rename(temporary, hostPath);
   return { path: file.path, hostPath, bytes: file.bytes.length };
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { createRedactor, SandboxFileError, truncateForMessage, type ExecResult, type SandboxRequest } from '@berth/core';
+import { SandboxFileError, secretForms, truncateForMessage, type ExecResult, type SandboxRequest } from '@berth/core';
 import { quoteShell } from '@berth/sandbox-runtime';
 import type { Berth } from '../create-berth.js';
 
@@ -108,9 +108,18 @@ export function fileLimitOf(berth: Pick<Berth, 'config'>): number {
   return berth.config.docker_file_limit * 1024 * 1024;
 }
 
+/**
+ * The image's own `/bin/sh` by its path, without the session's preload and start-up variables,
+ * with the system's `PATH` and none of the session's functions: a `sh`, `stat` or `dd` the user
+ * planted (a file in their `PATH`, a shell function) is not what answers. What the sandbox
+ * answers is still the sandbox's word only, so the host checks it all again (sizes, bounds, bytes).
+ */
 async function runScript(berth: Berth, request: SandboxRequest, script: string, args: readonly string[], stdin?: string): Promise<ExecResult> {
   // No cwd: the paths are absolute, and a cwd would become the session's folder after the command.
-  const command = ['sh', '-c', quoteShell(script), 'berth-file', ...args.map(quoteShell)].join(' ');
+  const program = `PATH=/usr/sbin:/usr/bin:/sbin:/bin\nunset -f sh stat dd base64 readlink mkdir mv rm cat 2>/dev/null\n${script}`;
+  const command = ['LD_PRELOAD= LD_LIBRARY_PATH= LD_AUDIT= BASH_ENV= ENV=', '/bin/sh', '-c', quoteShell(program), 'berth-file', ...args.map(quoteShell)].join(
+    ' ',
+  );
   return berth.executeRequest(request, command, { timeout: STEP_TIMEOUT_SECONDS, ...(stdin !== undefined ? { stdin } : {}) });
 }
 
@@ -178,22 +187,31 @@ export interface SandboxFile {
  * and `/tmp`, a FIFO, socket, device or folder, a file with more than one hard link, one over
  * the limit, one that changed while it was read, and one that holds the value of one of the
  * scope's secrets (a file is not masked: it is not sent at all).
+ *
+ * The host holds at most `limit` bytes of it whatever the sandbox says: a size over the limit
+ * is refused on the host, no chunk adds more than the size allows, and the reading stops after
+ * the chunks the limit needs, or as soon as `signal` aborts (the client left).
  */
 export async function readSandboxFile(
   berth: Berth,
   request: SandboxRequest,
   named: string,
-  options: { readonly maxBytes?: number } = {},
+  options: { readonly maxBytes?: number; readonly signal?: AbortSignal } = {},
 ): Promise<SandboxFile> {
   const sandboxPath = sandboxPathOf(named);
   const limit = Math.min(options.maxBytes ?? fileLimitOf(berth), fileLimitOf(berth));
   const blockSize = 4096;
   // Chunks whose base64 form fits the output limit (4 characters per 3 bytes, with room for line ends).
   const blocksPerChunk = Math.max(1, Math.floor((berth.config.docker_output_limit * 0.7) / blockSize));
+  const mostChunks = Math.ceil(limit / (blockSize * blocksPerChunk)) + 1;
   const chunks: Buffer[] = [];
   let total = 0;
   let size: number | undefined;
   for (let chunk = 0; size === undefined || total < size; chunk++) {
+    if (options.signal?.aborted) {
+      throw new SandboxFileError('FILE_REFUSED', sandboxPath, `reading ${sandboxPath} stopped: the client that asked for it left`);
+    }
+    if (chunk >= mostChunks) throw refusal({ exitCode: TOO_LARGE } as ExecResult, sandboxPath, limit, 'send');
     const result = await runScript(berth, request, READ_SCRIPT, [
       sandboxPath,
       String(blockSize),
@@ -207,7 +225,7 @@ export async function readSandboxFile(
     const encoded = result.stdout.slice(newline + 1);
     // Masking replaces a secret's value with ***, which is not base64: the bytes would come back
     // wrong, so the file is refused rather than sent altered.
-    if (result.truncated || !Number.isSafeInteger(now) || !/^[A-Za-z0-9+/=\n]*$/.test(encoded)) {
+    if (result.truncated || !Number.isSafeInteger(now) || now < 0 || !/^[A-Za-z0-9+/=\n]*$/.test(encoded)) {
       throw new SandboxFileError('FILE_REFUSED', sandboxPath, `${sandboxPath} could not be read exactly from the sandbox; it was not sent`);
     }
     if (size !== undefined && now !== size) {
@@ -217,6 +235,8 @@ export async function readSandboxFile(
         `${sandboxPath} changed while it was read (${size} then ${now} bytes); send it again once it is written`,
       );
     }
+    // The sandbox's own check of the limit is its word only: the host's is this one.
+    if (now > limit) throw refusal({ exitCode: TOO_LARGE } as ExecResult, sandboxPath, limit, 'send');
     size = now;
     const part = Buffer.from(encoded, 'base64');
     const wanted = Math.min(part.length, size - total);
@@ -227,9 +247,10 @@ export async function readSandboxFile(
     }
   }
   const bytes = Buffer.concat(chunks);
-  // The values masking would hide (core's redactor decides which are long enough to be secrets).
-  const redactor = createRedactor(request.environment.secrets);
-  if (redactor.active && request.environment.secrets.some((value) => redactor.redact(value) !== value && bytes.includes(Buffer.from(value, 'utf8')))) {
+  // Each value masking would hide, as it is or as shells, JSON, URLs and base64 write it (Berth's own
+  // session state in /tmp holds the values shell-quoted): core's secretForms decides which.
+  const forms = request.environment.secrets.flatMap((value) => secretForms(value));
+  if (forms.some((form) => bytes.includes(Buffer.from(form, 'utf8')))) {
     throw new SandboxFileError(
       'FILE_REFUSED',
       sandboxPath,

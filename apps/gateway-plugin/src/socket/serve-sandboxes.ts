@@ -115,10 +115,13 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
     let response: SandboxSocketResponse;
     try {
       if (request.op === 'put-file' || request.op === 'get-file') {
+        // A client that leaves stops the file's reading: nothing more of it is held for no one.
+        const left = new AbortController();
+        connection.once('close', () => left.abort());
         const moved =
           request.op === 'put-file'
             ? await putHostFile(berth, sandboxRequest, request.source, request.path)
-            : await getSandboxFile(berth, sandboxRequest, request.path, request.target);
+            : await getSandboxFile(berth, sandboxRequest, request.path, request.target, { signal: left.signal });
         answer(connection, { v: SANDBOX_SOCKET_PROTOCOL_VERSION, ...moved, scope: sandboxRequest.scope.key });
         return;
       }

@@ -6,7 +6,7 @@ import { createAddressPolicy } from './address-policy.js';
 // sandbox itself could not.
 
 describe("the egress proxy's address policy", () => {
-  const policy = (exceptions: Array<{ cidr: string; port?: number }> = []) =>
+  const policy = (exceptions: Array<{ cidr: string; port?: number; learned?: true }> = []) =>
     createAddressPolicy({ pool: '10.217.0.0/16', exceptions: () => exceptions, localAddresses: () => ['192.0.2.10', '127.0.0.1'] });
 
   it('lets the internet through and refuses private, loopback, metadata, the pool and the host', () => {
@@ -48,5 +48,8 @@ describe("the egress proxy's address policy", () => {
     expect(allows('192.0.2.10', 80)).toBe(false);
     // Nothing opens the pool (another sandbox).
     expect(policy([{ cidr: '10.217.0.2/32' }])('10.217.0.2', 80)).toBe(false);
+    // An address a name resolved to opens as a range does: never link-local nor the host's own.
+    expect(policy([{ cidr: '169.254.1.1/32', learned: true }])('169.254.1.1', 80)).toBe(false);
+    expect(policy([{ cidr: '192.168.5.7/32', learned: true }])('192.168.5.7', 80)).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
-import net from 'node:net';
+import type dns from 'node:dns';
+import net, { type LookupFunction } from 'node:net';
 import os from 'node:os';
 import { cidrWithin, LINK_LOCAL_RANGE } from '@berth/core/driver';
 import { BLOCKED_RANGES } from '../egress-rulesets.js';
@@ -52,9 +53,30 @@ export function createAddressPolicy(options: {
     const host = `${address}/32`;
     if (cidrWithin(host, options.pool)) return false;
     const covering = options.exceptions().filter((exception) => cidrWithin(host, exception.cidr) && (exception.port === undefined || exception.port === port));
-    const exact = covering.some((exception) => exception.cidr.endsWith('/32'));
+    // An address learned from a name is a range's worth of trust, as in the firewall: whoever answers
+    // for the name must not open the host or link-local (resolve-egress-entry.ts).
+    const exact = covering.some((exception) => exception.cidr.endsWith('/32') && !exception.learned);
     if (isLocal(address) || cidrWithin(host, LINK_LOCAL_RANGE)) return exact;
     if (BLOCKED_RANGES.some((range) => cidrWithin(host, range))) return covering.length > 0;
     return true;
+  };
+}
+
+/**
+ * A lookup for upstream connections to `port` that gives only the addresses `allowsAddress`
+ * allows: a name that resolves to refused addresses (the metadata address, say) is refused, so
+ * DNS cannot step around the egress policy.
+ */
+export function guardedLookupOf(resolve: LookupFunction, allowsAddress: (address: string, port: number) => boolean): (port: number) => LookupFunction {
+  return (port) => (hostname, lookupOptions, callback) => {
+    resolve(hostname, { ...lookupOptions, all: true }, (error, found) => {
+      if (error) return callback(error, '', 0);
+      const allowed = (found as unknown as dns.LookupAddress[]).filter((entry) => allowsAddress(entry.address, port));
+      if (allowed.length === 0) {
+        return callback(Object.assign(new Error(`${hostname} resolves only to addresses sandboxes may not reach`), { code: 'EGRESS_REFUSED' }), '', 0);
+      }
+      if (lookupOptions.all) return (callback as unknown as (error: null, addresses: dns.LookupAddress[]) => void)(null, allowed);
+      callback(null, allowed[0]!.address, allowed[0]!.family);
+    });
   };
 }

@@ -49,4 +49,24 @@ describe('the certificate authority', () => {
     // The certificate was left alone.
     expect(statSync(path.join(folder, CA_CERTIFICATE_FILE)).isFile()).toBe(true);
   });
+
+  it('signs natively off the event loop: one signature for concurrent asks, kept, with the extensions strict clients want', async () => {
+    const authority = loadCertificateAuthority(temporary(), 'berth test');
+    expect(authority.has('api.example.com')).toBe(false);
+    const [one, two] = await Promise.all([authority.issue('api.example.com'), authority.issue('api.example.com')]);
+    expect(one).toBe(two);
+    expect(authority.has('api.example.com')).toBe(true);
+    expect(await authority.issue('api.example.com')).toBe(one);
+    const leaf = new X509Certificate(one.cert);
+    const ca = new X509Certificate(authority.certificatePem);
+    expect(leaf.checkIssued(ca)).toBe(true);
+    expect(leaf.verify(ca.publicKey)).toBe(true);
+    expect(leaf.subjectAltName).toBe('DNS:api.example.com');
+    expect(leaf.keyUsage).toEqual(['1.3.6.1.5.5.7.3.1']);
+    // Authority and subject key identifiers (Python 3.13's strict verification needs the first).
+    const oid = (last: number) => Buffer.from([0x06, 0x03, 0x55, 0x1d, last]);
+    expect(leaf.raw.includes(oid(0x23))).toBe(true);
+    expect(leaf.raw.includes(oid(0x0e))).toBe(true);
+    expect(leaf.publicKey.asymmetricKeyType).toBe('ec');
+  });
 });

@@ -1,22 +1,27 @@
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type KeyObject, randomBytes, X509Certificate } from 'node:crypto';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import forge from 'node-forge';
+import { certificate, certificateSync, distinguishedName, keyIdentifier, subjectOf } from './x509-der.js';
 
 /**
  * The installation's certificate authority for the egress proxy (docs/brokered-secrets.md): the
- * proxy ends the sandboxes' TLS with a certificate for the host they asked for, signed by this
- * CA, which sandboxes trust through a mounted bundle. Its key stays in `ca.key` (0600) in a
- * folder of the installation's outside every sandbox; only `ca.pem` is ever given to one.
+ * proxy ends a sandbox's TLS to a host a brokered variable is approved for with a certificate for
+ * that host, signed by this CA, which sandboxes trust through a mounted bundle. Its key stays in
+ * `ca.key` (0600) in a folder of the installation's outside every sandbox; only `ca.pem` is ever
+ * given to one.
  *
- * Certificates are made with node-forge (docs/dependencies.md); keys with Node's own crypto
- * (native, where forge's key generation is pure JavaScript and takes seconds).
+ * Certificates are written and signed with Node's own crypto (x509-der.ts; docs/dependencies.md):
+ * a host's is signed in the thread pool, never on the event loop, made once and kept.
  */
 export interface CertificateAuthority {
   /** The CA's certificate, PEM: what sandboxes trust. */
   readonly certificatePem: string;
-  /** A certificate and key for `host` (a DNS name), signed by the CA; made once per host and kept (up to a bound). */
+  /** A certificate and key for `host` (a DNS name), signed by the CA on this thread; made once per host and kept (up to a bound). */
   leafFor(host: string): { readonly cert: string; readonly key: string };
+  /** The same, signed off the event loop: what the proxy uses. Concurrent asks for one host share one signature. */
+  issue(host: string): Promise<{ readonly cert: string; readonly key: string }>;
+  /** Whether `host`'s certificate is made and kept (asking for it costs nothing). */
+  has(host: string): boolean;
 }
 
 /** CA file names inside its folder. */
@@ -29,22 +34,6 @@ const LEAF_CACHE_LIMIT = 2048;
 const CA_DAYS = 3650;
 const LEAF_DAYS = 30;
 const DAY_MS = 86_400_000;
-
-function rsaKeyPair(): { privatePem: string; publicPem: string } {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', {
-    modulusLength: 2048,
-    privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
-    publicKeyEncoding: { type: 'spki', format: 'pem' },
-  });
-  return { privatePem: privateKey, publicPem: publicKey };
-}
-
-/** A positive serial number of 16 random bytes, as forge wants it (hex). */
-function serial(): string {
-  const bytes = randomBytes(16);
-  bytes[0] = bytes[0]! & 0x7f;
-  return bytes.toString('hex');
-}
 
 /** Reads a file of the CA's folder without following a link; undefined when it is missing. */
 export function readOwnFile(file: string): string | undefined {
@@ -76,33 +65,27 @@ export function writeWhole(file: string, text: string, mode: number): void {
 }
 
 function createCaFiles(folder: string, name: string): void {
-  const keys = rsaKeyPair();
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(keys.publicPem);
-  cert.serialNumber = serial();
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const subject = distinguishedName(name, 'Berth egress proxy');
   const now = Date.now();
-  cert.validity.notBefore = new Date(now - DAY_MS);
-  cert.validity.notAfter = new Date(now + CA_DAYS * DAY_MS);
-  const subject = [
-    { name: 'commonName', value: name },
-    { name: 'organizationName', value: 'Berth egress proxy' },
-  ];
-  cert.setSubject(subject);
-  cert.setIssuer(subject);
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
-    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
-    { name: 'subjectKeyIdentifier' },
-  ]);
-  cert.sign(forge.pki.privateKeyFromPem(keys.privatePem), forge.md.sha256.create());
+  const pem = certificateSync({
+    subject,
+    issuer: subject,
+    publicKey,
+    signingKey: privateKey,
+    notBefore: new Date(now - DAY_MS),
+    notAfter: new Date(now + CA_DAYS * DAY_MS),
+    role: { ca: true },
+  });
   // The key first: a certificate without its key would be a CA nobody can sign with.
-  writeWhole(path.join(folder, CA_KEY_FILE), keys.privatePem, 0o600);
-  writeWhole(path.join(folder, CA_CERTIFICATE_FILE), forge.pki.certificateToPem(cert), 0o644);
+  writeWhole(path.join(folder, CA_KEY_FILE), privateKey.export({ type: 'pkcs1', format: 'pem' }) as string, 0o600);
+  writeWhole(path.join(folder, CA_CERTIFICATE_FILE), pem, 0o644);
 }
 
 /**
  * Loads the CA in `folder`, making it (and the folder, 0700) when there is none. `name` is the
- * CA's common name (the installation's tag, so an operator tells installations apart).
+ * CA's common name (the installation's tag, so an operator tells installations apart). A CA an
+ * earlier release made (with node-forge) loads as it is.
  */
 export function loadCertificateAuthority(folder: string, name: string): CertificateAuthority {
   mkdirSync(folder, { recursive: true, mode: 0o700 });
@@ -113,41 +96,59 @@ export function loadCertificateAuthority(folder: string, name: string): Certific
     keyPem = readOwnFile(path.join(folder, CA_KEY_FILE))!;
     certificatePem = readOwnFile(path.join(folder, CA_CERTIFICATE_FILE))!;
   }
-  const caKey = forge.pki.privateKeyFromPem(keyPem);
-  const caCert = forge.pki.certificateFromPem(certificatePem);
-  // One key for every host's certificate of this process: made once, never written anywhere.
-  const leafKeys = rsaKeyPair();
-  const leafPublic = forge.pki.publicKeyFromPem(leafKeys.publicPem);
+  const caKey: KeyObject = createPrivateKey(keyPem);
+  const caCertificate = new X509Certificate(certificatePem);
+  const { subject: issuer, keyId } = subjectOf(caCertificate.raw);
+  const authorityKeyId = keyId ?? keyIdentifier(createPublicKey(caKey));
+  // One key for every host's certificate of this process (P-256: made at once, cheap to sign
+  // handshakes with), never written anywhere.
+  const leafKeys = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+  const leafKeyPem = leafKeys.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
   const cache = new Map<string, { cert: string; key: string; expires: number }>();
+  const pending = new Map<string, Promise<{ cert: string; key: string }>>();
 
-  const leafFor = (host: string): { cert: string; key: string } => {
-    const now = Date.now();
-    const cached = cache.get(host);
-    if (cached && cached.expires > now + DAY_MS) {
-      cache.delete(host);
-      cache.set(host, cached);
-      return cached;
-    }
-    const cert = forge.pki.createCertificate();
-    cert.publicKey = leafPublic;
-    cert.serialNumber = serial();
-    cert.validity.notBefore = new Date(now - DAY_MS);
-    cert.validity.notAfter = new Date(now + LEAF_DAYS * DAY_MS);
-    cert.setSubject([{ name: 'commonName', value: host }]);
-    cert.setIssuer(caCert.subject.attributes);
-    cert.setExtensions([
-      { name: 'basicConstraints', cA: false, critical: true },
-      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
-      { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: host }] },
-      { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
-    ]);
-    cert.sign(caKey, forge.md.sha256.create());
-    const made = { cert: forge.pki.certificateToPem(cert), key: leafKeys.privatePem, expires: cert.validity.notAfter.getTime() };
+  const requestFor = (host: string, now: number) => ({
+    subject: distinguishedName(host),
+    issuer,
+    publicKey: leafKeys.publicKey,
+    signingKey: caKey,
+    notBefore: new Date(now - DAY_MS),
+    notAfter: new Date(now + LEAF_DAYS * DAY_MS),
+    role: { host, authorityKeyId },
+  });
+  const cached = (host: string): { cert: string; key: string } | undefined => {
+    const found = cache.get(host);
+    if (!found || found.expires <= Date.now() + DAY_MS) return undefined;
+    cache.delete(host);
+    cache.set(host, found);
+    return found;
+  };
+  const keep = (host: string, cert: string, now: number): { cert: string; key: string } => {
+    const made = { cert, key: leafKeyPem, expires: now + LEAF_DAYS * DAY_MS };
     cache.set(host, made);
     if (cache.size > LEAF_CACHE_LIMIT) cache.delete(cache.keys().next().value!);
     return made;
   };
 
-  return { certificatePem, leafFor };
+  return {
+    certificatePem,
+    has: (host) => cached(host) !== undefined,
+    leafFor(host) {
+      const now = Date.now();
+      return cached(host) ?? keep(host, certificateSync(requestFor(host, now)), now);
+    },
+    issue(host) {
+      const found = cached(host);
+      if (found) return Promise.resolve(found);
+      let making = pending.get(host);
+      if (!making) {
+        const now = Date.now();
+        making = certificate(requestFor(host, now))
+          .then((cert) => keep(host, cert, now))
+          .finally(() => pending.delete(host));
+        pending.set(host, making);
+      }
+      return making;
+    },
+  };
 }

@@ -1,15 +1,27 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import type http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
+import { parseEgressDomain } from '@berth/core/driver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCertificateAuthority, type CertificateAuthority } from './certificate-authority.js';
 import { createEgressProxy, type EgressProxy, type ProxyClient } from './egress-proxy.js';
 import { parseHostPattern } from './host-patterns.js';
-import { placeholderFor, type BrokeredValue } from './placeholders.js';
+import { placeholderFor } from './placeholders.js';
+import {
+  connectThrough as through,
+  FORBIDDEN,
+  listen,
+  over,
+  received,
+  request as requestVia,
+  type Seen,
+  serve,
+  toLoopback,
+  waitFor as vitestWaitFor,
+} from './proxy-test-kit.js';
 
 /**
  * The proxy against a fake API of the test's own on loopback, with its own certificate chain
@@ -35,170 +47,12 @@ let impostorPort: number;
 let proxy: EgressProxy;
 let proxyPort: number;
 const logs: string[] = [];
+const clients = new Map<string, ProxyClient>();
 
-/** Every name is the fake API on loopback, but `metadata.test`: 127.0.0.9, which sandboxes may not reach. */
-const FORBIDDEN = '127.0.0.9';
-const toLoopback = ((host: string, options: unknown, callback: (...args: unknown[]) => void) => {
-  const address = host === 'metadata.test' ? FORBIDDEN : '127.0.0.1';
-  const all = typeof options === 'object' && options !== null && (options as { all?: boolean }).all;
-  if (all) callback(null, [{ address, family: 4 }]);
-  else callback(null, address, 4);
-}) as net.LookupFunction;
 const allowsAddress = (address: string): boolean => address !== FORBIDDEN;
-
-const brokered = (table: [string, BrokeredValue][]) => new Map(table);
-const clients = new Map<string, ProxyClient>([
-  [
-    A,
-    {
-      sandbox: 'sandbox-a',
-      placeholders: brokered([
-        [placeholderA, { variable: 'GITHUB_TOKEN', value: TOKEN, hosts: [parseHostPattern('api.github.test'), parseHostPattern('*.githubusercontent.test')] }],
-      ]),
-    },
-  ],
-  [
-    B,
-    {
-      sandbox: 'sandbox-b',
-      placeholders: brokered([[placeholderB, { variable: 'GITHUB_TOKEN', value: 'ghp_B_token', hosts: [parseHostPattern('api.github.test')] }]]),
-      allow: [parseHostPattern('api.github.test'), parseHostPattern('*.allowed.test')],
-    },
-  ],
-]);
-
-/** What the fake API saw of a request: its target and headers. */
-interface Seen {
-  url: string;
-  headers: Record<string, string | string[] | undefined>;
-  servername: string;
-  /** The proxy's end of the upstream connection: which connection carried the request. */
-  upstreamPort: number;
-}
-
-function serve(ca: CertificateAuthority, hosts: string[]): https.Server {
-  const leaves = new Map(hosts.map((host) => [host, ca.leafFor(host)]));
-  const first = leaves.values().next().value!;
-  const server = https.createServer({
-    cert: first.cert,
-    key: first.key,
-    SNICallback: (name, callback) => {
-      const leaf = leaves.get(name) ?? first;
-      callback(null, tls.createSecureContext({ cert: leaf.cert, key: leaf.key }));
-    },
-  });
-  server.on('request', (request, response) => {
-    const url = new URL(request.url ?? '/', 'https://x');
-    if (url.pathname === '/download') {
-      // Streamed in 64 KiB pieces, as a large file would be.
-      let left = Number(url.searchParams.get('bytes'));
-      const piece = Buffer.alloc(65_536, 120);
-      response.writeHead(200, { 'content-length': String(left) });
-      const pump = (): void => {
-        while (left > 0) {
-          const chunk = piece.subarray(0, Math.min(left, piece.length));
-          left -= chunk.length;
-          if (!response.write(chunk)) {
-            response.once('drain', pump);
-            return;
-          }
-        }
-        response.end();
-      };
-      pump();
-      return;
-    }
-    if (url.pathname === '/echo-header') {
-      // A server that reflects the request's credentials in a response header.
-      response.writeHead(302, {
-        location: `https://elsewhere.test/?auth=${encodeURIComponent(String(request.headers.authorization))}`,
-        'x-echo': String(request.headers.authorization),
-      });
-      response.end();
-      return;
-    }
-    const seen: Seen = {
-      url: request.url ?? '',
-      headers: request.headers,
-      servername: (request.socket as tls.TLSSocket).servername || '',
-      upstreamPort: request.socket.remotePort ?? 0,
-    };
-    response.writeHead(200, { 'content-type': 'application/json' });
-    response.end(JSON.stringify(seen));
-  });
-  server.on('upgrade', (request, socket) => {
-    socket.write(
-      `HTTP/1.1 101 Switching Protocols\r\nupgrade: echo\r\nconnection: Upgrade\r\nx-seen-authorization: ${request.headers.authorization ?? ''}\r\n\r\n`,
-    );
-    socket.pipe(socket);
-  });
-  return server;
-}
-
-async function listen(server: net.Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as net.AddressInfo).port;
-}
-
-/** Opens a tunnel through the proxy from `from` to `host:port`; resolves with the socket after the proxy's answer, or the answer when it refused. */
-async function connectThrough(
-  from: string,
-  authority: string,
-  through = proxyPort,
-  at = '127.0.0.1',
-): Promise<{ socket: net.Socket; status: number; body: string }> {
-  const socket = net.connect({ host: at, port: through, localAddress: from });
-  socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
-  let received = Buffer.alloc(0);
-  return new Promise((resolve, reject) => {
-    let status = 0;
-    let end = -1;
-    const onData = (chunk: Buffer): void => {
-      received = Buffer.concat([received, chunk]);
-      if (status !== 0) return;
-      end = received.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      status = Number(/^HTTP\/1\.1 (\d+)/.exec(received.toString('latin1'))?.[1]);
-      if (status === 200) {
-        socket.off('data', onData);
-        resolve({ socket, status, body: '' });
-      }
-    };
-    socket.on('data', onData);
-    socket.once('error', reject);
-    // A refusal is read whole, to the close; a dropped connection has no status.
-    socket.once('close', () => resolve({ socket, status, body: end < 0 ? '' : received.subarray(end + 4).toString() }));
-  });
-}
-
-/** An agent whose one connection is `socket` (a TLS socket through the proxy). */
-function over(socket: tls.TLSSocket): https.Agent {
-  const agent = new https.Agent();
-  (agent as unknown as { createConnection: () => tls.TLSSocket }).createConnection = () => socket;
-  return agent;
-}
-
-/** An HTTPS request through the proxy, as a sandbox's client makes it (trusting only the proxy's CA). */
-async function request(
-  from: string,
-  host: string,
-  target: string,
-  options: { headers?: Record<string, string>; servername?: string; port?: number; through?: number; at?: string } = {},
-): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
-  const tunnel = await connectThrough(from, `${host}:${options.port ?? apiPort}`, options.through, options.at);
-  if (tunnel.status !== 200) return { status: tunnel.status, body: tunnel.body, headers: {} };
-  const secure = tls.connect({ socket: tunnel.socket, servername: options.servername ?? host, ca: proxyCa.certificatePem });
-  return new Promise((resolve, reject) => {
-    const call = https.request({ host, path: target, headers: { host, ...options.headers }, agent: over(secure) }, (response) => {
-      let body = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body, headers: response.headers }));
-    });
-    call.on('error', reject);
-    call.end();
-  });
-}
+const connectThrough = (from: string, authority: string, port = proxyPort, at = '127.0.0.1') => through(from, authority, port, at);
+const request = (from: string, host: string, target: string, options: Parameters<typeof requestVia>[4] = {}) =>
+  requestVia({ proxyPort, apiPort, trust: proxyCa.certificatePem }, from, host, target, options);
 
 beforeAll(async () => {
   folder = mkdtempSync(path.join(os.tmpdir(), 'berth-proxy-'));
@@ -209,6 +63,29 @@ beforeAll(async () => {
   apiPort = await listen(api);
   impostor = serve(untrustedCa, ['api.github.test']);
   impostorPort = await listen(impostor);
+  // The fake API listens on a port of its own: the variables and the allow list name it.
+  const ports = [apiPort, impostorPort];
+  clients.set(A, {
+    sandbox: 'sandbox-a',
+    placeholders: new Map([
+      [
+        placeholderA,
+        {
+          variable: 'GITHUB_TOKEN',
+          value: TOKEN,
+          hosts: [parseHostPattern('api.github.test'), parseHostPattern('*.githubusercontent.test')],
+          headers: ['x-api-key'],
+          query: ['token'],
+          ports,
+        },
+      ],
+    ]),
+  });
+  clients.set(B, {
+    sandbox: 'sandbox-b',
+    placeholders: new Map([[placeholderB, { variable: 'GITHUB_TOKEN', value: 'ghp_B_token', hosts: [parseHostPattern('api.github.test')], ports }]]),
+    allow: [parseEgressDomain(`api.github.test:${apiPort}`), parseEgressDomain(`*.allowed.test:${apiPort}`)],
+  });
   proxy = createEgressProxy({
     ca: proxyCa,
     clientOf: (remote) => clients.get(remote),
@@ -230,21 +107,28 @@ afterAll(async () => {
 });
 
 describe('the egress proxy', () => {
-  it('puts the real value in place of the placeholder for an approved host: Bearer, a custom header, the URL and Basic credentials', async () => {
+  it('puts the real value where credentials go for an approved host: Bearer, Proxy-Authorization, a named header, a named query parameter, Basic', async () => {
     const basic = Buffer.from(`x-access-token:${placeholderA}`).toString('base64');
-    const answer = await request(A, 'api.github.test', `/repos?token=${placeholderA}`, {
-      headers: { authorization: `Bearer ${placeholderA}`, 'x-api-key': placeholderA, 'proxy-authorization': `Basic ${basic}` },
+    const answer = await request(A, 'api.github.test', `/repos?token=${placeholderA}&other=${placeholderA}`, {
+      headers: { authorization: `Bearer ${placeholderA}`, 'x-api-key': placeholderA, 'proxy-authorization': `Basic ${basic}`, 'x-other': placeholderA },
     });
     expect(answer.status).toBe(200);
-    const seen = JSON.parse(answer.body) as Seen;
+    // What the API saw; what came back to the sandbox is masked.
+    const seen = received.at(-1)!;
+    expect(answer.body).not.toContain(TOKEN);
     expect(seen.headers.authorization).toBe(`Bearer ${TOKEN}`);
     expect(seen.headers['x-api-key']).toBe(TOKEN);
-    expect(seen.url).toBe(`/repos?token=${TOKEN}`);
+    expect(Buffer.from(String(seen.headers['proxy-authorization']).slice(6), 'base64').toString()).toBe(`x-access-token:${TOKEN}`);
+    // Only the named parameter and headers: the rest keep the placeholder.
+    expect(seen.url).toBe(`/repos?token=${TOKEN}&other=${placeholderA}`);
+    expect(seen.headers['x-other']).toBe(placeholderA);
     expect(seen.servername).toBe('api.github.test');
-    // Proxy-Authorization is for the proxy: never passed on.
-    expect(seen.headers['proxy-authorization']).toBeUndefined();
-    const basicAnswer = await request(A, 'raw.githubusercontent.test', '/file', { headers: { authorization: `Basic ${basic}` } });
-    expect(Buffer.from(String((JSON.parse(basicAnswer.body) as Seen).headers.authorization).slice(6), 'base64').toString()).toBe(`x-access-token:${TOKEN}`);
+    // The proxy's own framing, for a GET too.
+    expect(seen.headers['content-length']).toBe('0');
+    expect(logs.some((line) => line.includes('sandbox-a sent the placeholder of GITHUB_TOKEN to api.github.test'))).toBe(true);
+    expect(logs.join('\n')).not.toContain(TOKEN);
+    await request(A, 'raw.githubusercontent.test', '/file', { headers: { authorization: `Basic ${basic}` } });
+    expect(Buffer.from(String(received.at(-1)!.headers.authorization).slice(6), 'base64').toString()).toBe(`x-access-token:${TOKEN}`);
   });
 
   it('puts the placeholder back in a response header that echoes the value', async () => {
@@ -253,20 +137,21 @@ describe('the egress proxy', () => {
     expect(JSON.stringify(answer.headers)).not.toContain(TOKEN);
   });
 
-  it('leaves the placeholder as it is for a host the variable is not approved for, and logs that without the value', async () => {
-    const answer = await request(A, 'elsewhere.test', '/collect', { headers: { authorization: `Bearer ${placeholderA}` } });
+  it('passes TLS to a host no variable is approved for through unopened: the placeholder arrives as it was', async () => {
+    const answer = await request(A, 'elsewhere.test', '/collect', { headers: { authorization: `Bearer ${placeholderA}` }, trust: upstreamCa.certificatePem });
     expect((JSON.parse(answer.body) as Seen).headers.authorization).toBe(`Bearer ${placeholderA}`);
-    expect(logs.some((line) => line.includes('sandbox-a sent the placeholder of GITHUB_TOKEN to elsewhere.test'))).toBe(true);
-    expect(logs.join('\n')).not.toContain(TOKEN);
+    // The proxy's own certificate was never made for it.
+    expect(proxyCa.has('elsewhere.test')).toBe(false);
   });
 
-  it("never substitutes another sandbox's placeholder: B sending A's gets it unchanged", async () => {
-    const answer = await request(B, 'api.github.test', '/user', { headers: { authorization: `Bearer ${placeholderA}`, 'x-own': placeholderB } });
-    const seen = JSON.parse(answer.body) as Seen;
-    expect(seen.headers.authorization).toBe(`Bearer ${placeholderA}`);
-    expect(seen.headers['x-own']).toBe('ghp_B_token');
+  it("never substitutes another sandbox's placeholder, and drops a credential of B's own where B's value goes", async () => {
+    const foreign = await request(B, 'api.github.test', '/user', { headers: { authorization: `Bearer ${placeholderA}` } });
+    expect((JSON.parse(foreign.body) as Seen).headers.authorization).toBeUndefined();
+    await request(B, 'api.github.test', '/user', { headers: { authorization: `token ${placeholderB}`, 'x-own': placeholderB } });
+    const seen = received.at(-1)!;
+    expect(seen.headers.authorization).toBe('token ghp_B_token');
+    expect(seen.headers['x-own']).toBe(placeholderB);
   });
-
   it("never carries two sandboxes' requests on one upstream connection", async () => {
     // Both tunnels stay open, so each sandbox's kept-alive upstream connection could be reused.
     const first = await connectThrough(A, `api.github.test:${apiPort}`);
@@ -303,7 +188,7 @@ describe('the egress proxy', () => {
     const outright = await connectThrough(A, `${FORBIDDEN}:${apiPort}`);
     expect(outright.status).toBe(403);
     expect(outright.body).toContain('not reachable from sandboxes');
-    const byName = await request(A, 'metadata.test', '/', { headers: { authorization: `Bearer ${placeholderA}` } });
+    const byName = await connectThrough(A, `metadata.test:${apiPort}`);
     expect(byName.status).toBe(502);
     expect(byName.body).toContain('resolves only to addresses sandboxes may not reach');
   });
@@ -314,12 +199,19 @@ describe('the egress proxy', () => {
     expect(logs.some((line) => line.includes(`a connection from ${STRANGER}, which is no sandbox`))).toBe(true);
   });
 
-  it('in allow-list mode refuses an unlisted domain and a raw address, and serves a listed one', async () => {
+  it('in allow-list mode refuses an unlisted domain, a listed one on another port, a raw address, and a forged SNI; serves a listed one', async () => {
     expect((await request(B, 'elsewhere.test', '/')).status).toBe(403);
+    const otherPort = await connectThrough(B, `api.github.test:22`);
+    expect(otherPort.status).toBe(403);
+    expect(otherPort.body).toContain('api.github.test:22 is not on this sandbox');
     const raw = await connectThrough(B, `127.0.0.1:${apiPort}`);
     expect(raw.status).toBe(403);
     expect(raw.body).toContain('addresses never are');
-    expect((await request(B, 'x.allowed.test', '/')).status).toBe(200);
+    // x.allowed.test is listed but no variable is approved for it: its TLS passes unopened.
+    expect((await request(B, 'x.allowed.test', '/', { trust: upstreamCa.certificatePem })).status).toBe(200);
+    // Unopened, its SNI must still be the listed name.
+    await expect(request(B, 'x.allowed.test', '/', { trust: upstreamCa.certificatePem, servername: 'elsewhere.test' })).rejects.toThrow();
+    expect(logs.some((line) => line.includes('sandbox-b connected for x.allowed.test but named elsewhere.test in TLS'))).toBe(true);
   });
 
   it('refuses a TLS name (SNI), a Host header or an absolute target that differs from the host CONNECT named', async () => {
@@ -331,9 +223,9 @@ describe('the egress proxy', () => {
     // An absolute target naming another host, over the approved host's tunnel, is refused too.
     const elsewhere = await request(A, 'api.github.test', `https://elsewhere.test/?t=${placeholderA}`);
     expect(elsewhere.status).toBe(421);
-    // One naming the same host goes on in origin form, substituted.
-    const same = await request(A, 'api.github.test', `https://api.github.test/x?t=${placeholderA}`);
-    expect((JSON.parse(same.body) as Seen).url).toBe(`/x?t=${TOKEN}`);
+    // One naming the same host and port goes on in origin form, substituted.
+    await request(A, 'api.github.test', `https://api.github.test:${apiPort}/x?token=${placeholderA}`);
+    expect(received.at(-1)!.url).toBe(`/x?token=${TOKEN}`);
   });
 
   it('verifies the upstream certificate: a host whose certificate nobody trusts gets a 502, never the request', async () => {
@@ -342,7 +234,7 @@ describe('the egress proxy', () => {
     expect(answer.body).toMatch(/could not reach api\.github\.test/);
   });
 
-  it('passes a WebSocket-style upgrade through, with the placeholder substituted in its head', async () => {
+  it('passes a WebSocket-style upgrade through, with the placeholder substituted in its head and the answer masked', async () => {
     const tunnel = await connectThrough(A, `api.github.test:${apiPort}`);
     const secure = tls.connect({ socket: tunnel.socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
     await new Promise((resolve) => secure.once('secureConnect', resolve));
@@ -352,7 +244,8 @@ describe('the egress proxy', () => {
     secure.on('data', (chunk: string) => (received += chunk));
     await vitestWaitFor(() => received.includes('\r\n\r\n'));
     expect(received).toMatch(/^HTTP\/1\.1 101/);
-    expect(received).toContain(`x-seen-authorization: Bearer ${TOKEN}`);
+    expect(received).toContain(`x-seen-authorization: Bearer ${placeholderA}`);
+    expect(received).not.toContain(TOKEN);
     secure.write('ping-through-the-tunnel');
     await vitestWaitFor(() => received.includes('ping-through-the-tunnel'));
     secure.destroy();
@@ -446,56 +339,3 @@ describe('the egress proxy', () => {
     expect(refused).toBe('ECONNREFUSED');
   });
 });
-
-describe('the egress proxy with its default bounds', () => {
-  it('holds one sandbox opening 200 connections at once to 64, each stalled on an unread download, while another sandbox is answered', async () => {
-    const bounded = createEgressProxy({
-      ca: proxyCa,
-      clientOf: (remote) => clients.get(remote),
-      upstreamCa: [upstreamCa.certificatePem],
-      lookup: toLoopback,
-      allowsAddress,
-    });
-    const port = await bounded.listen(0, '127.0.0.1');
-    const sockets: net.Socket[] = [];
-    try {
-      // 200 tunnels from A, each asking for 8 MiB it never reads: the proxy must not buffer them.
-      const heapBefore = process.memoryUsage().heapUsed;
-      await Promise.all(
-        Array.from({ length: 200 }, async () => {
-          const socket = net.connect({ host: '127.0.0.1', port, localAddress: A });
-          sockets.push(socket);
-          socket.on('error', () => undefined);
-          socket.write(`CONNECT api.github.test:${apiPort} HTTP/1.1\r\nHost: api.github.test\r\n\r\n`);
-          const answered = await new Promise<boolean>((resolve) => {
-            socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1').startsWith('HTTP/1.1 200')));
-            socket.once('close', () => resolve(false));
-          });
-          if (!answered) return;
-          const secure = tls.connect({ socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
-          secure.on('error', () => undefined);
-          await new Promise((resolve) => secure.once('secureConnect', resolve).once('close', resolve));
-          secure.write('GET /download?bytes=8388608 HTTP/1.1\r\nHost: api.github.test\r\n\r\n');
-          secure.pause();
-        }),
-      );
-      expect(bounded.connections().get('sandbox-a')).toBe(64);
-      // B is answered while A's 64 stall.
-      const answer = await request(B, 'api.github.test', '/user', { through: port });
-      expect(answer.status).toBe(200);
-      expect(process.memoryUsage().heapUsed - heapBefore).toBeLessThan(64 * 1024 * 1024);
-    } finally {
-      for (const socket of sockets) socket.destroy();
-      await bounded.close();
-    }
-  });
-});
-
-/** Waits until `condition` holds (polled), failing after `ms`. */
-async function vitestWaitFor(condition: () => boolean, ms = 5_000): Promise<void> {
-  const started = Date.now();
-  while (!condition()) {
-    if (Date.now() - started > ms) throw new Error(`not within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -246,6 +246,8 @@ export async function startAttackGateway(options: AttackGatewayOptions = {}): Pr
         container_memory: 256,
         timeout: 60,
         docker_network_pool: ATTACK_NETWORK_POOL,
+        // The attacks use Signal as a platform without an adapter of its own, as a gateway's operator names it.
+        generic_platforms: ['signal'],
         ...(ATTACK_RUNTIME ? { docker_runtime: ATTACK_RUNTIME } : {}),
         ...options.config,
       },
