@@ -1,7 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { SessionContext } from '@berth/core';
-import type { Berth } from '@berth/gateway-plugin';
-import { quoteForShell } from './quote-for-shell.js';
+import { type Berth, helperScriptCommand } from '@berth/gateway-plugin';
 
 /** What one script produced in the sandbox; stdout and stderr already masked like any command's. */
 export interface SandboxScriptResult {
@@ -50,15 +49,17 @@ export function createSandboxShell(options: CreateSandboxShellOptions): SandboxS
       if (signal?.aborted) throw abortError(signal);
       // Resolved for every script, like every command: the scope is core's decision, never cached here.
       const request = berth.request({ session });
-      let command = ['sh', '-c', quoteForShell(script), 'berth-openclaw', ...(runOptions.args ?? []).map(quoteForShell)].join(' ');
       let stdin: string | undefined;
+      let decodeStdin = false;
       const input = runOptions.stdin;
       if (typeof input === 'string') stdin = input;
       else if (input !== undefined && isUtf8(input)) stdin = input.toString('utf8');
       else if (input !== undefined) {
         stdin = input.toString('base64');
-        command = `base64 -d | ${command}`;
+        decodeStdin = true;
       }
+      // The image's own /bin/sh and tools, not what the user's PATH or preload would give (docs/security.md).
+      const command = helperScriptCommand(script, 'berth-openclaw', runOptions.args ?? [], { decodeStdin });
       const running = berth.executeRequest(request, command, {
         cwd: '/workspace',
         ...(stdin !== undefined ? { stdin } : {}),

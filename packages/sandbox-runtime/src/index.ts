@@ -36,7 +36,7 @@ export {
 } from './egress-firewall.js';
 export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';
 export { insideProcessListing, isIdleProcess, isSandboxBusy, type SandboxProcessList } from './is-sandbox-busy.js';
-export { quoteShell } from './shell-words.js';
+export { helperScriptCommand, quoteShell } from './shell-words.js';
 export { CA_CERTIFICATE_FILE, CA_KEY_FILE, loadCertificateAuthority, type CertificateAuthority } from './egress-proxy/certificate-authority.js';
 export { createEgressProxy, type EgressProxy, type EgressProxyOptions, type ProxyClient } from './egress-proxy/egress-proxy.js';
 export { CA_BUNDLE_FILE, CA_BUNDLE_TARGET, createEgressBroker, EGRESS_FOLDER, type EgressBroker, type EgressProxyHooks } from './egress-broker.js';

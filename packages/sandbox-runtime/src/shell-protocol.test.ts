@@ -1,7 +1,11 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, execSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildEnvironmentScript, encodePrintfFormat, isPlainProgram, needsOwnShell, quoteShell } from './shell-protocol.js';
+import { helperScriptCommand } from './shell-words.js';
 import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 
 // The host's own POSIX shell checks the quoting; no engine is involved.
@@ -102,5 +106,29 @@ describe('isPlainProgram and needsOwnShell', () => {
     for (const command of ['echo $$', 'kill ${$}', 'echo $PPID', 'echo ${PPID}', 'tmp=/tmp/x.$$; touch "$tmp"'])
       expect(needsOwnShell(command), command).toBe(true);
     for (const command of ['echo $HOME', 'ls', 'printf "%s$" x']) expect(needsOwnShell(command), command).toBe(false);
+  });
+});
+
+describe('helperScriptCommand', () => {
+  it("runs Berth's step in /bin/sh with the system's PATH, its words intact, whatever the caller's PATH and preload say", () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), 'berth-helper-'));
+    // A planted `cat` and `base64` first in PATH, and a preload and start-up file that would break any shell.
+    for (const tool of ['cat', 'base64']) writeFileSync(path.join(folder, tool), '#!/bin/sh\necho planted\n', { mode: 0o755 });
+    const environment = { PATH: `${folder}:/usr/bin:/bin`, LD_PRELOAD: path.join(folder, 'missing.so'), ENV: path.join(folder, 'missing.sh') };
+    const words = ["it's", '$(id)', 'a b'];
+    const printed = execSync(helperScriptCommand('printf "%s|" "$0" "$@"; printf x | cat', 'berth-step', words), {
+      env: environment,
+      encoding: 'utf8',
+      shell: '/bin/sh',
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
+    expect(printed).toBe(`berth-step|it's|$(id)|a b|x`);
+    const decoded = execSync(helperScriptCommand('cat', 'berth-step', [], { decodeStdin: true }), {
+      env: environment,
+      shell: '/bin/sh',
+      input: Buffer.from([0, 1, 2, 0xff]).toString('base64'),
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
+    expect(decoded).toEqual(Buffer.from([0, 1, 2, 0xff]));
   });
 });

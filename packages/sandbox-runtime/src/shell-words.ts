@@ -10,6 +10,20 @@ export function quoteShell(value: string): string {
 }
 
 /**
+ * The command line that runs Berth's own `script` in the sandbox's session (`$0` is `name`, then
+ * `args`): the image's `/bin/sh` by its path, with the system's `PATH`, without the session's
+ * preload and start-up variables (`LD_PRELOAD`, `BASH_ENV`, `ENV`, …), so what a user exported (a
+ * planted `sh`, `stat` or `dd`, a preload) is not what answers. With `decodeStdin`, the script's
+ * stdin is the base64 its caller sent, decoded by the system's `base64`. What it prints is still the
+ * sandbox's word: the host checks everything it relies on (docs/security.md).
+ */
+export function helperScriptCommand(script: string, name: string, args: readonly string[], options: { decodeStdin?: boolean } = {}): string {
+  const body = options.decodeStdin ? `base64 -d | (\n${script}\n)` : script;
+  const program = `PATH=/usr/sbin:/usr/bin:/sbin:/bin\n${body}`;
+  return ['LD_PRELOAD= LD_LIBRARY_PATH= LD_AUDIT= BASH_ENV= ENV=', '/bin/sh', '-c', quoteShell(program), quoteShell(name), ...args.map(quoteShell)].join(' ');
+}
+
+/**
  * A single-quoted `printf` format that prints exactly `bytes`: `%` and `\` are escaped, and
  * NUL, quotes and every byte outside printable ASCII are written as three-digit octal escapes
  * (a digit right after an escape is escaped too, so no shell reads a longer number). A leading

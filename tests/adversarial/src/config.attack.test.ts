@@ -62,6 +62,7 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   docker_total_pids: { wrongType: 'many', outOfRange: 10, valid: 'auto' },
   docker_identity_links: { wrongType: 'a,b', outOfRange: [['telegram:1']], valid: [] },
   platform_adapters: { wrongType: 'x', outOfRange: [''], valid: [] },
+  generic_platforms: { wrongType: 'discord', outOfRange: ['Discord'], valid: ['discord'] },
   kubernetes_namespace: { wrongType: 7, outOfRange: 'Berth_Sandboxes', valid: 'berth' },
   kubernetes_kubeconfig: { wrongType: ['a'], outOfRange: '', valid: '/etc/berth/kubeconfig' },
   kubernetes_context: { wrongType: false, outOfRange: '', valid: 'berth' },

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { SandboxFileError, secretForms, truncateForMessage, type ExecResult, type SandboxRequest } from '@berth/core';
-import { quoteShell } from '@berth/sandbox-runtime';
+import { helperScriptCommand } from '@berth/sandbox-runtime';
 import type { Berth } from '../create-berth.js';
 
 // Files between a chat and a user's sandbox: an attachment put in, a file the agent names for
@@ -108,18 +108,10 @@ export function fileLimitOf(berth: Pick<Berth, 'config'>): number {
   return berth.config.docker_file_limit * 1024 * 1024;
 }
 
-/**
- * The image's own `/bin/sh` by its path, without the session's preload and start-up variables,
- * with the system's `PATH` and none of the session's functions: a `sh`, `stat` or `dd` the user
- * planted (a file in their `PATH`, a shell function) is not what answers. What the sandbox
- * answers is still the sandbox's word only, so the host checks it all again (sizes, bounds, bytes).
- */
+/** One step in the sandbox, through `helperScriptCommand` (the image's own `/bin/sh`, not the session's `PATH`). */
 async function runScript(berth: Berth, request: SandboxRequest, script: string, args: readonly string[], stdin?: string): Promise<ExecResult> {
   // No cwd: the paths are absolute, and a cwd would become the session's folder after the command.
-  const program = `PATH=/usr/sbin:/usr/bin:/sbin:/bin\nunset -f sh stat dd base64 readlink mkdir mv rm cat 2>/dev/null\n${script}`;
-  const command = ['LD_PRELOAD= LD_LIBRARY_PATH= LD_AUDIT= BASH_ENV= ENV=', '/bin/sh', '-c', quoteShell(program), 'berth-file', ...args.map(quoteShell)].join(
-    ' ',
-  );
+  const command = helperScriptCommand(script, 'berth-file', args);
   return berth.executeRequest(request, command, { timeout: STEP_TIMEOUT_SECONDS, ...(stdin !== undefined ? { stdin } : {}) });
 }
 

@@ -131,6 +131,26 @@ describe('the egress proxy', () => {
     expect(Buffer.from(String(received.at(-1)!.headers.authorization).slice(6), 'base64').toString()).toBe(`x-access-token:${TOKEN}`);
   });
 
+  it("reads a host written in another case as the same host, for the check and the substitution alike (a case-variant host once bypassed a broker's host check)", async () => {
+    const answer = await request(A, 'API.GitHub.TEST', '/cased', {
+      headers: { host: 'Api.Github.Test', authorization: `Bearer ${placeholderA}` },
+      servername: 'api.github.test',
+    });
+    expect(answer.status).toBe(200);
+    expect(received.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}`);
+    // In allow-list mode the case changes nothing either way: listed stays listed, unlisted stays refused.
+    expect((await request(B, 'ELSEWHERE.TEST', '/')).status).toBe(403);
+    expect((await request(B, 'API.GITHUB.TEST', '/', { headers: { authorization: `Bearer ${placeholderB}` }, servername: 'api.github.test' })).status).toBe(
+      200,
+    );
+    expect(received.at(-1)!.headers.authorization).toBe('Bearer ghp_B_token');
+    // A value never goes to a host that only looks like the approved one in another case.
+    await request(A, 'API.GITHUB.TEST.ELSEWHERE.TEST', '/', { headers: { authorization: `Bearer ${placeholderA}` }, trust: upstreamCa.certificatePem }).catch(
+      () => undefined,
+    );
+    expect(received.filter((seen) => seen.headers.authorization === `Bearer ${TOKEN}` && seen.servername !== 'api.github.test')).toEqual([]);
+  });
+
   it('puts the placeholder back in a response header that echoes the value', async () => {
     const answer = await request(A, 'api.github.test', '/echo-header', { headers: { authorization: `Bearer ${placeholderA}` } });
     expect(answer.headers['x-echo']).toBe(`Bearer ${placeholderA}`);
