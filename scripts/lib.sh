@@ -104,10 +104,42 @@ SHIM
   chmod 0755 "$PNPM_SHIM.partial" && mv "$PNPM_SHIM.partial" "$PNPM_SHIM"
 }
 
+# The operator's `berth` command: a shim in /usr/local/bin that runs the CLI of the checkout the
+# caller is in (or above), else of the checkout whose set-up ran last, with that checkout's Node,
+# passing the exit status through (scripts/berth.sh execs the CLI). Only a shim of Berth's own is
+# ever replaced; a `berth` of another kind (an npm -g install) is left alone.
+BERTH_SHIM=/usr/local/bin/berth
+BERTH_SHIM_MARK='# berth set-up shim (berth)'
+install_berth_command() {
+  [ "$(id -u)" = 0 ] && [ -d "$(dirname "$BERTH_SHIM")" ] || return 0
+  if [ -e "$BERTH_SHIM" ]; then grep -q "^$BERTH_SHIM_MARK" "$BERTH_SHIM" 2>/dev/null || return 0; fi
+  local other
+  other="$(PATH="$BERTH_ORIGINAL_PATH" command -v berth 2>/dev/null || true)"
+  case "$other" in '' | "$BERTH_SHIM") ;; *) return 0 ;; esac
+  {
+    echo '#!/bin/sh'
+    echo "$BERTH_SHIM_MARK — written by a Berth checkout's scripts/lib.sh; safe to delete."
+    echo "last=$(printf '%s' "$BERTH_ROOT" | sed "s/'/'\\''/g; s/^/'/; s/\$/'/")"
+    cat <<'SHIM'
+dir=$PWD
+while :; do
+  if [ -f "$dir/scripts/berth.sh" ] && [ -f "$dir/apps/gateway-plugin/package.json" ]; then exec sh "$dir/scripts/berth.sh" "$@"; fi
+  [ "$dir" = / ] && break
+  dir=$(dirname "$dir")
+done
+if [ -f "$last/scripts/berth.sh" ]; then exec sh "$last/scripts/berth.sh" "$@"; fi
+echo "berth: the Berth checkout whose set-up installed this command ($last) is gone; run bash scripts/demo.sh in a checkout" >&2
+exit 127
+SHIM
+  } >"$BERTH_SHIM.partial"
+  chmod 0755 "$BERTH_SHIM.partial" && mv "$BERTH_SHIM.partial" "$BERTH_SHIM"
+}
+
 ensure_dependencies() {
   ensure_node
   ensure_pnpm
   install_pnpm_shim
+  install_berth_command
   say "installing dependencies (pnpm install --frozen-lockfile)"
   (cd "$BERTH_ROOT" && pnpm install --frozen-lockfile --reporter=silent) >&2
 }

@@ -193,6 +193,30 @@ describe('berth exec', () => {
   });
 });
 
+describe('berth as a command: the shim the set-up installs', () => {
+  it("runs this checkout's CLI from inside it and from anywhere else, and passes a command's exit status through, 127 included", async () => {
+    const repository = path.resolve(path.dirname(CLI), '..', '..', '..');
+    const shim = path.join(mkdtempSync(path.join(root, 'shim-')), 'berth');
+    // The set-up's own function, writing to a path of the test's instead of /usr/local/bin.
+    const script = `source scripts/lib.sh >/dev/null 2>&1; BERTH_SHIM=${JSON.stringify(shim)}; BERTH_ORIGINAL_PATH=/usr/bin:/bin; install_berth_command`;
+    await new Promise<void>((resolve, reject) => execFile('bash', ['-c', script], { cwd: repository }, (error) => (error ? reject(error) : resolve())));
+    const task = `shim-${uid()}`;
+    for (const cwd of [path.join(repository, 'docs'), root]) {
+      const run = await new Promise<{ status: number; stderr: string }>((resolve) =>
+        execFile(
+          shim,
+          ['exec', '--task', task, '--', 'nosuchcommand'],
+          { cwd, env: { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: home, TERMINAL_SANDBOX_DIR: sandboxes } },
+          (error, _stdout, stderr) => resolve({ status: error ? Number(error.code) : 0, stderr }),
+        ),
+      );
+      expect(run.status, `${cwd}: ${run.stderr}`).toBe(127);
+      expect(run.stderr).toMatch(/nosuchcommand/);
+    }
+    expectSuccess(await berth(['rm', '--task', task, '--purge']));
+  });
+});
+
 describe('berth errors: one line, exit 125, nothing created', () => {
   const cases: Array<[string, string[], RegExp, string?]> = [
     ['malformed YAML', ['--config', 'bad-yaml.yaml'], /bad-yaml\.yaml is not valid YAML at line \d+/, 'terminal:\n  docker_image: [unclosed\n'],
@@ -359,6 +383,7 @@ describe('berth ls, env, doctor', () => {
         { name: 'SHARED_NOTICE', source: 'forwarded', from: 'SHARED_NOTICE', value: '***' },
       ],
       refused: [{ variable: 'HERMES_USER_TELEGRAM_0042_GITHUB_TOKEN', reason: expect.any(String) }],
+      misnamed: [],
     });
     expect(run.stdout).not.toContain(tokens.alice);
     expect(run.stdout).not.toContain('refused-secret-value');

@@ -27,6 +27,15 @@ function readStdin(): Promise<string> {
   });
 }
 
+/** The oldest Node.js the CLI runs on (the packages' `engines.node`). */
+const MINIMUM_NODE_MAJOR = 22;
+if (Number(process.versions.node.split('.')[0]) < MINIMUM_NODE_MAJOR) {
+  process.stderr.write(
+    `berth: needs Node.js ${MINIMUM_NODE_MAJOR} or newer, and ${process.execPath} is ${process.version}; install a newer Node.js (from a checkout: bash scripts/demo.sh brings one into .tools/)\n`,
+  );
+  process.exit(125);
+}
+
 // A reader that went away (`berth ls | head -1`) is not an error of the command's.
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (error: NodeJS.ErrnoException) => {

@@ -12,6 +12,21 @@ export interface UserVariable {
   readonly value: string;
 }
 
+/** How one user variable is read: whose it is and as which name, and who it may have been meant for. */
+export interface UserVariableReading {
+  readonly source: string;
+  /** The identity it reaches, e.g. `signal:ab`. */
+  readonly identity: string;
+  /** The name it has in that sandbox. */
+  readonly name: string;
+  /**
+   * When the name looks written for another user, one the env form escapes (an id with `_`,
+   * `-` or `.`, or upper-case letters: `HERMES_USER_SIGNAL_AB_CD_TOKEN` meant for `signal:ab_cd`),
+   * that user and the name to write instead.
+   */
+  readonly meantFor?: { readonly identity: string; readonly source: string; readonly name: string };
+}
+
 /**
  * The gateway's environment, indexed once: user variables grouped by platform and env form,
  * so resolving one user's variables touches only that user's entries. Variables under the
@@ -30,6 +45,8 @@ export interface EnvironmentIndex {
   prefixFor(identity: Identity): string;
   /** Each user variable's name, with how many users have one of that name (`berth doctor`). */
   userVariableNames(): ReadonlyMap<string, number>;
+  /** Every user variable as it is read, with a likely other meaning where there is one (`berth doctor`, `berth env`). */
+  readings(): readonly UserVariableReading[];
 }
 
 const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -49,6 +66,7 @@ export function createEnvironmentIndex(
   const { prefix, registry } = options;
   const head = `${prefix}_`;
   const byUser = new Map<string, UserVariable[]>();
+  const readings: UserVariableReading[] = [];
   const refused: AmbiguousVariableError[] = [];
   const refuse = (variable: string, why: string): void => {
     refused.push(
@@ -91,6 +109,12 @@ export function createEnvironmentIndex(
     }
     let identity: Identity;
     try {
+      registry.adapterFor(platform);
+    } catch (error) {
+      refuse(key, error instanceof Error ? error.message : String(error));
+      continue;
+    }
+    try {
       const adapter = registry.adapterFor(platform);
       const id = adapter.idFromEnvName(envForm);
       if (id === undefined) throw new Error('no id');
@@ -104,6 +128,7 @@ export function createEnvironmentIndex(
     const list = byUser.get(userKey) ?? [];
     byUser.set(userKey, list);
     list.push({ source: key, name, value });
+    readings.push(readingOf(key, identity, envForm, name, registry, head));
   }
   for (const list of byUser.values()) list.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
@@ -113,10 +138,40 @@ export function createEnvironmentIndex(
     environment,
     variablesOf: (identity) => byUser.get(formatIdentity(identity)) ?? [],
     prefixFor: (identity) => `${head}${registry.envPlatform(identity.platform)}_${registry.envName(identity)}_`,
+    readings: () => [...readings].sort((a, b) => (a.source < b.source ? -1 : 1)),
     userVariableNames: () => {
       const names = new Map<string, number>();
       for (const list of byUser.values()) for (const variable of list) names.set(variable.name, (names.get(variable.name) ?? 0) + 1);
       return names;
     },
   };
+}
+
+/**
+ * The user an operator may have meant instead: the variable's user part joined with the next
+ * part of its name by `_`, `-` or `.` (an id the env form escapes, written as if only upper-cased),
+ * or in upper case where the platform keeps case (a Slack id `U024BE7LH` reads as `u024be7lh`).
+ * The first such id the platform's adapter takes as another user is the suggestion.
+ */
+function readingOf(source: string, identity: Identity, envForm: string, name: string, registry: PlatformRegistry, head: string): UserVariableReading {
+  const reading = { source, identity: formatIdentity(identity), name };
+  const parts = name.split('_');
+  const candidates: Array<{ id: string; name: string }> = [];
+  if (parts.length > 1) {
+    for (const joiner of ['_', '-', '.']) candidates.push({ id: `${envForm}${joiner}${parts[0]}`.toLowerCase(), name: parts.slice(1).join('_') });
+  }
+  if (/[a-z]/.test(identity.id)) candidates.push({ id: identity.id.toUpperCase(), name });
+  for (const candidate of candidates) {
+    try {
+      const other = registry.resolve(identity.platform, candidate.id);
+      if (formatIdentity(other) === reading.identity) continue;
+      const otherForm = registry.envName(other);
+      if (otherForm === envForm) continue;
+      const meantSource = `${head}${registry.envPlatform(other.platform)}_${otherForm}_${candidate.name}`;
+      return { ...reading, meantFor: { identity: formatIdentity(other), source: meantSource, name: candidate.name } };
+    } catch {
+      // Not an id of that platform: no other meaning.
+    }
+  }
+  return reading;
 }

@@ -62,6 +62,7 @@ export {
   type RequestProtocolConstants,
 } from './request-protocol.js';
 export type { ResolvedEnvironment, ResolvedVariable, VariableSource } from './resolve-environment.js';
+export type { EnvironmentIndex, UserVariableReading } from './environment-index.js';
 export { createRedactor, REDACTED, type Redactor } from './redact.js';
 export { secretForms } from './secret-forms.js';
 export {

@@ -13,6 +13,7 @@ import {
 } from '@berth/core';
 import { createBackend } from '../create-backend.js';
 import { createBerthResolver } from '../create-berth.js';
+import { variableChecks } from './doctor-variables.js';
 import { findIsolationRisks } from '../isolation-risks.js';
 import { capacityReport, describeRunningCap, localHostSize, type HostSize } from '@berth/sandbox-runtime';
 import { colorsFor, type CliIo } from './cli-io.js';
@@ -333,17 +334,7 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
   if (config) {
     try {
       const resolver = await createBerthResolver({ config, environment: io.environment, resolveFrom: io.cwd });
-      const refused = resolver.index.refused.map((error) => error.variable);
-      checks.push(
-        refused.length === 0
-          ? { name: 'variables', status: 'ok', detail: `every ${config.docker_user_env_prefix}_* variable names exactly one user` }
-          : {
-              name: 'variables',
-              status: 'warning',
-              detail: `${refused.length} variable(s) reach no sandbox: ${refused.join(', ')}`,
-              fix: 'run "berth env --platform P --user ID" for the exact prefix of each user and rename them',
-            },
-      );
+      checks.push(...variableChecks(resolver, config.docker_user_env_prefix, root));
       checks.push(...secretChecks(config, resolver.index.userVariableNames(), io.environment, description?.egress));
     } catch (error) {
       checks.push({ name: 'variables', status: 'problem', detail: (error as Error).message, fix: 'fix the config as the message says' });

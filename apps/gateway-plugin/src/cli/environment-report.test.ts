@@ -45,4 +45,20 @@ describe('the berth env report', () => {
     expect(report).toMatchObject({ identity: null, scope: 'task:default', prefix: null, variables: [] });
     expect(formatEnvironmentReport(report)).toMatch(/^task:default\nno user: /);
   });
+
+  it('names a variable written for this user that reaches another, and the name to write (an id the env form escapes)', async () => {
+    const config = parseTerminalConfig({ generic_platforms: ['signal'] });
+    const resolver = await createBerthResolver({ config, environment: { HERMES_USER_SIGNAL_AB_CD_TOKEN: 'value-of-ab-cd-1' } });
+    const meant = buildEnvironmentReport(resolver, resolver.resolve({ session: { platform: 'signal', userId: 'ab_cd' } }));
+    expect(meant.variables).toEqual([]);
+    expect(meant.misnamed).toEqual([
+      { variable: 'HERMES_USER_SIGNAL_AB_CD_TOKEN', reaches: 'signal:ab', as: 'CD_TOKEN', write: 'HERMES_USER_SIGNAL_ABZ5FCD_TOKEN' },
+    ]);
+    expect(formatEnvironmentReport(meant)).toContain(
+      "not this user's: HERMES_USER_SIGNAL_AB_CD_TOKEN reaches signal:ab as CD_TOKEN; for signal:ab_cd write HERMES_USER_SIGNAL_ABZ5FCD_TOKEN",
+    );
+    const reached = buildEnvironmentReport(resolver, resolver.resolve({ session: { platform: 'signal', userId: 'ab' } }));
+    expect(reached.variables.map((variable) => variable.name)).toEqual(['CD_TOKEN']);
+    expect(reached.misnamed).toEqual([]);
+  });
 });

@@ -24,6 +24,12 @@ export interface EnvironmentReport {
   readonly variables: readonly EnvironmentReportVariable[];
   /** Variables under the user prefix that no sandbox gets, by name, with the reason. */
   readonly refused: ReadonlyArray<{ readonly variable: string; readonly reason: string }>;
+  /**
+   * Variables that look written for this user but reach another: the name an id with `_`, `-`,
+   * `.` or upper-case letters gets when only upper-cased (`…_SIGNAL_AB_CD_TOKEN` reaches
+   * `signal:ab`), with whose they are and the name to write instead.
+   */
+  readonly misnamed: ReadonlyArray<{ readonly variable: string; readonly reaches: string; readonly as: string; readonly write: string }>;
 }
 
 // Core's message repeats the name and ends with advice to run this very command: keep the why.
@@ -46,6 +52,13 @@ export function buildEnvironmentReport(resolver: SandboxResolver, request: Sandb
       value: maskValue(variable.value),
     })),
     refused: resolver.index.refused.map((error) => ({ variable: error.variable, reason: refusalReason(error.variable, error.message) })),
+    misnamed:
+      scope.kind === 'user'
+        ? resolver.index
+            .readings()
+            .filter((reading) => reading.meantFor?.identity === formatIdentity(scope.identity))
+            .map((reading) => ({ variable: reading.source, reaches: reading.identity, as: reading.name, write: reading.meantFor!.source }))
+        : [],
   };
 }
 
@@ -67,6 +80,9 @@ export function formatEnvironmentReport(report: EnvironmentReport): string {
           ['NAME', 'SOURCE', 'FROM', 'VALUE'],
           report.variables.map((variable) => [variable.name, variable.source, variable.from, variable.value]),
         );
+  for (const misnamed of report.misnamed) {
+    out += `\nnot this user's: ${misnamed.variable} reaches ${misnamed.reaches} as ${misnamed.as}; for ${report.identity} write ${misnamed.write}\n`;
+  }
   if (report.refused.length > 0) {
     out += `\nrefused (reach no sandbox):\n`;
     for (const refused of report.refused) out += `  ${refused.variable}: ${refused.reason}\n`;
