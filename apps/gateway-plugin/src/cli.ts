@@ -44,9 +44,32 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
+/**
+ * SIGINT and SIGTERM go to the command that listens (it stops what it started and says so in one
+ * line); a second one, or one while nothing listens, ends the process at once, as the default would.
+ */
+function onInterrupt(listener: (signal: 'SIGINT' | 'SIGTERM') => void): () => void {
+  let seen = false;
+  const handlers = (['SIGINT', 'SIGTERM'] as const).map((signal) => {
+    const handler = (): void => {
+      if (seen) {
+        process.stderr.write(`berth: ${signal} again: leaving now; berth ls shows what may be left, berth rm removes it\n`);
+        process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+      }
+      seen = true;
+      listener(signal);
+    };
+    process.on(signal, handler);
+    return [signal, handler] as const;
+  });
+  return () => {
+    for (const [signal, handler] of handlers) process.off(signal, handler);
+  };
+}
+
 const argv = process.argv.slice(2);
 // The process's environment stands for the gateway's: HERMES_USER_* variables, TERMINAL_SANDBOX_DIR, HERMES_HOME.
-const io: CliIo = { stdout: process.stdout, stderr: process.stderr, environment: process.env, cwd: process.cwd() };
+const io: CliIo = { stdout: process.stdout, stderr: process.stderr, environment: process.env, cwd: process.cwd(), onInterrupt };
 // A host spawns `berth exec --socket` for every command: that path loads only the socket client,
 // never @berth/core, the backends or dockerode, so it answers in tens of milliseconds.
 const status = isSocketExec(argv)

@@ -1,6 +1,7 @@
 import {
   SessionAttributionError,
   createSandboxResolver,
+  type ExecRequest,
   type ExecResult,
   type HostLogger,
   type SandboxBackendV1,
@@ -63,6 +64,10 @@ export interface BerthExecuteOptions extends ExecuteTarget {
   /** Seconds; `terminal.timeout` when absent. */
   readonly timeout?: number;
   readonly stdin?: string;
+  /** Stops the command (exit 130); see `ExecRequest.signal`. */
+  readonly signal?: AbortSignal;
+  /** The output as it comes, masked; see `ExecRequest.onOutput`. */
+  readonly onOutput?: ExecRequest['onOutput'];
 }
 
 /** A running Berth: the resolver, the backend and the way a command runs through both. */
@@ -119,6 +124,8 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
       timeout: executeOptions.timeout ?? config.timeout,
       ...(executeOptions.cwd !== undefined ? { cwd: executeOptions.cwd } : {}),
       ...(executeOptions.stdin !== undefined ? { stdin: executeOptions.stdin } : {}),
+      ...(executeOptions.signal ? { signal: executeOptions.signal } : {}),
+      ...(executeOptions.onOutput ? { onOutput: executeOptions.onOutput } : {}),
     });
   return {
     config,

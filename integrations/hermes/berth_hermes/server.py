@@ -358,7 +358,9 @@ class BerthServer:
         ``answer_field`` is the field every good answer to this operation carries: ``exitCode`` for a
         command, ``hostPath`` or ``path`` for a file (``put-file``, ``get-file``).
         """
-        line = (json.dumps(payload, ensure_ascii=False) + "\n").encode("utf-8")
+        # This bridge keeps its side open until it has the answer, so its leaving (Hermes' /stop,
+        # the answer's deadline) stops the command in the sandbox: berth serve's stopOnLeave.
+        line = (json.dumps({**payload, "stopOnLeave": True}, ensure_ascii=False) + "\n").encode("utf-8")
         if len(line) > MAX_REQUEST_BYTES + 1:
             raise BerthBridgeError(
                 "berth: the command and its input are larger than 1 MiB, more than berth serve takes at once; "
@@ -383,7 +385,7 @@ class BerthServer:
                     if time.monotonic() > deadline:
                         raise BerthBridgeError(
                             f"berth: berth serve gave no answer within {int(read_timeout)} s; "
-                            "the command may still run in the sandbox until its timeout",
+                            "so the command was stopped",
                             code="ANSWER_TIMEOUT",
                         ) from None
                     continue

@@ -22,7 +22,20 @@ export interface ExecRequest {
   readonly timeout?: number;
   /** Standard input; `/dev/null` when omitted. */
   readonly stdin?: string | Uint8Array;
+  /**
+   * Stops the command: once aborted, its whole process tree is killed as at the timeout, and the
+   * result has exit status 130 (a shell's status after Ctrl-C). The sandbox stays.
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * Each piece of output as it comes, masked as the result is (a piece that may begin a secret is
+   * held until it is known not to). The result still carries the output, within the output limit.
+   */
+  readonly onOutput?: (stream: 'stdout' | 'stderr', text: string) => void;
 }
+
+/** The exit status of a command stopped through {@link ExecRequest.signal}: 128 + SIGINT. */
+export const INTERRUPTED_EXIT_CODE = 130;
 
 /** What a command produced. */
 export interface ExecResult {

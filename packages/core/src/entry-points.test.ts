@@ -19,6 +19,7 @@ describe('the entry points of @berth/core', () => {
         'FOLDER_FORM_PATTERN',
         'IGNORED_GATEWAY_KEYS',
         'INSTALLATION_KEY_FILE',
+        'INTERRUPTED_EXIT_CODE',
         'IdentityCollisionError',
         'IdentityError',
         'ImageNotFoundError',

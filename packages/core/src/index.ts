@@ -71,6 +71,7 @@ export {
   type BackendDescription,
   type ExecRequest,
   type ExecResult,
+  INTERRUPTED_EXIT_CODE,
   type SandboxBackend,
   type SandboxBackendV1,
   type SandboxInfo,

@@ -9,6 +9,20 @@ function frame(body: string, status: number, noise = ''): Buffer {
 }
 
 describe('FrameReader', () => {
+  it("passes on a command's output as it comes, holding back only what may begin the end marker", () => {
+    const reader = new FrameReader();
+    const sink = createHeadTailBuffer(1000);
+    reader.expect(id, sink, () => undefined);
+    reader.push(Buffer.from(`${startMarker(id)}first`));
+    expect(sink.text()).toBe('first');
+    reader.push(Buffer.from('\n'));
+    expect(sink.text()).toBe('first');
+    reader.push(Buffer.from('second\n__BERTH'));
+    expect(sink.text()).toBe('first\nsecond');
+    reader.push(Buffer.from('_x'));
+    expect(sink.text()).toBe('first\nsecond\n__BERTH_x');
+  });
+
   it('finds the frame wherever the stream is cut into chunks', () => {
     const bytes = frame('out\nput with __BERTH_ lookalikes\n__BERTH_00_E_1', 42, 'left over from a background job\n');
     for (let cut = 1; cut < bytes.length; cut++) {

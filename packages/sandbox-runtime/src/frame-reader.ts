@@ -74,8 +74,9 @@ export class FrameReader {
       if (this.state === 'body') {
         const at = data.indexOf(this.endPattern);
         if (at === -1) {
-          // Hold back what could be the start of the end pattern.
-          const keep = Math.min(data.length, this.endPattern.length - 1);
+          // Hold back only what could be the start of the end pattern: the rest is the command's
+          // output now (shown as it comes), not once ~40 more bytes have followed it.
+          const keep = heldBack(data, this.endPattern);
           this.sink?.write(data.subarray(0, data.length - keep));
           this.carry = Buffer.from(data.subarray(data.length - keep));
           return;
@@ -108,6 +109,14 @@ export class FrameReader {
     // A shell's status is 0–255: anything else the sandbox printed is not believed.
     onEnd?.(Number.isInteger(status) && status >= 0 && status <= 255 ? status : 255, flags);
   }
+}
+
+/** The length of the longest end of `data` that begins `pattern` (shorter than `pattern`). */
+function heldBack(data: Buffer, pattern: Buffer): number {
+  for (let length = Math.min(data.length, pattern.length - 1); length > 0; length--) {
+    if (data.compare(pattern, 0, length, data.length - length) === 0) return length;
+  }
+  return 0;
 }
 
 /** The line a persistent shell prints before command `id`'s output. */

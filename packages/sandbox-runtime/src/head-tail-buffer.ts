@@ -86,3 +86,22 @@ export function createHeadTailBuffer(limit: number): HeadTailBuffer {
     },
   };
 }
+
+/** The buffer, with each chunk written also given to `tap` (a command's output shown as it comes). */
+export function tapBuffer(buffer: HeadTailBuffer, tap: ((chunk: Uint8Array) => void) | undefined): HeadTailBuffer {
+  if (!tap) return buffer;
+  return {
+    write(chunk) {
+      buffer.write(chunk);
+      tap(chunk);
+    },
+    get totalBytes() {
+      return buffer.totalBytes;
+    },
+    get truncated() {
+      return buffer.truncated;
+    },
+    text: () => buffer.text(),
+    parts: () => buffer.parts(),
+  };
+}

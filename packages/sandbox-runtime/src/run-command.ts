@@ -1,6 +1,15 @@
-import { isRetryableSandboxError, SandboxError, TIMEOUT_EXIT_CODE, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
+import {
+  INTERRUPTED_EXIT_CODE,
+  isRetryableSandboxError,
+  SandboxError,
+  TIMEOUT_EXIT_CODE,
+  type ExecRequest,
+  type ExecResult,
+  type SandboxRequest,
+} from '@berth/core';
 import { hasInstallationKey, sandboxName } from '@berth/core/driver';
 import { maskOutput } from './mask-output.js';
+import { createStreamMasker } from './stream-masker.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';
 import type { ShellSessions } from './shell-sessions.js';
@@ -45,17 +54,27 @@ export function createCommandRunner(
   return async (entry, request, exec) => {
     if (exec.command.includes('\0')) throw new SandboxError('COMMAND_INVALID', 'the command contains a NUL byte, which no shell can run; remove it');
     const started = performance.now();
+    if (exec.signal?.aborted) return { exitCode: INTERRUPTED_EXIT_CODE, stdout: '', stderr: '', timedOut: false, truncated: false, durationMs: 0 };
     await name(entry, request);
+    const secrets = settings.docker_mask_secrets ? request.environment.secrets : undefined;
+    // Output shown as it comes is masked as it comes (stream-masker.ts), as the result is below.
+    const live = exec.onOutput;
+    const maskers = live && {
+      stdout: createStreamMasker(secrets, (text) => live('stdout', text)),
+      stderr: createStreamMasker(secrets, (text) => live('stderr', text)),
+    };
+    const taps = maskers && { onStdout: (chunk: Uint8Array) => maskers.stdout.write(chunk), onStderr: (chunk: Uint8Array) => maskers.stderr.write(chunk) };
     let result: SessionRunResult | undefined;
     let notice = '';
     for (let attempt = 0; attempt < 2 && !result; attempt++) {
       try {
         await shells.ensureReady(entry, request);
-        result = await shells.runOnce(entry, request, exec);
+        result = await shells.runOnce(entry, request, exec, taps);
         if (result.stateLost && attempt === 0) {
           // A command deleted the session's state folder: the command did not run; run it once in
           // a new session (it retired the old one), and say what was lost.
           notice = STATE_LOST_NOTICE;
+          live?.('stderr', notice);
           result = undefined;
         }
       } catch (error) {
@@ -67,9 +86,12 @@ export function createCommandRunner(
       }
     }
     const final = result!;
-    const secrets = settings.docker_mask_secrets ? request.environment.secrets : undefined;
+    maskers?.stdout.end();
+    maskers?.stderr.end();
     if (final.stateNotSaved) notice += STATE_NOT_SAVED_NOTICE;
     if (final.stateDeleted) notice += STATE_DELETED_NOTICE;
+    if (live && notice !== '' && notice !== STATE_LOST_NOTICE)
+      live('stderr', notice.slice(notice.startsWith(STATE_LOST_NOTICE) ? STATE_LOST_NOTICE.length : 0));
     const stderr = maskOutput(final.stderr, secrets, settings.docker_output_limit);
     return {
       exitCode: final.timedOut ? TIMEOUT_EXIT_CODE : final.status,

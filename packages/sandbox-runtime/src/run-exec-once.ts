@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { TIMEOUT_EXIT_CODE } from '@berth/core';
+import { INTERRUPTED_EXIT_CODE, TIMEOUT_EXIT_CODE } from '@berth/core';
 import type { OpenExecChannel } from '@berth/core/driver';
-import { createHeadTailBuffer } from './head-tail-buffer.js';
+import { createHeadTailBuffer, tapBuffer } from './head-tail-buffer.js';
 import type { SessionRunResult } from './shell-session.js';
 import { buildFallbackInput, FALLBACK_PRELUDE } from './shell-protocol.js';
 
@@ -24,19 +24,28 @@ export async function runExecOnce(options: {
   timeoutMs: number;
   outputLimit: number;
   kill: () => Promise<void>;
+  signal?: AbortSignal;
+  onStdout?: (chunk: Uint8Array) => void;
+  onStderr?: (chunk: Uint8Array) => void;
 }): Promise<SessionRunResult> {
   const marker = `__BERTH_${randomBytes(12).toString('hex')}`;
   const channel = await options.openChannel(['/bin/sh', '-c', FALLBACK_PRELUDE, 'berth', FALLBACK_STATE_DIR, marker]);
-  const stdout = createHeadTailBuffer(options.outputLimit);
-  const stderr = createHeadTailBuffer(options.outputLimit);
+  const stdout = tapBuffer(createHeadTailBuffer(options.outputLimit), options.onStdout);
+  const stderr = tapBuffer(createHeadTailBuffer(options.outputLimit), options.onStderr);
   channel.onStdout((chunk) => stdout.write(chunk));
   channel.onStderr((chunk) => stderr.write(chunk));
   let timedOut = false;
+  let interrupted = false;
   const closed = new Promise<void>((resolve) => channel.onClose(resolve));
-  const timer = setTimeout(() => {
-    timedOut = true;
+  const stop = (reason: 'timeout' | 'abort'): void => {
+    if (timedOut || interrupted) return;
+    if (reason === 'timeout') timedOut = true;
+    else interrupted = true;
     options.kill().catch(() => undefined);
-  }, options.timeoutMs);
+  };
+  const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+  const onAbort = (): void => stop('abort');
+  options.signal?.addEventListener('abort', onAbort, { once: true });
   channel.write(
     buildFallbackInput({
       marker,
@@ -50,6 +59,7 @@ export async function runExecOnce(options: {
   channel.end();
   await closed;
   clearTimeout(timer);
-  const status = timedOut ? TIMEOUT_EXIT_CODE : ((await channel.exitCode().catch(() => undefined)) ?? 255);
+  options.signal?.removeEventListener('abort', onAbort);
+  const status = timedOut ? TIMEOUT_EXIT_CODE : interrupted ? INTERRUPTED_EXIT_CODE : ((await channel.exitCode().catch(() => undefined)) ?? 255);
   return { status, stdout, stderr, timedOut };
 }

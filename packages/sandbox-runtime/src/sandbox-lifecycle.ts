@@ -71,8 +71,12 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
   /** Creates and starts the sandbox; `''` when another process holds the name. */
   const create = async (entry: SandboxEntry, request: SandboxRequest, spec: Parameters<typeof driver.create>[0]): Promise<string> => {
     // Independent steps at once: the host's folders and disk, the image, the engine's network.
-    // All are done before the container exists, so a failure leaves no container behind.
-    await Promise.all([prepareFolders(request), ensureImage(), driver.prepare?.(spec)]);
+    // All are done before the container exists, so a failure leaves no container behind; each is
+    // waited for even when another failed, so that no step is still making something (a disk
+    // being mounted) when the caller cleans up after the failure.
+    const steps = await Promise.allSettled([prepareFolders(request), ensureImage(), driver.prepare?.(spec)]);
+    const failed = steps.find((step): step is PromiseRejectedResult => step.status === 'rejected');
+    if (failed) throw failed.reason;
     context.onProgress?.({ phase: 'create', message: `creating ${entry.name}` });
     let id: string | undefined;
     try {

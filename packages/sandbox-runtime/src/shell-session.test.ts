@@ -48,7 +48,14 @@ async function open(variables: Record<string, string> = {}): Promise<{
   shellPid: number;
   run: (
     command: string,
-    extra?: { stdin?: string; timeoutMs?: number; cwd?: string; variables?: Record<string, string> },
+    extra?: {
+      stdin?: string;
+      timeoutMs?: number;
+      cwd?: string;
+      variables?: Record<string, string>;
+      signal?: AbortSignal;
+      onStdout?: (chunk: Uint8Array) => void;
+    },
   ) => Promise<{ status: number; stdout: string; stderr: string; timedOut: boolean }>;
 }> {
   const channel = localChannel();
@@ -67,6 +74,8 @@ async function open(variables: Record<string, string> = {}): Promise<{
         outputLimit: 10_000,
         variables: extra.variables ?? variables,
         kill: async () => killer.kill(session.stateDir),
+        ...(extra.signal ? { signal: extra.signal } : {}),
+        ...(extra.onStdout ? { onStdout: extra.onStdout } : {}),
       });
       return { status: result.status, stdout: result.stdout.text(), stderr: result.stderr.text(), timedOut: result.timedOut };
     },
@@ -111,16 +120,38 @@ describe('ShellSession on the host shell', () => {
     expect((await run('echo again')).stdout).toBe('again\n');
   });
 
+  it('gives the output as it comes and, once aborted, kills the command (status 130) and stays usable', async () => {
+    const { run, session } = await open();
+    const stop = new AbortController();
+    const marker = `berth-aborted-${randomBytes(4).toString('hex')}`;
+    const seen: string[] = [];
+    const result = await run(`echo begun; sh -c 'sleep 600; : ${marker}'; echo not-reached`, {
+      signal: stop.signal,
+      // Aborted once the command's first line has come: the command surely runs.
+      onStdout: (chunk) => {
+        seen.push(Buffer.from(chunk).toString());
+        stop.abort();
+      },
+    });
+    expect(seen.join('')).toBe('begun\n');
+    expect(result).toMatchObject({ status: 130, timedOut: false, stdout: 'begun\n' });
+    await expect.poll(() => hostProcessesWith(marker), { timeout: 20_000 }).toEqual([]);
+    expect(session.alive).toBe(true);
+    expect((await run('echo again')).stdout).toBe('again\n');
+  });
+
   it('kills at the timeout what the command left to init, and nothing older', async () => {
     const { run } = await open();
     const older = `berth-older-${randomBytes(4).toString('hex')}`;
     const orphan = `berth-orphan-${randomBytes(4).toString('hex')}`;
     // A job an earlier command left running, its output elsewhere (a dev server, say).
-    expect((await run(`(sh -c 'sleep 30; : ${older}' > /dev/null 2>&1 &); echo started`)).stdout).toBe('started\n');
+    // Jobs that outlive the test's slowest run (the poll below may take 20 s on a loaded machine),
+    // so that only a kill ends them.
+    expect((await run(`(sh -c 'sleep 600; : ${older}' > /dev/null 2>&1 &); echo started`)).stdout).toBe('started\n');
     // This command's own job, left to init at once (its parent is gone), so no longer its descendant.
     // A timeout long enough that the command has surely started on a loaded machine (its output
     // says so): a kill that came before the command would prove nothing.
-    const result = await run(`(sh -c 'sleep 30; : ${orphan}' > /dev/null 2>&1 &); echo begun; sleep 30`, { timeoutMs: 2_000 });
+    const result = await run(`(sh -c 'sleep 600; : ${orphan}' > /dev/null 2>&1 &); echo begun; sleep 600`, { timeoutMs: 2_000 });
     expect(result).toMatchObject({ timedOut: true, stdout: 'begun\n' });
     await expect.poll(() => hostProcessesWith(orphan), { timeout: 20_000 }).toEqual([]);
     expect(hostProcessesWith(older)).toHaveLength(1);

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { SandboxError, TIMEOUT_EXIT_CODE } from '@berth/core';
+import { INTERRUPTED_EXIT_CODE, SandboxError, TIMEOUT_EXIT_CODE } from '@berth/core';
 import type { ExecChannel } from '@berth/core/driver';
 import { FrameReader } from './frame-reader.js';
-import { createHeadTailBuffer, type HeadTailBuffer } from './head-tail-buffer.js';
+import { createHeadTailBuffer, type HeadTailBuffer, tapBuffer } from './head-tail-buffer.js';
 import { buildCommandScript, buildEnvironmentUpdate, buildSessionInit } from './shell-protocol.js';
 
 /** The session ended (the container stopped or was removed, the engine restarted). */
@@ -48,8 +48,13 @@ export interface SessionRunOptions {
   readonly outputLimit: number;
   /** The environment the command must see; re-sent only when it changed since the last command. */
   readonly variables: Readonly<Record<string, string>>;
-  /** Kills the command's process tree; called at the timeout. */
+  /** Kills the command's process tree; called at the timeout, or when `signal` aborts. */
   readonly kill: () => Promise<void>;
+  /** Stops the command as the timeout does; the result has status 130. */
+  readonly signal?: AbortSignal;
+  /** Each chunk of the command's stdout and stderr as it comes. */
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  readonly onStderr?: (chunk: Uint8Array) => void;
   /** How long to wait after `kill` before giving the session up. @default 10000 */
   readonly killGraceMs?: number;
 }
@@ -217,8 +222,8 @@ export class ShellSession {
     if (this.busy) return Promise.reject(new SandboxError('SANDBOX_SESSION_BUSY', 'a command is already running in this session; queue commands per sandbox'));
     this.busy = true;
     const id = markerId();
-    const stdout = createHeadTailBuffer(options.outputLimit);
-    const stderr = createHeadTailBuffer(options.outputLimit);
+    const stdout = tapBuffer(createHeadTailBuffer(options.outputLimit), options.onStdout);
+    const stderr = tapBuffer(createHeadTailBuffer(options.outputLimit), options.onStderr);
     let script = buildCommandScript({
       id,
       command: options.command,
@@ -234,14 +239,27 @@ export class ShellSession {
     return new Promise<SessionRunResult>((resolve, reject) => {
       let started = false;
       let timedOut = false;
+      let interrupted = false;
       let pending = 2;
       let status = 0;
       let flags = '';
       let timer: NodeJS.Timeout | undefined;
       let graceTimer: NodeJS.Timeout | undefined;
+      // The timeout and an abort end the command the same way: its process tree is killed, and a
+      // shell that does not come back after the kill is given up (the next command gets a new one).
+      const stop = (reason: 'timeout' | 'abort'): void => {
+        if (timedOut || interrupted) return;
+        if (reason === 'timeout') timedOut = true;
+        else interrupted = true;
+        clearTimeout(timer);
+        options.kill().catch(() => undefined);
+        graceTimer = setTimeout(() => this.close(), options.killGraceMs ?? 10_000);
+      };
+      const onAbort = (): void => stop('abort');
       const settle = (outcome: { result: SessionRunResult } | { error: Error }): void => {
         clearTimeout(timer);
         clearTimeout(graceTimer);
+        options.signal?.removeEventListener('abort', onAbort);
         this.closeListeners = this.closeListeners.filter((listener) => listener !== onClosed);
         this.busy = false;
         if ('result' in outcome) resolve(outcome.result);
@@ -254,7 +272,7 @@ export class ShellSession {
         if (--pending === 0) {
           settle({
             result: {
-              status,
+              status: interrupted ? INTERRUPTED_EXIT_CODE : status,
               stdout,
               stderr,
               timedOut,
@@ -267,8 +285,8 @@ export class ShellSession {
         }
       };
       const onClosed = (): void => {
-        if (timedOut) {
-          settle({ result: { status: TIMEOUT_EXIT_CODE, stdout, stderr, timedOut } });
+        if (timedOut || interrupted) {
+          settle({ result: { status: timedOut ? TIMEOUT_EXIT_CODE : INTERRUPTED_EXIT_CODE, stdout, stderr, timedOut } });
           return;
         }
         settle({
@@ -290,12 +308,8 @@ export class ShellSession {
       // holding it retires the session (flag L), and what arrived since the last frame ended
       // was dropped as stray. The stdout start marker alone says the command started.
       this.stderrReader.expect(id, stderr, (value, endFlags) => onEnd(value, false, endFlags), undefined, { startMarker: false });
-      timer = setTimeout(() => {
-        timedOut = true;
-        options.kill().catch(() => undefined);
-        // A shell that does not come back after the kill is given up; the next command gets a new one.
-        graceTimer = setTimeout(() => this.close(), options.killGraceMs ?? 10_000);
-      }, options.timeoutMs);
+      timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+      options.signal?.addEventListener('abort', onAbort, { once: true });
       this.channel.write(script);
     });
   }

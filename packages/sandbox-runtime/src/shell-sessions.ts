@@ -18,9 +18,15 @@ export interface ShellSessions {
   /** Acquires the sandbox and, in session mode, a live shell session. */
   ensureReady(entry: SandboxEntry, request: SandboxRequest): Promise<void>;
   /** Runs one command in the sandbox's session (or one exec, in the fallback mode). */
-  runOnce(entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest): Promise<SessionRunResult>;
+  runOnce(entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest, taps?: OutputTaps): Promise<SessionRunResult>;
   /** Ends the sandbox's session and kill shell; the next command opens new ones. */
   drop(entry: SandboxEntry): void;
+}
+
+/** Where each chunk of a command's output goes as it comes (before masking: the caller masks). */
+export interface OutputTaps {
+  readonly onStdout?: (chunk: Uint8Array) => void;
+  readonly onStderr?: (chunk: Uint8Array) => void;
 }
 
 /** Ends a sandbox's session and kill shell, and forgets how its shells were opened: it stopped, or is stopping. */
@@ -175,7 +181,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     channel.end();
   };
 
-  const runOnce: ShellSessions['runOnce'] = async (entry, request, exec) => {
+  const runOnce: ShellSessions['runOnce'] = async (entry, request, exec, taps = {}) => {
     const timeoutMs = Math.max(1, (exec.timeout ?? settings.timeout) * 1000);
     const stdin = exec.stdin === undefined ? undefined : typeof exec.stdin === 'string' ? Buffer.from(exec.stdin, 'utf8') : exec.stdin;
     const common = {
@@ -186,6 +192,8 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
       outputLimit: settings.docker_output_limit,
       variables: context.egress.variables(entry, request),
       kill: () => killCommand(entry),
+      ...(exec.signal ? { signal: exec.signal } : {}),
+      ...taps,
     };
     if (entry.mode === 'exec') {
       const key = environmentDigest(common.variables);

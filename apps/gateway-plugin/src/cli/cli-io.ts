@@ -11,6 +11,11 @@ export interface CliIo {
   /** Stands for the gateway's environment. */
   readonly environment: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
+  /**
+   * Calls `listener` at SIGINT or SIGTERM (the process then does not end by itself: a second
+   * signal ends it at once); returns the function that stops listening. Absent: not listened to.
+   */
+  readonly onInterrupt?: (listener: (signal: 'SIGINT' | 'SIGTERM') => void) => () => void;
 }
 
 /** Colour helpers that do nothing when the stream is not a terminal or `NO_COLOR` is set. */

@@ -52,9 +52,13 @@ Options:
       --cwd DIR       working directory inside the sandbox
 ${COMMON}
 
-Exit status: the command's; ${TIMEOUT_EXIT_CODE} after a timeout; ${BERTH_FAILURE_EXIT_CODE} when Berth itself fails (bad id,
+Output shows as it comes. Ctrl-C stops the command (with --socket, the server stops it) and
+exits 130; the sandbox stays. A first command that fails or is interrupted before it runs
+removes what it made for the sandbox, and says so.
+
+Exit status: the command's; ${TIMEOUT_EXIT_CODE} after a timeout; 130 after Ctrl-C; ${BERTH_FAILURE_EXIT_CODE} when Berth itself fails (bad id,
 bad config, engine unreachable, image missing, no server on the socket), with one line on
-stderr and nothing created.
+stderr and nothing left behind.
 `,
   ls: `Usage: berth ls [--json]
 

@@ -1,20 +1,35 @@
 import { describeRunningCap, localHostSize } from '@berth/sandbox-runtime';
-import { createBackend } from '../create-backend.js';
+import path from 'node:path';
+import { createBerth } from '../create-berth.js';
 import type { CliIo } from './cli-io.js';
 import { formatTable } from './format-table.js';
+import { filesOnlyRecords } from './files-only-scopes.js';
 import { loadCliConfig } from './load-cli-config.js';
 import type { CliOptions } from './parse-cli-arguments.js';
-import { SANDBOX_TABLE_HEADERS, sandboxRecordRow, stringifyForDisplay, toSandboxRecord } from './sandbox-record.js';
+import { SANDBOX_TABLE_HEADERS, type SandboxRecord, sandboxRecordRow, stringifyForDisplay, toSandboxRecord } from './sandbox-record.js';
 
 /** `berth ls`: every sandbox Berth owns on the engine, as a table or as JSON. */
 export async function runLsCommand(io: CliIo, options: CliOptions): Promise<number> {
   const { config } = loadCliConfig(io, options.config);
-  const backend = await createBackend(config, { environment: io.environment });
+  const berth = await createBerth({ config, environment: io.environment, resolveFrom: io.cwd });
+  const { backend } = berth;
   try {
-    const records = (await backend.list()).map(toSandboxRecord).sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
+    const containers = (await backend.list()).map(toSandboxRecord);
+    // Scopes that hold only files (no container) are listed too, so they can be found and removed.
+    const filesOnly =
+      config.backend !== 'kubernetes'
+        ? filesOnlyRecords(berth.request({}).paths.root, berth.request, new Set(containers.map((record) => path.basename(path.dirname(record.workspace)))))
+        : [];
+    const key = (record: SandboxRecord): string => record.scope ?? `~${record.workspace}`;
+    const records = [...containers, ...filesOnly].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
     if (options.json) io.stdout.write(`${stringifyForDisplay(records)}\n`);
     else if (records.length === 0) io.stdout.write('no sandboxes\n');
     else io.stdout.write(formatTable(SANDBOX_TABLE_HEADERS, records.map(sandboxRecordRow)));
+    if (!options.json && filesOnly.length > 0) {
+      io.stdout.write(
+        `${filesOnly.length} with files only (no container): the next command of its user or task makes the container again; berth rm --purge with its --platform/--user or --task removes the files\n`,
+      );
+    }
     if (!options.json && config.backend !== 'kubernetes') {
       // How many may run, and why: the engine's description says whether the shared bound holds.
       const description = await backend.describe().catch(() => undefined);
@@ -23,6 +38,6 @@ export async function runLsCommand(io: CliIo, options: CliOptions): Promise<numb
     }
     return 0;
   } finally {
-    await backend.close();
+    await berth.close();
   }
 }

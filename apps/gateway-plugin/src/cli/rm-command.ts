@@ -1,12 +1,10 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { BerthError } from '@berth/core';
-import { disksFolderOf } from '@berth/core/driver';
 import { createBerth } from '../create-berth.js';
 import { cliTarget, namedUser } from './cli-target.js';
 import type { CliIo } from './cli-io.js';
 import { loadCliConfig } from './load-cli-config.js';
 import type { CliOptions } from './parse-cli-arguments.js';
+import { scopeHasFiles } from './scope-files.js';
 
 /**
  * `berth rm`: removes the container of the sandbox a session names (as the terminal tool would
@@ -27,7 +25,7 @@ export async function runRmCommand(io: CliIo, options: CliOptions): Promise<numb
     }
     // What is there before: a container (any state), and with --purge the scope's folder or disk.
     const containers = (await berth.backend.list()).filter((sandbox) => sandbox.scopeKey === scope.key).length;
-    const files = existsSync(paths.folder) || existsSync(path.join(disksFolderOf(paths.root), `${path.basename(paths.folder)}.ext4`));
+    const files = scopeHasFiles(paths);
     if (containers === 0 && !(options.purge && files)) {
       io.stdout.write(
         options.purge || !files

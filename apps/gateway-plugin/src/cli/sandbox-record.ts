@@ -1,14 +1,19 @@
+import path from 'node:path';
 import { escapeForDisplay, type SandboxInfo } from '@berth/core';
 
 /** One sandbox as `berth ls --json` prints it. */
 export interface SandboxRecord {
-  /** The scope key, e.g. `user:telegram:123456789` or `task:default`. */
-  readonly scope: string;
-  readonly kind: 'user' | 'task';
+  /**
+   * The scope key, e.g. `user:telegram:123456789` or `task:default`; `null` for files whose folder
+   * name is not one this installation's adapters give (state `files only`).
+   */
+  readonly scope: string | null;
+  readonly kind: 'user' | 'task' | null;
   readonly platform: string | null;
   readonly user: string | null;
   readonly task: string | null;
-  readonly containerId: string;
+  /** `null` when the scope holds only files (state `files only`): no container, a folder or a disk. */
+  readonly containerId: string | null;
   readonly state: string;
   readonly workspace: string;
   readonly home: string;
@@ -38,9 +43,14 @@ export function toSandboxRecord(info: SandboxInfo): SandboxRecord {
 /** The `berth ls` table columns of a record. */
 export function sandboxRecordRow(record: SandboxRecord): string[] {
   // Labels come from the engine: whatever a container carries is shown escaped, never raw.
-  const owner = record.kind === 'user' ? `${record.platform}:${record.user}` : `task ${record.task}`;
-  const disk = record.disk ? `${record.disk.usedMb}/${record.disk.limitMb} MB` : 'no limit';
-  return [owner, record.containerId.slice(0, 12), record.state, record.lastUsed ?? '-', disk, record.workspace, record.home].map(escapeForDisplay);
+  const owner =
+    record.kind === 'user'
+      ? `${record.platform}:${record.user}`
+      : record.kind === 'task'
+        ? `task ${record.task}`
+        : `? ${path.basename(path.dirname(record.workspace))}`;
+  const disk = record.disk ? `${record.disk.usedMb}/${record.disk.limitMb} MB` : record.containerId === null ? '-' : 'no limit';
+  return [owner, record.containerId?.slice(0, 12) ?? '-', record.state, record.lastUsed ?? '-', disk, record.workspace, record.home].map(escapeForDisplay);
 }
 
 /**

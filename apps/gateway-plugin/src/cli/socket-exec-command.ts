@@ -1,4 +1,7 @@
 import { BERTH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE } from '@berth/core/request-protocol';
+
+/** 128 + SIGINT, as core's INTERRUPTED_EXIT_CODE (this client loads only the request protocol). */
+const INTERRUPTED_EXIT_CODE = 130;
 import { takeRequestFile } from '../socket/request-file.js';
 import { requestSandboxExec } from '../socket/request-sandbox-exec.js';
 import type { SandboxSocketRequest } from '../socket/protocol.js';
@@ -33,7 +36,19 @@ export async function runSocketExecCommand(argv: readonly string[], io: CliIo, r
     // A request file is read and deleted first, whatever happens next: it is read once.
     const request = parsed.request !== undefined ? parsed.request : requestFromFile(parsed.requestFile);
     const stdin = forwardStdin && readStdin ? await readStdin() : undefined;
-    const result = await requestSandboxExec(socket, stdin !== undefined ? { ...request, stdin } : request);
+    // Ctrl-C (or SIGTERM) leaves without the answer: the process ends, its connection closes, and
+    // berth serve stops the command of a client that left (serve-sandboxes.ts).
+    let unlisten: (() => void) | undefined;
+    const interrupted = new Promise<string>((resolve) => {
+      unlisten = io.onInterrupt?.(resolve);
+    });
+    // This client never ends its side before the answer: the end of it means it left (stopOnLeave).
+    const sent = { ...request, stopOnLeave: true, ...(stdin !== undefined ? { stdin } : {}) };
+    const result = await Promise.race([requestSandboxExec(socket, sent), interrupted]).finally(() => unlisten?.());
+    if (typeof result === 'string') {
+      io.stderr.write(`berth: interrupted (${result}); berth serve stops the command as this client leaves\n`);
+      return INTERRUPTED_EXIT_CODE;
+    }
     io.stdout.write(result.stdout);
     io.stderr.write(result.stderr);
     if (result.timedOut) {

@@ -33,6 +33,7 @@ const target = {
   chatId: text(1024).optional(),
   taskId: text(1024).optional(),
   sessionRequired: z.boolean().optional(),
+  stopOnLeave: z.boolean().optional(),
 };
 
 const hostPath = text(4096).refine((value) => value.startsWith('/'), 'must be an absolute host path');

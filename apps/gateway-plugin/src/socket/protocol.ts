@@ -55,6 +55,13 @@ export interface SandboxSocketTarget {
    * task's sandbox that all such commands would share. @default false
    */
   readonly sessionRequired?: boolean;
+  /**
+   * The client keeps its side of the connection open until it has the answer, so the end of its
+   * side means it left (killed, or Ctrl-C): berth serve then stops what it asked for (the command
+   * is killed as at its timeout). Without it a client may end its side after the request and still
+   * read the answer, and only a connection closed on both sides stops the work. @default false
+   */
+  readonly stopOnLeave?: boolean;
 }
 
 /**

@@ -113,11 +113,13 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
 
   const run = async (connection: net.Socket, request: SandboxSocketAnyRequest, sandboxRequest: SandboxRequest): Promise<void> => {
     let response: SandboxSocketResponse;
+    // A client that leaves (its host gave up, an operator pressed Ctrl-C) stops what it asked
+    // for: its command is killed as at its timeout, a file's reading ends; nothing runs for no one.
+    const left = new AbortController();
+    connection.once('close', () => left.abort());
+    if (request.stopOnLeave) connection.once('end', () => left.abort());
     try {
       if (request.op === 'put-file' || request.op === 'get-file') {
-        // A client that leaves stops the file's reading: nothing more of it is held for no one.
-        const left = new AbortController();
-        connection.once('close', () => left.abort());
         const moved =
           request.op === 'put-file'
             ? await putHostFile(berth, sandboxRequest, request.source, request.path)
@@ -129,6 +131,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...(request.timeout !== undefined ? { timeout: request.timeout } : {}),
         ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
+        signal: left.signal,
       });
       response = {
         v: SANDBOX_SOCKET_PROTOCOL_VERSION,
@@ -163,7 +166,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
       connections.delete(connection);
       unpend(connection);
     });
-    // A client that vanished is not the server's problem; its command, if any, still finishes.
+    // A client that vanished is not the server's problem (its command is stopped, see run).
     connection.on('error', () => {});
     const chunks: Buffer[] = [];
     let size = 0;
