@@ -26,7 +26,7 @@ import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope
 import { lockScope } from './scope-lock.js';
 import { prepareSharedBound, releaseSharedBound } from './shared-bound.js';
 import { runtimeFacts } from './oci-runtime.js';
-import { installationTag } from './egress-names.js';
+import { existingInstallationTag, installationTag } from './egress-names.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
@@ -160,10 +160,11 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     sharedBound: () => sharedBound(),
     ociRuntime: () => ociRuntime.get().catch(() => undefined),
   };
-  const boundOptions = (description: Awaited<ReturnType<SandboxDriverV1['describe']>>) => ({
+  /** With `existing`, the tag only if the installation has its key (describing creates nothing). */
+  const boundOptions = (description: Awaited<ReturnType<SandboxDriverV1['describe']>>, existing = false) => ({
     settings,
     description,
-    installationTag: installationTag({ sandboxRoot: context.sandboxRoot, pool: settings.docker_network_pool }),
+    installationTag: (existing ? existingInstallationTag : installationTag)({ sandboxRoot: context.sandboxRoot, pool: settings.docker_network_pool }),
     ...(options.cgroupRoot ? { cgroupRoot: options.cgroupRoot } : {}),
   });
   if (context.disks.unenforced) options.logger?.warn(`berth: ${context.disks.unenforced}`);
@@ -347,7 +348,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     async describe(describeOptions = {}): Promise<BackendDescription> {
       const driverDescription = await driver.describe();
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
-      const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription), dryRun: true }));
+      const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
       const egressStatus = await broker.status();
       const description = {
