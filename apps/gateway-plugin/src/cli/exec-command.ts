@@ -1,4 +1,4 @@
-import { TIMEOUT_EXIT_CODE } from '@berth/core';
+import { describeIgnoredKeys, TIMEOUT_EXIT_CODE } from '@berth/core';
 import { createBerth } from '../create-berth.js';
 import { progressReporter, type CliIo } from './cli-io.js';
 import { cliTarget } from './cli-target.js';
@@ -12,6 +12,9 @@ import type { CliOptions } from './parse-cli-arguments.js';
  */
 export async function runExecCommand(io: CliIo, options: CliOptions, commandWords: readonly string[]): Promise<number> {
   const { config } = loadCliConfig(io, options.config);
+  // As berth serve and the plugin say it: a Hermes key such as docker_extra_args does nothing here.
+  const ignored = describeIgnoredKeys(config);
+  if (ignored) io.stderr.write(`${ignored}\n`);
   const onProgress = progressReporter(io);
   const berth = await createBerth({ config, environment: io.environment, resolveFrom: io.cwd, ...(onProgress ? { onProgress } : {}) });
   try {
