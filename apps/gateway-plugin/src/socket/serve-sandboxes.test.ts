@@ -148,12 +148,13 @@ describe('berth serve', () => {
     expect(await runSocketExecCommand(['exec', '--socket', socket, '--', 'echo', 'hi'], io)).toBe(0);
     expect({ stdout, stderr }).toEqual({ stdout: 'ran echo hi', stderr: '' });
     const perl = findPerl();
-    if (perl && PERL_SOCKET_CLIENT) {
+    const client = PERL_SOCKET_CLIENT;
+    if (perl && client) {
       const requestFile = path.join(folder, 'request.json');
       writeFileSync(requestFile, JSON.stringify({ v: 1, command: 'from-perl', reply: 'framed' }), { mode: 0o600 });
       // Spawned, not run synchronously: the server answering it is in this process.
       const run = await new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
-        execFile(perl, [PERL_SOCKET_CLIENT, `--socket=${socket}`, `--request-file=${requestFile}`], (error, out, err) =>
+        execFile(perl, [client, `--socket=${socket}`, `--request-file=${requestFile}`], (error, out, err) =>
           resolve({ status: error ? Number(error.code) : 0, stdout: out, stderr: err }),
         ),
       );
