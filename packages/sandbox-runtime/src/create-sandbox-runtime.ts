@@ -10,7 +10,7 @@ import {
 } from '@berth/core';
 import { assertSandboxDriver, type SandboxDriverV1 } from '@berth/core/driver';
 import { createEgressBroker, type EgressProxyHooks } from './egress-broker.js';
-import { createEgressFirewall, type EgressFirewall } from './egress-firewall.js';
+import { createEgressFirewall, ENFORCED_BY_ENGINE, type EgressFirewall } from './egress-firewall.js';
 import { createScopeDisks } from './scope-disks.js';
 import { createStoppingPolicies } from './idle-reaper.js';
 import { createInventory } from './inventory.js';
@@ -155,6 +155,9 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       await (await egressFirewall()).ensure();
       await broker.prepare(root);
     },
+    confirmNetwork: async () => {
+      if (settings.docker_network) await (await egressFirewall()).confirm();
+    },
     egress: broker,
     egressUnenforced: async () => (await egressFirewall()).unenforced,
     sharedBound: () => sharedBound(),
@@ -189,7 +192,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   // The egress policy, once the engine has said where its sandbox networks are.
   const egress = onceDescribed((description) => {
     const firewall: EgressFirewall = description.egressEnforcedBy
-      ? { unenforced: undefined, ensure: async () => undefined, close: () => undefined, exceptions: () => [] }
+      ? ENFORCED_BY_ENGINE
       : createEgressFirewall({
           pool: description.networkPool ?? settings.docker_network_pool,
           allow: settings.docker_egress_allow,
@@ -338,6 +341,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         }
         context.entries.delete(scopeKey);
         options.logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);
+        // The installation's last sandbox takes its egress table with it (a CLI leaves none behind).
+        if (settings.docker_network) await (await egressFirewall()).retire(async () => (await lifecycle.find()).length > 0).catch(() => false);
       };
       if (entry) await inQueue(entry, work);
       else await work();
