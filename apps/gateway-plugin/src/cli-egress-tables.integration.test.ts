@@ -5,7 +5,7 @@ import { installationTableName, installationTag, releaseDisksUnder } from '@bert
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { requestEngine } from './testing/engine-client.js';
 import { findEngine } from './testing/find-engine.js';
-import { berthTables } from './testing/host-egress-tables.js';
+import { berthTables, unownedNewTables } from './testing/host-egress-tables.js';
 import { runBerthCli } from './testing/run-berth-cli.js';
 
 // CLI-only use: each installation's egress table lives while it has sandboxes, and goes with the last.
@@ -63,5 +63,12 @@ describe('the egress tables of CLI-only use', () => {
     await two.berth(['rm', '--task', 'again', '--purge']);
     await three.berth(['rm', '--task', 'first', '--purge']);
     for (const installation of installations) expect(tables(), installation.name).not.toContain(installation.table());
+  });
+
+  it('berth demo, whose process also made a spare network, leaves no table behind', async () => {
+    const before = berthTables() ?? [];
+    const run = await runBerthCli(['demo', '--json'], { HOME: root, HERMES_HOME: home });
+    expect(run.status, run.stderr).toBe(0);
+    expect(await unownedNewTables(before)).toEqual([]);
   });
 });

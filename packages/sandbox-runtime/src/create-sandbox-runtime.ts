@@ -8,7 +8,8 @@ import {
   type SandboxPaths,
   type SandboxRequest,
 } from '@berth/core';
-import { assertSandboxDriver, type SandboxDriverV1 } from '@berth/core/driver';
+import { assertSandboxDriver, type DriverDescription, type SandboxDriverV1 } from '@berth/core/driver';
+import { madeOnce } from './made-once.js';
 import { createEgressBroker, type EgressProxyHooks } from './egress-broker.js';
 import { createEgressFirewall, ENFORCED_BY_ENGINE, type EgressFirewall } from './egress-firewall.js';
 import { createScopeDisks } from './scope-disks.js';
@@ -172,23 +173,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   });
   if (context.disks.unenforced) options.logger?.warn(`berth: ${context.disks.unenforced}`);
   let closed = false;
-  /** What depends on the engine's description, made once; asked again after a failure. */
-  const onceDescribed = <T>(
-    make: (description: Awaited<ReturnType<SandboxDriverV1['describe']>>) => Promise<T> | T,
-  ): { get: () => Promise<T>; made: () => Promise<T> | undefined } => {
-    let made: Promise<T> | undefined;
-    return {
-      get: () =>
-        (made ??= driver
-          .describe()
-          .then(make)
-          .catch((error: unknown) => {
-            made = undefined;
-            throw error;
-          })),
-      made: () => made,
-    };
-  };
+  // Whether this process removed a sandbox: its close() then looks whether the installation's egress table may go.
+  let removed = false;
+  // What depends on the engine's description, made once; asked again after a failure.
+  const onceDescribed = <T>(make: (description: DriverDescription) => Promise<T> | T) => madeOnce(() => driver.describe().then(make));
   // The egress policy, once the engine has said where its sandbox networks are.
   const egress = onceDescribed((description) => {
     const firewall: EgressFirewall = description.egressEnforcedBy
@@ -342,6 +330,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         context.entries.delete(scopeKey);
         options.logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);
         // The installation's last sandbox takes its egress table with it (a CLI leaves none behind).
+        removed = true;
         if (settings.docker_network) await (await egressFirewall()).retire(async () => (await lifecycle.find()).length > 0).catch(() => false);
       };
       if (entry) await inQueue(entry, work);
@@ -381,16 +370,22 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     async close() {
       closed = true;
       policies.close();
-      // Only the refresh timer: the egress tables stay, since the sandboxes keep running.
-      void egress.made()?.then(
-        (firewall) => firewall.close(),
-        () => undefined,
-      );
       for (const entry of context.entries.values()) shells.drop(entry);
       await broker.close();
       // The bound's cgroups go only when no sandbox is left in them (a running one keeps them).
       await bound.made()?.then(releaseSharedBound, () => undefined);
+      // A process that removed sandboxes (berth demo, a gateway) retires the egress table once
+      // its spare network, whose bridge kept it, is gone with the driver; else the tables stay.
+      const left = removed
+        ? await lifecycle.find().then(
+            (sandboxes) => sandboxes.length > 0,
+            () => true,
+          )
+        : true;
       await driver.close?.();
+      const firewall = await egress.made()?.catch(() => undefined);
+      if (!left) await firewall?.retire(async () => false).catch(() => false);
+      firewall?.close();
     },
   };
 }
