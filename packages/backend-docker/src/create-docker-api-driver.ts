@@ -1,7 +1,4 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, SandboxError, type BerthError } from '@berth/core';
 import type { DriverCapabilities, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
@@ -12,11 +9,10 @@ import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { nameOf, ownNetworkOf, stateOf } from './container-record.js';
 import { toContainerCreateOptions } from './to-container-options.js';
+import { readRuntimeVersions } from './read-runtime-versions.js';
 
 /** How long after a new sandbox started the spare network for the next one is made. */
 const REFILL_DELAY_MS = 200;
-
-const execFileAsync = promisify(execFile);
 
 /** The engine's own processes in a container (an init it runs the launcher under). */
 const ENGINE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
@@ -71,43 +67,6 @@ export interface DockerApiDriverOptions {
   readonly mapError: (error: unknown, context: EngineErrorContext) => BerthError;
   /** Called before a removed sandbox's host folders are purged. */
   readonly beforePurge?: SandboxDriverV1['beforePurge'];
-}
-
-/** How long a runtime's binary may take to say its version. */
-const RUNTIME_VERSION_TIMEOUT_MS = 3_000;
-
-/**
- * The first line of each runtime's `--version` (asked of a local engine's runtimes only: a remote
- * one's paths are not this host's). A binary that is missing or does not answer is left out. The binaries are the engine's configuration (root's),
- * and only asked for their version.
- */
-async function readRuntimeVersions(runtimes: Record<string, { path?: string }>): Promise<Record<string, string>> {
-  const versions: Record<string, string> = {};
-  await Promise.all(
-    Object.entries(runtimes).map(async ([name, runtime]) => {
-      const binary = runtime.path && binaryPath(runtime.path);
-      if (!binary) return;
-      try {
-        const { stdout } = await execFileAsync(binary, ['--version'], { timeout: RUNTIME_VERSION_TIMEOUT_MS, maxBuffer: 64 * 1024 });
-        const line = stdout.split('\n', 1)[0]!.trim();
-        if (line) versions[name] = line;
-      } catch {
-        // No version to tell: doctor says so.
-      }
-    }),
-  );
-  return versions;
-}
-
-/** An absolute path that exists, or a bare name found on PATH (Docker names `runc` so). */
-function binaryPath(name: string): string | undefined {
-  if (name.startsWith('/')) return existsSync(name) ? name : undefined;
-  if (name.includes('/')) return undefined;
-  return (process.env.PATH ?? '')
-    .split(':')
-    .filter((folder) => folder.startsWith('/'))
-    .map((folder) => path.join(folder, name))
-    .find((candidate) => existsSync(candidate));
 }
 
 /** How long an engine's description is reused before it is asked again. */

@@ -11,13 +11,15 @@ export async function runLsCommand(io: CliIo, options: CliOptions): Promise<numb
   const { config } = loadCliConfig(io, options.config);
   const backend = await createBackend(config, { environment: io.environment });
   try {
+    // The engine's description (for the last line) is asked while the sandboxes are listed.
+    const describing = options.json || config.backend === 'kubernetes' ? undefined : backend.describe().catch(() => undefined);
     const records = (await backend.list()).map(toSandboxRecord).sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
     if (options.json) io.stdout.write(`${stringifyForDisplay(records)}\n`);
     else if (records.length === 0) io.stdout.write('no sandboxes\n');
     else io.stdout.write(formatTable(SANDBOX_TABLE_HEADERS, records.map(sandboxRecordRow)));
-    if (!options.json && config.backend !== 'kubernetes') {
+    if (describing) {
       // How many may run, and why: the engine's description says whether the shared bound holds.
-      const description = await backend.describe().catch(() => undefined);
+      const description = await describing;
       const running = records.filter((record) => record.state === 'running').length;
       io.stdout.write(`${running} running; ${describeRunningCap(config, { ...localHostSize(), ...(description?.host ?? {}) }, description?.sharedBound)}\n`);
     }
