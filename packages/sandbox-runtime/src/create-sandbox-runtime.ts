@@ -10,6 +10,8 @@ import {
 } from '@berth/core';
 import { assertSandboxDriver, type DriverDescription, type SandboxDriverV1 } from '@berth/core/driver';
 import { madeOnce } from './made-once.js';
+import { backendDescription } from './backend-description.js';
+import { scopeHolder } from './hold-scope.js';
 import { createEgressBroker, type EgressProxyHooks } from './egress-broker.js';
 import { createEgressFirewall, ENFORCED_BY_ENGINE, type EgressFirewall } from './egress-firewall.js';
 import { createScopeDisks } from './scope-disks.js';
@@ -23,16 +25,13 @@ import { createSandboxLifecycle } from './sandbox-lifecycle.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import { createShellSessions, dropShells } from './shell-sessions.js';
 import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
-import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
-import { lockScope } from './scope-lock.js';
+import { purgeScope } from './purge-scope.js';
 import { prepareSharedBound, releaseSharedBound } from './shared-bound.js';
 import { runtimeFacts } from './oci-runtime.js';
 import { existingInstallationTag, installationTag } from './egress-names.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
-/** How long starting a sandbox waits for another process that works on its files (a big first copy onto a new disk takes a while). */
-const SCOPE_LOCK_WAIT_MS = 600_000;
 
 /** Options of {@link createSandboxRuntime}. */
 export interface SandboxRuntimeOptions {
@@ -133,24 +132,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     shellReadyTimeoutMs: options.shellReadyTimeoutMs ?? SHELL_READY_TIMEOUT_MS,
     firstLaunchWaitMs: options.firstLaunchWaitMs ?? 5_000,
     disks: createScopeDisks({ limitMb: settings.container_disk, engine: driver.engine, hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
-    holdScope: async (paths, purpose, task) => {
-      if (!driver.capabilities.hostFolders) return task();
-      const purging = (): SandboxError | undefined =>
-        isBeingPurged(paths)
-          ? new SandboxError(
-              'SANDBOX_PURGING',
-              `the files of ${path.basename(paths.folder)} are being deleted (berth rm --purge), so Berth did not ${purpose}; send the command again once the purge is done`,
-            )
-          : undefined;
-      const lock = await lockScope(paths, { waitMs: SCOPE_LOCK_WAIT_MS, purpose, giveUp: purging });
-      try {
-        // A purge that was interrupted (its process killed) is finished before anything is made again.
-        await finishInterruptedPurge(paths, options.logger);
-        return await task();
-      } finally {
-        lock.release();
-      }
-    },
+    holdScope: scopeHolder({ hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
     prepareNetwork: async (root) => {
       if (!settings.docker_network) return;
       await (await egressFirewall()).ensure();
@@ -173,8 +155,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   });
   if (context.disks.unenforced) options.logger?.warn(`berth: ${context.disks.unenforced}`);
   let closed = false;
-  // Whether this process removed a sandbox: its close() then looks whether the installation's egress table may go.
-  let removed = false;
+  let removed = false; // a sandbox, by this process: close() then looks whether the egress table may go
   // What depends on the engine's description, made once; asked again after a failure.
   const onceDescribed = <T>(make: (description: DriverDescription) => Promise<T> | T) => madeOnce(() => driver.describe().then(make));
   // The egress policy, once the engine has said where its sandbox networks are.
@@ -227,6 +208,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });
   const shells = createShellSessions(context, lifecycle, policies.enforceMaxRunning);
+  /** Whether the installation has a sandbox on the engine (its egress table stays while it has). */
+  const hasSandboxes = async (): Promise<boolean> => (await lifecycle.find()).length > 0;
   const runCommand = createCommandRunner(context, shells);
 
   const assertOpen = (): void => {
@@ -331,7 +314,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         options.logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);
         // The installation's last sandbox takes its egress table with it (a CLI leaves none behind).
         removed = true;
-        if (settings.docker_network) await (await egressFirewall()).retire(async () => (await lifecycle.find()).length > 0).catch(() => false);
+        if (settings.docker_network) await (await egressFirewall()).retire(hasSandboxes).catch(() => false);
       };
       if (entry) await inQueue(entry, work);
       else await work();
@@ -344,25 +327,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
       const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
-      const egressStatus = await broker.status();
-      const description = {
-        ...driverDescription,
-        runtime: runtimeFacts(driverDescription, settings.docker_runtime),
-        egress: {
-          mode: settings.docker_egress,
-          domains: settings.docker_egress === 'allowlist' ? [...settings.docker_egress_domains] : [],
-          brokered: Object.fromEntries(Object.entries(settings.docker_secret_hosts).map(([name, hosts]) => [name, [...hosts]])),
-          ...(egressStatus.proxy ? { proxy: egressStatus.proxy } : {}),
-          ...(egressStatus.unavailable ? { unavailable: egressStatus.unavailable } : {}),
-        },
-        warnings: [...driverDescription.warnings, ...notEnforced],
-        sharedBound: {
-          ...(shared.parent ? { parent: shared.parent } : {}),
-          memoryMb: shared.memoryMb,
-          pids: shared.pids,
-          enforced: shared.unenforced === undefined,
-        },
-      };
+      const description = backendDescription({ driver: driverDescription, settings, shared, notEnforced, egress: await broker.status() });
       if (describeOptions.image === undefined) return description;
       return { ...description, image: { name: describeOptions.image, present: await driver.hasImage(describeOptions.image) } };
     },
@@ -374,14 +339,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       await broker.close();
       // The bound's cgroups go only when no sandbox is left in them (a running one keeps them).
       await bound.made()?.then(releaseSharedBound, () => undefined);
-      // A process that removed sandboxes (berth demo, a gateway) retires the egress table once
-      // its spare network, whose bridge kept it, is gone with the driver; else the tables stay.
-      const left = removed
-        ? await lifecycle.find().then(
-            (sandboxes) => sandboxes.length > 0,
-            () => true,
-          )
-        : true;
+      // After a removal, the egress table goes once the spare network (its bridge kept it) is gone.
+      const left = !removed || (await hasSandboxes().catch(() => true));
       await driver.close?.();
       const firewall = await egress.made()?.catch(() => undefined);
       if (!left) await firewall?.retire(async () => false).catch(() => false);
