@@ -13,7 +13,7 @@
 # With --stdin this process's input is added as the request's `stdin`.
 use strict;
 use warnings;
-use Fcntl qw(O_RDONLY O_NOFOLLOW);
+use Fcntl qw(O_RDONLY O_NOFOLLOW O_DIRECTORY);
 use Socket qw(PF_UNIX SOCK_STREAM pack_sockaddr_un);
 
 # Core's request protocol (packages/core/src/request-protocol.ts): SANDBOX_SOCKET_PROTOCOL_VERSION,
@@ -23,6 +23,9 @@ my $PROTOCOL_VERSION = 1;
 my $MAX_REQUEST_BYTES = 1024 * 1024;
 my $TIMEOUT_EXIT = 124;
 my $BERTH_ERROR_EXIT = 125;
+# Linux's sun_path (MAX_SOCKET_PATH_BYTES in apps/gateway-plugin/src/socket/protocol.ts): a longer
+# socket path is reached through a descriptor of its folder, as berth serve binds it.
+my $MAX_SOCKET_PATH_BYTES = 107;
 
 sub fail {
   my ($message) = @_;
@@ -95,8 +98,15 @@ unless (@stat) {
 fail("$path is not a socket; $start") unless -S _;
 fail("$path belongs to uid $stat[4], not to you (uid $<); refusing to send a command to another user's server") if $stat[4] != $<;
 
+my $address = $path;
+my $folder;
+if (length($path) > $MAX_SOCKET_PATH_BYTES) {
+  my ($parent, $name) = $path =~ m{\A(.*)/([^/]+)\z}s;
+  sysopen($folder, $parent eq '' ? '/' : $parent, O_RDONLY | O_DIRECTORY) or fail("cannot inspect $path ($!); $start");
+  $address = '/proc/self/fd/' . fileno($folder) . "/$name";
+}
 socket(my $connection, PF_UNIX, SOCK_STREAM, 0) or fail("cannot make a socket ($!)");
-unless (connect($connection, pack_sockaddr_un($path))) {
+unless (connect($connection, pack_sockaddr_un($address))) {
   fail("nothing listens on $path (a socket left by a stopped server); start the server with \"berth serve --socket $path\"") if $!{ECONNREFUSED};
   fail("cannot connect to $path: permission denied; run as the user that started berth serve") if $!{EACCES};
   fail("the connection to $path failed ($!); check that berth serve is running");

@@ -223,6 +223,12 @@ describe('berth errors: one line, exit 125, nothing created', () => {
     ['an unknown key', ['--config', 'unknown-key.yaml'], /unknown key terminal\.docker_imagee/, 'terminal:\n  docker_imagee: x\n'],
     ['a wrong type', ['--config', 'wrong-type.yaml'], /terminal\.container_memory is .*expected/, 'terminal:\n  container_memory: [1]\n'],
     ['a missing config file', ['--config', 'nowhere.yaml'], /nowhere\.yaml does not exist/],
+    [
+      'a docker_runtime the engine does not have',
+      ['--config', 'unknown-runtime.yaml'],
+      /^berth: terminal\.docker_runtime is nosuch, a runtime the docker engine does not have \(it has [^)]*\brunc\b[^)]*\); set docker_runtime to one of those, or remove it/,
+      `terminal:\n  docker_image: ${IMAGE}\n  docker_runtime: nosuch\n`,
+    ],
   ];
   it.each(cases)('%s', async (_label, options, message, text) => {
     const file = options[1]!;

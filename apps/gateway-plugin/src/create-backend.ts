@@ -1,5 +1,5 @@
 import { assertSandboxBackend, ConfigError, resolveSandboxDir, sandboxRootOf, type HostLogger, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
-import { sandboxSettings, type EgressProxyHooks, type ProgressEvent } from '@berth/sandbox-runtime';
+import type { EgressProxyHooks, ProgressEvent, sandboxSettings } from '@berth/sandbox-runtime';
 
 /** A progress event of a long engine operation (pulling an image, creating a first container). */
 export type BackendProgressListener = (event: ProgressEvent) => void;
@@ -66,8 +66,10 @@ export async function createBackend(config: TerminalConfig, options: CreateBacke
       `terminal.backend is ${config.backend}, but the package ${entry.package} cannot be loaded; install it next to @berth/gateway-plugin (npm install ${entry.package})`,
     );
   }
+  // Loaded with the backend, not with this module: what only resolves (berth env) never loads the runtime.
+  const { sandboxSettings: settingsOf } = await import('@berth/sandbox-runtime');
   const backend = factory({
-    settings: sandboxSettings(config),
+    settings: settingsOf(config),
     // This installation's sandboxes only: another gateway on the same engine has its own.
     sandboxRoot: sandboxRootOf(resolveSandboxDir(config.sandbox_dir, (options.environment ?? process.env) as NodeJS.ProcessEnv)),
     ...(entry.engineSettings ? { [entry.engineSettings.option]: (engineSettings as (config: TerminalConfig) => unknown)(config) } : {}),

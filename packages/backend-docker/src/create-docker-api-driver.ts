@@ -1,41 +1,20 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandboxGone, SandboxError, type BerthError } from '@berth/core';
 import type { DriverCapabilities, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
 import { insideProcessListing, isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
-import { openExecChannel } from './open-exec-channel.js';
+import { openExecChannel, runCollecting } from './open-exec-channel.js';
 import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { nameOf, ownNetworkOf, stateOf } from './container-record.js';
 import { toContainerCreateOptions } from './to-container-options.js';
+import { describeEngine, reusedDescription } from './describe-engine.js';
 
 /** How long after a new sandbox started the spare network for the next one is made. */
 const REFILL_DELAY_MS = 200;
 
-const execFileAsync = promisify(execFile);
-
 /** The engine's own processes in a container (an init it runs the launcher under). */
 const ENGINE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
-
-/** How long a listing run in a sandbox may take before the sandbox counts as busy. */
-const LISTING_TIMEOUT_MS = 10_000;
-
-/** Runs a command in a container and collects its output (the busy check's listing). */
-async function runCollecting(docker: Dockerode, id: string, command: string[]): Promise<{ stdout: string; exitCode: number | undefined }> {
-  const channel = await openExecChannel(docker, id, command);
-  let stdout = '';
-  channel.onStdout((chunk) => (stdout += chunk.toString('utf8')));
-  channel.onStderr(() => undefined);
-  const closed = new Promise<void>((resolve) => channel.onClose(resolve));
-  const timer = setTimeout(() => channel.destroy(), LISTING_TIMEOUT_MS);
-  await closed;
-  clearTimeout(timer);
-  return { stdout, exitCode: await channel.exitCode() };
-}
 
 /** A connection to a Docker-compatible engine, and what its engine changes about creating sandboxes. */
 export interface DockerApiConnection {
@@ -72,46 +51,6 @@ export interface DockerApiDriverOptions {
   /** Called before a removed sandbox's host folders are purged. */
   readonly beforePurge?: SandboxDriverV1['beforePurge'];
 }
-
-/** How long a runtime's binary may take to say its version. */
-const RUNTIME_VERSION_TIMEOUT_MS = 3_000;
-
-/**
- * The first line of each runtime's `--version` (asked of a local engine's runtimes only: a remote
- * one's paths are not this host's). A binary that is missing or does not answer is left out. The binaries are the engine's configuration (root's),
- * and only asked for their version.
- */
-async function readRuntimeVersions(runtimes: Record<string, { path?: string }>): Promise<Record<string, string>> {
-  const versions: Record<string, string> = {};
-  await Promise.all(
-    Object.entries(runtimes).map(async ([name, runtime]) => {
-      const binary = runtime.path && binaryPath(runtime.path);
-      if (!binary) return;
-      try {
-        const { stdout } = await execFileAsync(binary, ['--version'], { timeout: RUNTIME_VERSION_TIMEOUT_MS, maxBuffer: 64 * 1024 });
-        const line = stdout.split('\n', 1)[0]!.trim();
-        if (line) versions[name] = line;
-      } catch {
-        // No version to tell: doctor says so.
-      }
-    }),
-  );
-  return versions;
-}
-
-/** An absolute path that exists, or a bare name found on PATH (Docker names `runc` so). */
-function binaryPath(name: string): string | undefined {
-  if (name.startsWith('/')) return existsSync(name) ? name : undefined;
-  if (name.includes('/')) return undefined;
-  return (process.env.PATH ?? '')
-    .split(':')
-    .filter((folder) => folder.startsWith('/'))
-    .map((folder) => path.join(folder, name))
-    .find((candidate) => existsSync(candidate));
-}
-
-/** How long an engine's description is reused before it is asked again. */
-const DESCRIBE_REUSE_MS = 60_000;
 
 /**
  * A driver over an engine's Docker-compatible API (Docker Engine, Podman's service): the one
@@ -158,69 +97,8 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
   // Networks taken by prepare() for the create() that follows, by sandbox name.
   const taken = new Map<string, Promise<{ mode: string; pool: boolean }>>();
 
-  // The engine's version, runtimes and size, asked once for a while: the runtime's egress policy,
-  // its capacity policy and a status each want them as a gateway starts, and Podman answers each
-  // /info and /version in about a second, running its package manager dozens of times.
-  let described: { at: number; answer: ReturnType<SandboxDriverV1['describe']> } | undefined;
-  const describeNow = (): ReturnType<SandboxDriverV1['describe']> =>
-    call('read the engine version', async ({ docker, endpoint, discovery, warnings, networkPool }) => {
-      const [version, info] = await Promise.all([
-        docker.version(),
-        docker.info() as Promise<{
-          Runtimes?: Record<string, { path?: string }>;
-          DefaultRuntime?: string;
-          MemTotal?: number;
-          NCPU?: number;
-          CgroupDriver?: string;
-          CgroupVersion?: string;
-        }>,
-      ]);
-      // An engine lists the runtimes it is configured with; one whose binary is missing cannot run.
-      const runtimes = Object.entries(info.Runtimes ?? {})
-        .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
-        .map(([name]) => name);
-      // A unix socket is an engine on this host: its runtimes' binaries are this host's too.
-      // (A client given to the backend says by its modem: a socket path, or dockerode's finder of the default one.)
-      const local =
-        endpoint.startsWith('/') || endpoint.startsWith('unix:') || (docker.modem as { socketPath?: unknown } | undefined)?.socketPath !== undefined;
-      const runtimeVersions = local ? await readRuntimeVersions(info.Runtimes ?? {}) : {};
-      const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
-      return {
-        engine,
-        endpoint,
-        discovery,
-        version: version.Version,
-        apiVersion: version.ApiVersion,
-        warnings: [...(warnings ?? [])],
-        runtimes,
-        ...(info.DefaultRuntime ? { defaultRuntime: info.DefaultRuntime } : {}),
-        ...(Object.keys(runtimeVersions).length > 0 ? { runtimeVersions } : {}),
-        ...host,
-        ...(networkPool ? { networkPool } : {}),
-        // The same test as the pool's: a local, rootful engine's cgroups are this host's.
-        ...(networkPool && (info.CgroupDriver === 'cgroupfs' || info.CgroupDriver === 'systemd')
-          ? { cgroups: { manager: info.CgroupDriver, version: info.CgroupVersion === '2' || info.CgroupVersion === 'v2' ? (2 as const) : (1 as const) } }
-          : {}),
-      };
-    });
-
-  const describe = (): ReturnType<SandboxDriverV1['describe']> => {
-    if (!described || performance.now() - described.at >= DESCRIBE_REUSE_MS) {
-      const answer = describeNow();
-      described = { at: performance.now(), answer };
-      // A failure is not kept: the next call asks again.
-      answer.catch(() => {
-        if (described?.answer === answer) described = undefined;
-      });
-    }
-    // Each caller gets lists of its own.
-    return described.answer.then((description) => ({
-      ...description,
-      warnings: [...description.warnings],
-      ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),
-      ...(description.runtimeVersions ? { runtimeVersions: { ...description.runtimeVersions } } : {}),
-    }));
-  };
+  // The engine's version, runtimes and size, asked once a minute at most (describe-engine.ts).
+  const describe = reusedDescription(() => call('read the engine version', (connected) => describeEngine(engine, connected)));
 
   return {
     specificationVersion: 'v1',

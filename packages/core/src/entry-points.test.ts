@@ -107,6 +107,7 @@ describe('the entry points of @berth/core', () => {
         'loadInstallationKey',
         'parseEgressDomain',
         'parseHostPattern',
+        'readInstallationKey',
         'sandboxName',
         'splitEgressEntry',
       ].sort(),

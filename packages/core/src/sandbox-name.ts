@@ -36,19 +36,44 @@ function readKey(file: string): Buffer | undefined {
   }
 }
 
+/** The sandbox root as Berth works in it: resolved, and refused when it is a symbolic link. */
+function realRoot(root: string): string {
+  const resolved = path.resolve(root);
+  let link = false;
+  try {
+    link = lstatSync(resolved).isSymbolicLink();
+  } catch {
+    // Missing: nothing to refuse.
+  }
+  if (link) throw new PathEscapeError(`the sandbox root ${resolved} is a symbolic link; Berth never works through links — replace it with a real folder`);
+  return resolved;
+}
+
+/**
+ * The installation key of a sandbox root when it has one, else `undefined`; creates nothing.
+ * Without a key the installation has no sandboxes, so what only reads (`berth ls`, `doctor`)
+ * describes them without it.
+ */
+export function readInstallationKey(root: string): Buffer | undefined {
+  const resolved = realRoot(root);
+  const cached = keys.get(resolved);
+  if (cached) return cached;
+  const key = readKey(path.join(resolved, INSTALLATION_KEY_FILE));
+  if (key) keys.set(resolved, key);
+  return key;
+}
+
 /**
  * The installation key of a sandbox root (`{sandbox_dir}/docker`), made on first use: 32
  * random bytes, mode 0600. Created atomically (written aside, then linked into place), so two
  * processes starting at once agree on one key. Cached per root for the life of the process.
  */
 export function loadInstallationKey(root: string): Buffer {
+  const existing = readInstallationKey(root);
+  if (existing) return existing;
   const resolved = path.resolve(root);
-  const cached = keys.get(resolved);
-  if (cached) return cached;
   mkdirSync(resolved, { recursive: true, mode: 0o700 });
-  if (lstatSync(resolved).isSymbolicLink()) {
-    throw new PathEscapeError(`the sandbox root ${resolved} is a symbolic link; Berth never works through links — replace it with a real folder`);
-  }
+  realRoot(resolved);
   const file = path.join(resolved, INSTALLATION_KEY_FILE);
   let key = readKey(file);
   if (!key) {

@@ -8,9 +8,12 @@ import {
   type SandboxPaths,
   type SandboxRequest,
 } from '@berth/core';
-import { assertSandboxDriver, type SandboxDriverV1 } from '@berth/core/driver';
+import { assertSandboxDriver, type DriverDescription, type SandboxDriverV1 } from '@berth/core/driver';
+import { madeOnce } from './made-once.js';
+import { backendDescription } from './backend-description.js';
+import { scopeHolder } from './hold-scope.js';
 import { createEgressBroker, type EgressProxyHooks } from './egress-broker.js';
-import { createEgressFirewall, type EgressFirewall } from './egress-firewall.js';
+import { createEgressFirewall, ENFORCED_BY_ENGINE, type EgressFirewall } from './egress-firewall.js';
 import { createScopeDisks } from './scope-disks.js';
 import { createStoppingPolicies } from './idle-reaper.js';
 import { createInventory } from './inventory.js';
@@ -22,16 +25,13 @@ import { createSandboxLifecycle } from './sandbox-lifecycle.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import { createShellSessions, dropShells } from './shell-sessions.js';
 import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
-import { finishInterruptedPurge, isBeingPurged, purgeScope } from './purge-scope.js';
-import { lockScope } from './scope-lock.js';
+import { purgeScope } from './purge-scope.js';
 import { prepareSharedBound, releaseSharedBound } from './shared-bound.js';
 import { runtimeFacts } from './oci-runtime.js';
-import { installationTag } from './egress-names.js';
+import { existingInstallationTag, installationTag } from './egress-names.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
-/** How long starting a sandbox waits for another process that works on its files (a big first copy onto a new disk takes a while). */
-const SCOPE_LOCK_WAIT_MS = 600_000;
 
 /** Options of {@link createSandboxRuntime}. */
 export interface SandboxRuntimeOptions {
@@ -132,63 +132,36 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     shellReadyTimeoutMs: options.shellReadyTimeoutMs ?? SHELL_READY_TIMEOUT_MS,
     firstLaunchWaitMs: options.firstLaunchWaitMs ?? 5_000,
     disks: createScopeDisks({ limitMb: settings.container_disk, engine: driver.engine, hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
-    holdScope: async (paths, purpose, task) => {
-      if (!driver.capabilities.hostFolders) return task();
-      const purging = (): SandboxError | undefined =>
-        isBeingPurged(paths)
-          ? new SandboxError(
-              'SANDBOX_PURGING',
-              `the files of ${path.basename(paths.folder)} are being deleted (berth rm --purge), so Berth did not ${purpose}; send the command again once the purge is done`,
-            )
-          : undefined;
-      const lock = await lockScope(paths, { waitMs: SCOPE_LOCK_WAIT_MS, purpose, giveUp: purging });
-      try {
-        // A purge that was interrupted (its process killed) is finished before anything is made again.
-        await finishInterruptedPurge(paths, options.logger);
-        return await task();
-      } finally {
-        lock.release();
-      }
-    },
+    holdScope: scopeHolder({ hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
     prepareNetwork: async (root) => {
       if (!settings.docker_network) return;
       await (await egressFirewall()).ensure();
       await broker.prepare(root);
+    },
+    confirmNetwork: async () => {
+      if (settings.docker_network) await (await egressFirewall()).confirm();
     },
     egress: broker,
     egressUnenforced: async () => (await egressFirewall()).unenforced,
     sharedBound: () => sharedBound(),
     ociRuntime: () => ociRuntime.get().catch(() => undefined),
   };
-  const boundOptions = (description: Awaited<ReturnType<SandboxDriverV1['describe']>>) => ({
+  /** With `existing`, the tag only if the installation has its key (describing creates nothing). */
+  const boundOptions = (description: Awaited<ReturnType<SandboxDriverV1['describe']>>, existing = false) => ({
     settings,
     description,
-    installationTag: installationTag({ sandboxRoot: context.sandboxRoot, pool: settings.docker_network_pool }),
+    installationTag: (existing ? existingInstallationTag : installationTag)({ sandboxRoot: context.sandboxRoot, pool: settings.docker_network_pool }),
     ...(options.cgroupRoot ? { cgroupRoot: options.cgroupRoot } : {}),
   });
   if (context.disks.unenforced) options.logger?.warn(`berth: ${context.disks.unenforced}`);
   let closed = false;
-  /** What depends on the engine's description, made once; asked again after a failure. */
-  const onceDescribed = <T>(
-    make: (description: Awaited<ReturnType<SandboxDriverV1['describe']>>) => Promise<T> | T,
-  ): { get: () => Promise<T>; made: () => Promise<T> | undefined } => {
-    let made: Promise<T> | undefined;
-    return {
-      get: () =>
-        (made ??= driver
-          .describe()
-          .then(make)
-          .catch((error: unknown) => {
-            made = undefined;
-            throw error;
-          })),
-      made: () => made,
-    };
-  };
+  let removed = false; // a sandbox, by this process: close() then looks whether the egress table may go
+  // What depends on the engine's description, made once; asked again after a failure.
+  const onceDescribed = <T>(make: (description: DriverDescription) => Promise<T> | T) => madeOnce(() => driver.describe().then(make));
   // The egress policy, once the engine has said where its sandbox networks are.
   const egress = onceDescribed((description) => {
     const firewall: EgressFirewall = description.egressEnforcedBy
-      ? { unenforced: undefined, ensure: async () => undefined, close: () => undefined, exceptions: () => [] }
+      ? ENFORCED_BY_ENGINE
       : createEgressFirewall({
           pool: description.networkPool ?? settings.docker_network_pool,
           allow: settings.docker_egress_allow,
@@ -235,6 +208,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });
   const shells = createShellSessions(context, lifecycle, policies.enforceMaxRunning);
+  /** Whether the installation has a sandbox on the engine (its egress table stays while it has). */
+  const hasSandboxes = async (): Promise<boolean> => (await lifecycle.find()).length > 0;
   const runCommand = createCommandRunner(context, shells);
 
   const assertOpen = (): void => {
@@ -337,6 +312,9 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         }
         context.entries.delete(scopeKey);
         options.logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);
+        // The installation's last sandbox takes its egress table with it (a CLI leaves none behind).
+        removed = true;
+        if (settings.docker_network) await (await egressFirewall()).retire(hasSandboxes).catch(() => false);
       };
       if (entry) await inQueue(entry, work);
       else await work();
@@ -347,27 +325,9 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     async describe(describeOptions = {}): Promise<BackendDescription> {
       const driverDescription = await driver.describe();
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
-      const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription), dryRun: true }));
+      const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
-      const egressStatus = await broker.status();
-      const description = {
-        ...driverDescription,
-        runtime: runtimeFacts(driverDescription, settings.docker_runtime),
-        egress: {
-          mode: settings.docker_egress,
-          domains: settings.docker_egress === 'allowlist' ? [...settings.docker_egress_domains] : [],
-          brokered: Object.fromEntries(Object.entries(settings.docker_secret_hosts).map(([name, hosts]) => [name, [...hosts]])),
-          ...(egressStatus.proxy ? { proxy: egressStatus.proxy } : {}),
-          ...(egressStatus.unavailable ? { unavailable: egressStatus.unavailable } : {}),
-        },
-        warnings: [...driverDescription.warnings, ...notEnforced],
-        sharedBound: {
-          ...(shared.parent ? { parent: shared.parent } : {}),
-          memoryMb: shared.memoryMb,
-          pids: shared.pids,
-          enforced: shared.unenforced === undefined,
-        },
-      };
+      const description = backendDescription({ driver: driverDescription, settings, shared, notEnforced, egress: await broker.status() });
       if (describeOptions.image === undefined) return description;
       return { ...description, image: { name: describeOptions.image, present: await driver.hasImage(describeOptions.image) } };
     },
@@ -375,16 +335,16 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     async close() {
       closed = true;
       policies.close();
-      // Only the refresh timer: the egress tables stay, since the sandboxes keep running.
-      void egress.made()?.then(
-        (firewall) => firewall.close(),
-        () => undefined,
-      );
       for (const entry of context.entries.values()) shells.drop(entry);
       await broker.close();
       // The bound's cgroups go only when no sandbox is left in them (a running one keeps them).
       await bound.made()?.then(releaseSharedBound, () => undefined);
+      // After a removal, the egress table goes once the spare network (its bridge kept it) is gone.
+      const left = !removed || (await hasSandboxes().catch(() => true));
       await driver.close?.();
+      const firewall = await egress.made()?.catch(() => undefined);
+      if (!left) await firewall?.retire(async () => false).catch(() => false);
+      firewall?.close();
     },
   };
 }

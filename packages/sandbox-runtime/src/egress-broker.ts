@@ -264,7 +264,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       if (why) return { proxy: undefined, unavailable: why };
       const listening = proxy?.listening() ?? [];
       const failed = [...notListening.values()].map((entry) => `${entry.gateway} (${entry.code})`);
-      // "could not listen on" is what berth doctor's secrets line looks for (doctor-command.ts).
+      // "could not listen on" is what berth doctor's secrets line looks for (doctor-secrets.ts).
       const failures =
         failed.length === 0
           ? ''

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
@@ -40,10 +40,12 @@ vi.mock('node:dns/promises', async (importOriginal) => {
   return { ...real, lookup, Resolver };
 });
 const installed = vi.hoisted(() => [] as string[]);
+const commands = vi.hoisted(() => [] as string[]);
 vi.mock('./nft.js', () => ({
   findNft: () => '/usr/sbin/nft',
-  nft: async (_args: readonly string[], script = '') => {
+  nft: async (args: readonly string[], script = '') => {
     if (script) installed.push(script);
+    else commands.push(args.join(' '));
     return '';
   },
   tableExists: async () => true,
@@ -229,6 +231,35 @@ describe('the egress policy', () => {
       firewall.close();
       fakeDns.clear();
       vi.useRealTimers();
+      vi.restoreAllMocks();
+    }
+  });
+
+  it('removes the installation table with its last sandbox, never while one is left, and installs it again with the next', async () => {
+    vi.spyOn(process, 'getuid').mockReturnValue(0);
+    const folder = mkdtempSync(path.join(tmpdir(), 'berth-retire-'));
+    const sandboxRoot = path.join(folder, 'docker');
+    const options = { pool: '10.217.0.0/16', allow: [], network: true, poolNetworks: true, engine: 'docker', resolvers: [] };
+    try {
+      // An installation without a key has no sandbox and no table: nothing to remove, nothing made.
+      const keyless = createEgressFirewall({ ...options, sandboxRoot });
+      expect(await keyless.retire(async () => false)).toBe(false);
+      expect(existsSync(sandboxRoot)).toBe(false);
+      const firewall = createEgressFirewall({ ...options, sandboxRoot });
+      await firewall.ensure();
+      const table = installationTableName(installationTag({ sandboxRoot, pool: options.pool }));
+      const scripts = installed.length;
+      commands.length = 0;
+      expect(await firewall.retire(async () => true)).toBe(false);
+      expect(commands).not.toContain(`delete table inet ${table}`);
+      expect(await firewall.retire(async () => false)).toBe(true);
+      expect(commands).toContain(`delete table inet ${table}`);
+      // The next sandbox of this process gets it back.
+      await firewall.ensure();
+      expect(installed.slice(scripts).some((script) => script.startsWith(`table inet ${table}`))).toBe(true);
+      firewall.close();
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
       vi.restoreAllMocks();
     }
   });

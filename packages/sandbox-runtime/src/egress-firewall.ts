@@ -1,9 +1,9 @@
 import { SandboxError, type HostLogger } from '@berth/core';
 import { cidrWithin } from '@berth/core/driver';
-import { egressTableName, installationTableName, installationTag } from './egress-names.js';
+import { egressTableName, existingInstallationTag, installationTableName, installationTag } from './egress-names.js';
 import { egressRuleset, installationRuleset } from './egress-rulesets.js';
 import { findNft, nft, tableExists } from './nft.js';
-import { pruneInstallationTables } from './prune-installation-tables.js';
+import { hasInstallationBridge, pruneInstallationTables } from './prune-installation-tables.js';
 import { hostAddresses, hostResolvers, learnedAddressProblem, resolveEgressEntry, UNKNOWN_TTL_SECONDS, type EgressException } from './resolve-egress-entry.js';
 
 // The names, the rulesets, the resolving of exceptions and the pruning live in files of their
@@ -18,7 +18,7 @@ export {
   sandboxBridgeName,
 } from './egress-names.js';
 export { BLOCKED_RANGES, egressRuleset, ENGINE_BRIDGE_PATTERNS, EXACT_EXCEPTION_MARK, installationRuleset, RANGE_EXCEPTION_MARK } from './egress-rulesets.js';
-export { PRUNE_AFTER_MS, pruneInstallationTables } from './prune-installation-tables.js';
+export { hasInstallationBridge, PRUNE_AFTER_MS, pruneInstallationTables } from './prune-installation-tables.js';
 export {
   hostResolvers,
   learnedAddressProblem,
@@ -48,7 +48,8 @@ export {
  *   bridges are named `bth<tag>…`, see {@link sandboxBridgeName}) that the sandbox sent to one
  *   of its exceptions (the packet's original destination, before any DNAT). Two installations
  *   on one pool each keep their own exceptions; a table that is missing (not yet installed,
- *   pruned) lets no exception through — the policy fails closed.
+ *   pruned, retired with the installation's last sandbox) lets no exception through — the policy
+ *   fails closed — and a new sandbox gets it back before it starts ({@link EgressFirewall.confirm}).
  *
  * Base chains hook `forward` and `input` just before the usual filter chains, so neither Docker's
  * nor netavark's own rule ordering (re-asserted at each restart) can bypass them: a `reject` in any
@@ -64,6 +65,19 @@ export interface EgressFirewall {
   readonly unenforced: string | undefined;
   /** Installs (or re-installs) the tables; once per process, again after a failure. */
   ensure(): Promise<void>;
+  /**
+   * Puts the installation's table back when it went missing since {@link ensure} (removed by
+   * {@link retire} in another process of the installation): asked once a new sandbox's network,
+   * its bridge, exists, just before the sandbox starts.
+   */
+  confirm(): Promise<void>;
+  /**
+   * Removes the installation's table once it has no sandbox left (`inUse` says false, and no
+   * bridge of its tag is on the host), so that a CLI's last `berth rm` leaves no table nothing
+   * owns; the pool's table stays. A bridge of the installation that appeared meanwhile (another
+   * process making a sandbox) gets the table back at once. Returns whether it was removed.
+   */
+  retire(inUse: () => Promise<boolean>): Promise<boolean>;
   /** Stops re-resolving host names; the tables stay (the sandboxes keep running). */
   close(): void;
   /**
@@ -73,6 +87,16 @@ export interface EgressFirewall {
    */
   exceptions(): readonly EgressException[];
 }
+
+/** The firewall of an engine that enforces the egress policy itself (a cluster's NetworkPolicy): nothing to do on this host. */
+export const ENFORCED_BY_ENGINE: EgressFirewall = {
+  unenforced: undefined,
+  ensure: async () => undefined,
+  confirm: async () => undefined,
+  retire: async () => false,
+  close: () => undefined,
+  exceptions: () => [],
+};
 
 /** Shortest wait before a host name is resolved again, seconds (a TTL of 0 is not a reason to spin). */
 export const MIN_REFRESH_SECONDS = 10;
@@ -252,7 +276,7 @@ export function createEgressFirewall(options: {
     );
   };
 
-  return {
+  const firewall: EgressFirewall = {
     unenforced,
     ensure() {
       if (!options.network || unenforced) return Promise.resolve();
@@ -262,6 +286,27 @@ export function createEgressFirewall(options: {
       });
       return installed;
     },
+    async confirm() {
+      if (!options.network || unenforced || installed === undefined || closed) return;
+      await installed;
+      if (!(await tableExists(tableOf()))) await refresh(true);
+    },
+    async retire(inUse) {
+      const tag = options.network && !unenforced ? existingInstallationTag({ sandboxRoot: options.sandboxRoot, pool: options.pool }) : undefined;
+      if (tag === undefined || closed) return false;
+      const table = installationTableName(tag);
+      if (hasInstallationBridge(tag) || !(await tableExists(table)) || (await inUse())) return false;
+      // This process installs it again (and watches it again) with its next sandbox.
+      clearTimeout(timer);
+      clearInterval(watcher);
+      installed = undefined;
+      current = '';
+      inForce = [];
+      await nft(['delete', 'table', 'inet', table]).catch(() => undefined);
+      if (hasInstallationBridge(tag)) await firewall.ensure();
+      logger?.info(`berth: removed nftables table inet ${table}: no sandbox of this installation is left`);
+      return true;
+    },
     close() {
       closed = true;
       clearTimeout(timer);
@@ -269,4 +314,5 @@ export function createEgressFirewall(options: {
     },
     exceptions: () => inForce,
   };
+  return firewall;
 }

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import { loadInstallationKey } from '@berth/core/driver';
+import { loadInstallationKey, readInstallationKey } from '@berth/core/driver';
 
 // The names the egress policy knows things by on the host: the nftables table of a pool, the
 // table of an installation, and the bridges of an installation's sandbox networks.
@@ -23,14 +23,28 @@ export const INSTALLATION_TABLE_PREFIX = 'berth_inst_';
 /** The nftables table of one installation: its exceptions, for its own sandboxes' bridges. */
 export const installationTableName = (tag: string): string => `${INSTALLATION_TABLE_PREFIX}${tag}`;
 
+const poolTag = (pool: string): string => createHash('sha256').update(`pool:${pool}`).digest('hex').slice(0, 6);
+const keyTag = (key: Buffer): string => createHmac('sha256', key).update('berth egress installation').digest('hex').slice(0, 6);
+
 /**
  * Six hex digits that tell one installation's sandbox bridges and egress table from another's
  * on the host: keyed with the sandbox root's installation key, so they are stable across
  * restarts and releases. Without a sandbox root (a runtime used on its own), a digest of the pool.
  */
 export function installationTag(options: { sandboxRoot?: string | undefined; pool: string }): string {
-  if (options.sandboxRoot === undefined) return createHash('sha256').update(`pool:${options.pool}`).digest('hex').slice(0, 6);
-  return createHmac('sha256', loadInstallationKey(options.sandboxRoot)).update('berth egress installation').digest('hex').slice(0, 6);
+  if (options.sandboxRoot === undefined) return poolTag(options.pool);
+  return keyTag(loadInstallationKey(options.sandboxRoot));
+}
+
+/**
+ * {@link installationTag} when the installation already has its key, else `undefined`; creates
+ * nothing. Without a key there is no sandbox of the installation, hence no bridge and no table
+ * of its tag: what only describes (`berth ls`, `doctor`) says so without making one.
+ */
+export function existingInstallationTag(options: { sandboxRoot?: string | undefined; pool: string }): string | undefined {
+  if (options.sandboxRoot === undefined) return poolTag(options.pool);
+  const key = readInstallationKey(options.sandboxRoot);
+  return key === undefined ? undefined : keyTag(key);
 }
 
 /**

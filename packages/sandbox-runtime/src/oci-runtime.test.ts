@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GVISOR_FALLBACKS, isOlderRelease, runtimeFacts, runtimeRelease } from './oci-runtime.js';
+import { assertRuntimeOffered, GVISOR_FALLBACKS, isOlderRelease, runtimeFacts, runtimeRelease } from './oci-runtime.js';
 
 describe('runtimeFacts', () => {
   const engine = {
@@ -53,5 +53,22 @@ describe('runtimeRelease and isOlderRelease', () => {
     expect(isOlderRelease('1.10.0', '1.1.5')).toBe(false);
     expect(isOlderRelease('1.1.5', '1.1.5')).toBe(false);
     expect(isOlderRelease('20221219', '20240729')).toBe(true);
+  });
+});
+
+describe('assertRuntimeOffered', () => {
+  const docker = { engine: 'docker', runtimes: ['runc', 'runsc', 'io.containerd.runc.v2'], defaultRuntime: 'runc' };
+
+  it('refuses a runtime the engine lacks in one line naming the key, the value, what the engine has and the fix', () => {
+    expect(() => assertRuntimeOffered('nosuch', docker)).toThrow(
+      "terminal.docker_runtime is nosuch, a runtime the docker engine does not have (it has io.containerd.runc.v2, runc, runsc); set docker_runtime to one of those, or remove it to use the engine's default (runc)",
+    );
+  });
+
+  it("lets through the engine's runtimes, no runtime asked for, and an engine that lists none (a cluster's RuntimeClass)", () => {
+    expect(() => assertRuntimeOffered('runsc', docker)).not.toThrow();
+    expect(() => assertRuntimeOffered(undefined, docker)).not.toThrow();
+    expect(() => assertRuntimeOffered('gvisor', { engine: 'kubernetes' })).not.toThrow();
+    expect(() => assertRuntimeOffered('gvisor', { engine: 'podman', runtimes: [] })).not.toThrow();
   });
 });

@@ -1,4 +1,4 @@
-import type { RuntimeDescription } from '@berth/core';
+import { ConfigError, type RuntimeDescription } from '@berth/core';
 import type { DriverDescription } from '@berth/core/driver';
 
 /**
@@ -57,4 +57,19 @@ export function runtimeFacts(description: Pick<DriverDescription, 'defaultRuntim
     ...(release !== undefined && tested !== undefined && isOlderRelease(release, tested) ? { olderThanTested: tested } : {}),
     fallbacks: gvisor ? GVISOR_FALLBACKS : [],
   };
+}
+
+/**
+ * Refuses a `docker_runtime` the engine does not have, before anything of a sandbox is made:
+ * one line naming the key, the value, the runtimes the engine has and the fix, instead of the
+ * engine's refusal at create. An engine that lists no runtimes (a cluster: its RuntimeClass) is
+ * not judged here.
+ */
+export function assertRuntimeOffered(configured: string | undefined, description: Pick<DriverDescription, 'engine' | 'runtimes' | 'defaultRuntime'>): void {
+  const offered = description.runtimes;
+  if (configured === undefined || offered === undefined || offered.length === 0 || offered.includes(configured)) return;
+  throw new ConfigError(
+    'terminal.docker_runtime',
+    `terminal.docker_runtime is ${configured}, a runtime the ${description.engine} engine does not have (it has ${[...offered].sort().join(', ')}); set docker_runtime to one of those, or remove it to use the engine's default${description.defaultRuntime ? ` (${description.defaultRuntime})` : ''}`,
+  );
 }

@@ -11,6 +11,9 @@ const hostInterfaces = (): string[] => {
   }
 };
 
+/** Whether a sandbox bridge of the installation tagged `tag` (`bth<tag>…`) is on this host. */
+export const hasInstallationBridge = (tag: string): boolean => hostInterfaces().some((name) => name.startsWith(`${BRIDGE_NAME_PREFIX}${tag}`));
+
 /** How long an installation's table must have been seen without a bridge before it is removed. */
 export const PRUNE_AFTER_MS = 60_000;
 /** Installation tables seen without any bridge, and since when (this process's view). */

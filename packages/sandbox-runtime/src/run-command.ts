@@ -9,6 +9,7 @@ import {
 } from '@berth/core';
 import { hasInstallationKey, sandboxName } from '@berth/core/driver';
 import { maskOutput } from './mask-output.js';
+import { assertRuntimeOffered } from './oci-runtime.js';
 import { createStreamMasker } from './stream-masker.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';
@@ -44,9 +45,10 @@ export function createCommandRunner(
   const { settings, logger } = context;
 
   // A new installation's key is made only once the engine has answered: a command that fails for
-  // want of an engine leaves the sandbox root as it was.
+  // want of an engine, or for a docker_runtime it does not have, leaves the sandbox root as it was.
   const name = async (entry: SandboxEntry, request: SandboxRequest): Promise<void> => {
     if (entry.name !== '') return;
+    if (settings.docker_runtime !== undefined) assertRuntimeOffered(settings.docker_runtime, await context.driver.describe());
     if (!hasInstallationKey(request.paths.root)) await context.driver.ping();
     entry.name = nameOf(context, request);
   };

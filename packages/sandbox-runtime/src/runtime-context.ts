@@ -49,6 +49,8 @@ export interface RuntimeContext {
   readonly holdScope: <T>(paths: SandboxPaths, purpose: string, task: () => Promise<T>) => Promise<T>;
   /** Makes sure the egress policy is in force before a sandbox with networking of the installation at `root` starts. */
   readonly prepareNetwork: (root: string) => Promise<void>;
+  /** Puts the installation's egress table back if it went missing since; asked once a new sandbox's network exists, before it starts. */
+  readonly confirmNetwork: () => Promise<void>;
   /** Brokered variables and the egress proxy (egress-broker.ts). */
   readonly egress: EgressBroker;
   /** Why the egress policy is not enforced, once the engine said (`undefined`: enforced, or not known yet). */

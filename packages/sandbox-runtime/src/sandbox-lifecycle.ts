@@ -88,6 +88,8 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     }
     if (id === undefined) return '';
     try {
+      // Its network's bridge exists now: a table another process retired before it did is back before the start.
+      await context.confirmNetwork();
       await start(entry, id, true);
     } catch (error) {
       // Nothing half-created: a sandbox that cannot start is removed again.

@@ -84,6 +84,16 @@ describe('the shared bound', () => {
     });
     expect(systemd).toMatchObject({ parent: 'berth-a1b2c3.slice' });
     expect(systemd.unenforced).toContain('systemctl set-property berth-a1b2c3.slice MemoryMax=2048M TasksMax=1000');
+    // Described before the installation has its key (berth doctor on a new host): named, never made up.
+    const keyless = await prepareSharedBound({
+      settings,
+      installationTag: undefined,
+      dryRun: true,
+      description: { engine: 'docker', cgroups: { manager: 'systemd', version: 2 } },
+    });
+    expect(keyless.unenforced).toContain(
+      'systemctl set-property berth-{tag}.slice MemoryMax=2048M TasksMax=1000" ({tag} is named once the first sandbox is made',
+    );
 
     // A file system the gateway cannot write (here: no cgroup files at all).
     const empty = mkdtempSync(path.join(os.tmpdir(), 'berth-cgroup-'));

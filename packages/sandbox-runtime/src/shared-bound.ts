@@ -33,8 +33,11 @@ export interface PrepareSharedBoundOptions {
   readonly settings: Pick<SandboxSettings, 'docker_cgroup_parent' | 'docker_total_memory' | 'docker_total_pids'>;
   /** What the driver said of its engine (its cgroups, when they are this host's; its host's size). */
   readonly description: Pick<DriverDescription, 'engine' | 'cgroups' | 'host'>;
-  /** Six hex digits of this installation (`installationTag`): the default parent's name. */
-  readonly installationTag: string;
+  /**
+   * Six hex digits of this installation (`installationTag`): the default parent's name.
+   * `undefined` (a dry run only): the installation has no key yet, so no sandbox and no name.
+   */
+  readonly installationTag: string | undefined;
   /** The cgroup file system's mount point. @default /sys/fs/cgroup */
   readonly cgroupRoot?: string;
   /**
@@ -44,9 +47,12 @@ export interface PrepareSharedBoundOptions {
   readonly dryRun?: boolean;
 }
 
-/** The parent cgroup's name the settings mean: `berth-{tag}` for `auto`, `''` for none. */
-export function sharedBoundName(settings: Pick<SandboxSettings, 'docker_cgroup_parent'>, installationTag: string): string {
-  return settings.docker_cgroup_parent === 'auto' ? `berth-${installationTag}` : settings.docker_cgroup_parent;
+/**
+ * The parent cgroup's name the settings mean: `berth-{tag}` for `auto` (`berth-{tag}` as written
+ * while the installation has no tag yet), `''` for none.
+ */
+export function sharedBoundName(settings: Pick<SandboxSettings, 'docker_cgroup_parent'>, installationTag: string | undefined): string {
+  return settings.docker_cgroup_parent === 'auto' ? `berth-${installationTag ?? '{tag}'}` : settings.docker_cgroup_parent;
 }
 
 /** The memory and pids all sandboxes together may use, from the settings and the host's size. */
@@ -85,6 +91,7 @@ async function makeFolder(folder: string): Promise<void> {
  */
 export async function prepareSharedBound(options: PrepareSharedBoundOptions): Promise<SharedBound> {
   const { settings, description } = options;
+  if (options.installationTag === undefined && !options.dryRun) throw new Error('prepareSharedBound needs the installation tag to make a bound');
   const name = sharedBoundName(settings, options.installationTag);
   const size = sharedBoundSize(settings, description.host ?? {});
   if (name === '') {
@@ -117,7 +124,7 @@ export async function prepareSharedBound(options: PrepareSharedBoundOptions): Pr
       parent: slice,
       ...size,
       paths: [],
-      unenforced: `the ${description.engine} engine uses systemd's cgroups: set the shared bound with "systemctl set-property ${slice} MemoryMax=${size.memoryMb}M TasksMax=${size.pids}"`,
+      unenforced: `the ${description.engine} engine uses systemd's cgroups: set the shared bound with "systemctl set-property ${slice} MemoryMax=${size.memoryMb}M TasksMax=${size.pids}"${options.installationTag === undefined && settings.docker_cgroup_parent === 'auto' ? ' ({tag} is named once the first sandbox is made; berth doctor says it then)' : ''}`,
     };
   }
   const root = options.cgroupRoot ?? '/sys/fs/cgroup';

@@ -1,6 +1,6 @@
 import { parseTerminalConfig } from '@berth/core';
 import { describe, expect, it } from 'vitest';
-import { secretChecks } from './doctor-command.js';
+import { secretChecks } from './doctor-secrets.js';
 
 // `berth doctor`'s lines on brokered variables and the egress mode (docs/brokered-secrets.md).
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { sandboxRootOf, type SandboxResolver } from '@berth/core';
-import type { DoctorCheck } from './doctor-command.js';
+import type { DoctorCheck } from './doctor-report.js';
 
 /**
  * `berth doctor`'s lines on user variables: those that reach no sandbox (refused, by name), and

@@ -1,4 +1,4 @@
-import { INTERRUPTED_EXIT_CODE, TIMEOUT_EXIT_CODE, type SandboxRequest } from '@berth/core';
+import { describeIgnoredKeys, INTERRUPTED_EXIT_CODE, TIMEOUT_EXIT_CODE, type SandboxRequest } from '@berth/core';
 import { type Berth, createBerth } from '../create-berth.js';
 import { progressReporter, type CliIo } from './cli-io.js';
 import { cliTarget } from './cli-target.js';
@@ -34,6 +34,9 @@ async function undoFirst(berth: Berth, request: SandboxRequest): Promise<string>
  */
 export async function runExecCommand(io: CliIo, options: CliOptions, commandWords: readonly string[]): Promise<number> {
   const { config } = loadCliConfig(io, options.config);
+  // As berth serve and the plugin say it: a Hermes key such as docker_extra_args does nothing here.
+  const ignored = describeIgnoredKeys(config);
+  if (ignored) io.stderr.write(`${ignored}\n`);
   const onProgress = progressReporter(io);
   const stop = new AbortController();
   let interrupted: string | undefined;

@@ -14,6 +14,8 @@ export async function runLsCommand(io: CliIo, options: CliOptions): Promise<numb
   const berth = await createBerth({ config, environment: io.environment, resolveFrom: io.cwd });
   const { backend } = berth;
   try {
+    // The engine's description (for the last line) is asked while the sandboxes are listed.
+    const describing = options.json || config.backend === 'kubernetes' ? undefined : backend.describe().catch(() => undefined);
     const containers = (await backend.list()).map(toSandboxRecord);
     // Scopes that hold only files (no container) are listed too, so they can be found and removed.
     const filesOnly =
@@ -30,9 +32,9 @@ export async function runLsCommand(io: CliIo, options: CliOptions): Promise<numb
         `${filesOnly.length} with files only (no container): the next command of its user or task makes the container again; berth rm --purge with its --platform/--user or --task removes the files\n`,
       );
     }
-    if (!options.json && config.backend !== 'kubernetes') {
+    if (describing) {
       // How many may run, and why: the engine's description says whether the shared bound holds.
-      const description = await backend.describe().catch(() => undefined);
+      const description = await describing;
       const running = records.filter((record) => record.state === 'running').length;
       io.stdout.write(`${running} running; ${describeRunningCap(config, { ...localHostSize(), ...(description?.host ?? {}) }, description?.sharedBound)}\n`);
     }

@@ -1,16 +1,9 @@
 import { createRequire } from 'node:module';
 import { BERTH_FAILURE_EXIT_CODE, isBerthError } from '@berth/core';
 import type { CliIo } from './cli-io.js';
-import { runDemoCommand } from './demo-command.js';
-import { runDoctorCommand } from './doctor-command.js';
-import { runEnvCommand } from './env-command.js';
-import { runExecCommand } from './exec-command.js';
 import { COMMAND_HELP, MAIN_HELP } from './help-text.js';
-import { runLsCommand } from './ls-command.js';
 import { parseCliArguments } from './parse-cli-arguments.js';
-import { runRmCommand } from './rm-command.js';
 import { isSocketExec } from './parse-socket-exec-arguments.js';
-import { runServeCommand } from './serve-command.js';
 import { runSocketExecCommand } from './socket-exec-command.js';
 
 /** The exit status of every error of Berth's own, as `docker run` uses it. */
@@ -46,21 +39,22 @@ export async function runCli(argv: readonly string[], io: CliIo, readStdin?: () 
       io.stdout.write(`${packageVersion()}\n`);
       return 0;
     }
+    // Each command loads what it needs, when it runs: `berth env` no engine client, `--version` nothing.
     switch (parsed.command) {
       case 'exec':
-        return await runExecCommand(io, parsed.options, parsed.commandWords);
+        return await (await import('./exec-command.js')).runExecCommand(io, parsed.options, parsed.commandWords);
       case 'ls':
-        return await runLsCommand(io, parsed.options);
+        return await (await import('./ls-command.js')).runLsCommand(io, parsed.options);
       case 'rm':
-        return await runRmCommand(io, parsed.options);
+        return await (await import('./rm-command.js')).runRmCommand(io, parsed.options);
       case 'env':
-        return await runEnvCommand(io, parsed.options);
+        return await (await import('./env-command.js')).runEnvCommand(io, parsed.options);
       case 'doctor':
-        return await runDoctorCommand(io, parsed.options);
+        return await (await import('./doctor-command.js')).runDoctorCommand(io, parsed.options);
       case 'demo':
-        return await runDemoCommand(io, parsed.options);
+        return await (await import('./demo-command.js')).runDemoCommand(io, parsed.options);
       case 'serve':
-        return await runServeCommand(io, parsed.options);
+        return await (await import('./serve-command.js')).runServeCommand(io, parsed.options);
     }
   } catch (error) {
     io.stderr.write(errorLine(error));

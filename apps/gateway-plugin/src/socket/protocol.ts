@@ -7,6 +7,13 @@ import type { SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protoc
 export { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protocol';
 
 /**
+ * The longest path a Unix socket can be bound or connected by: Linux's `sun_path` holds 108 bytes
+ * with the terminating NUL. Longer socket paths are reached through a descriptor of their folder
+ * (`/proc/self/fd/N/name`), by the server and its clients alike.
+ */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
  * One command for `berth serve`, sent as one JSON line per connection. The fields that say whose
  * sandbox it is (`platform`, `userId`, `chatId`, `sessionKey`, `taskId`) are the host's session,
  * as it would pass it to `runWithSession`, each sent as the host gave it; the server decides the

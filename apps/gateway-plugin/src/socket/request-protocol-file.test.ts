@@ -8,6 +8,7 @@ import {
   TIMEOUT_EXIT_CODE,
 } from '@berth/core';
 import { describe, expect, it } from 'vitest';
+import { MAX_SOCKET_PATH_BYTES } from './protocol.js';
 
 // The clients in other languages hold core's request protocol as values of their own: the Python
 // bridge reads the generated JSON file, the Perl client names them. Both are checked here.
@@ -30,6 +31,7 @@ describe('the request protocol outside TypeScript', () => {
     expect(constantOf('MAX_REQUEST_BYTES')).toBe(MAX_SANDBOX_SOCKET_REQUEST_BYTES);
     expect(constantOf('TIMEOUT_EXIT')).toBe(TIMEOUT_EXIT_CODE);
     expect(constantOf('BERTH_ERROR_EXIT')).toBe(BERTH_FAILURE_EXIT_CODE);
+    expect(constantOf('MAX_SOCKET_PATH_BYTES')).toBe(MAX_SOCKET_PATH_BYTES);
     // Every exit is one of those, or the command's own status.
     expect(perl.match(/\bexit\b[^;]*;/g)).toEqual(['exit $BERTH_ERROR_EXIT;', 'exit $TIMEOUT_EXIT;', 'exit($status <= 255 ? $status : 1);']);
   });

@@ -1,8 +1,9 @@
-import { lstatSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import {
   MAX_SANDBOX_SOCKET_REQUEST_BYTES,
+  MAX_SOCKET_PATH_BYTES,
   type SandboxSocketFileRequest,
   type SandboxSocketFileResult,
   type SandboxSocketRequest,
@@ -29,17 +30,50 @@ function errorCode(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | null)?.code;
 }
 
-function checkSocket(socket: string): void {
+/** Where to connect: the socket's path, or past what a socket address holds, its name under a descriptor of its folder. */
+interface SocketAddress {
+  readonly address: string;
+  readonly close: () => void;
+}
+
+/**
+ * The address to connect to `socket` by: its path, or, when the path is longer than a Unix socket
+ * address holds, its name under a descriptor of its folder (`/proc/self/fd/N/name`) — the way
+ * `berth serve` binds such a path (socket-path.ts), so every path it serves can be reached.
+ */
+function socketAddress(socket: string): SocketAddress {
+  if (Buffer.byteLength(socket) <= MAX_SOCKET_PATH_BYTES) return { address: socket, close: () => undefined };
+  let folder: number;
+  try {
+    folder = openSync(path.dirname(socket), constants.O_RDONLY | constants.O_DIRECTORY);
+  } catch (error) {
+    throw unusable(socket, error);
+  }
+  let open = true;
+  const close = (): void => {
+    // Once only: a descriptor number closed twice could be another file's by then.
+    if (open) closeSync(folder);
+    open = false;
+  };
+  return { address: `/proc/self/fd/${folder}/${path.basename(socket)}`, close };
+}
+
+/** The client's error for a socket (or its folder) that could not be inspected. */
+function unusable(socket: string, error: unknown): SandboxSocketClientError {
+  const start = `start the server with "berth serve --socket ${socket}"`;
+  if (errorCode(error) === 'ENOENT') return new SandboxSocketClientError('SOCKET_MISSING', `no berth server at ${socket}: the socket does not exist; ${start}`);
+  if (errorCode(error) === 'EACCES')
+    return new SandboxSocketClientError('SOCKET_DENIED', `cannot reach ${socket}: permission denied; run as the user that started berth serve`);
+  return new SandboxSocketClientError('SOCKET_UNUSABLE', `cannot inspect ${socket} (${errorCode(error) ?? 'error'}); ${start}`, { cause: error });
+}
+
+function checkSocket(socket: string, address: string): void {
   const start = `start the server with "berth serve --socket ${socket}"`;
   let stats: ReturnType<typeof lstatSync>;
   try {
-    stats = lstatSync(socket);
+    stats = lstatSync(address);
   } catch (error) {
-    if (errorCode(error) === 'ENOENT')
-      throw new SandboxSocketClientError('SOCKET_MISSING', `no berth server at ${socket}: the socket does not exist; ${start}`);
-    if (errorCode(error) === 'EACCES')
-      throw new SandboxSocketClientError('SOCKET_DENIED', `cannot reach ${socket}: permission denied; run as the user that started berth serve`);
-    throw new SandboxSocketClientError('SOCKET_UNUSABLE', `cannot inspect ${socket} (${errorCode(error) ?? 'error'}); ${start}`, { cause: error });
+    throw unusable(socket, error);
   }
   if (!stats.isSocket()) throw new SandboxSocketClientError('SOCKET_UNUSABLE', `${socket} is not a socket; ${start}`);
   // Commands and their input go only to a server of our own user: another user's socket at the
@@ -79,9 +113,16 @@ function requestSandboxSocket<T extends Exclude<SandboxSocketResponse, { error: 
       new SandboxSocketClientError('REQUEST_TOO_LARGE', `the request is larger than ${MAX_SANDBOX_SOCKET_REQUEST_BYTES} bytes; send less input with it`),
     );
   }
+  let target: SocketAddress;
   try {
-    checkSocket(socket);
+    target = socketAddress(socket);
   } catch (error) {
+    return Promise.reject(error);
+  }
+  try {
+    checkSocket(socket, target.address);
+  } catch (error) {
+    target.close();
     return Promise.reject(error);
   }
   return new Promise((resolve, reject) => {
@@ -93,7 +134,10 @@ function requestSandboxSocket<T extends Exclude<SandboxSocketResponse, { error: 
       connection.destroy();
       reject(error);
     };
-    const connection = net.connect(socket);
+    const connection = net.connect(target.address);
+    // The folder's descriptor is needed only to connect.
+    connection.once('connect', target.close);
+    connection.once('close', target.close);
     connection.on('connect', () => connection.write(`${line}\n`));
     connection.on('data', (chunk: Buffer) => chunks.push(chunk));
     connection.on('error', (error) => {

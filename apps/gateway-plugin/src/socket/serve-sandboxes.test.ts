@@ -1,9 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runSocketExecCommand } from '../cli/socket-exec-command.js';
 import type { Berth } from '../create-berth.js';
+import { MAX_SOCKET_PATH_BYTES } from './protocol.js';
+import { findPerl, PERL_SOCKET_CLIENT } from './sandbox-command-argv.js';
 import { serveSandboxes, type SandboxSocketServer } from './serve-sandboxes.js';
 
 // The server's own rules, with a Berth that answers at once: deadlines and room for real requests.
@@ -127,5 +131,34 @@ describe('berth serve', () => {
     // Room again once they are done.
     hold = undefined;
     expect(await send('5')).toMatchObject({ exitCode: 0 });
+  });
+
+  it('is reached by berth exec --socket and the Perl client at a socket path longer than a Unix socket address holds', async () => {
+    const folder = mkdtempSync(path.join(os.tmpdir(), 'berth-serve-long-'));
+    folders.push(folder);
+    const deep = path.join(folder, 'a-folder-name-of-forty-characters-long-'.repeat(3));
+    mkdirSync(deep, { recursive: true, mode: 0o700 });
+    const socket = path.join(deep, 'berth.sock');
+    expect(Buffer.byteLength(socket)).toBeGreaterThan(MAX_SOCKET_PATH_BYTES);
+    const server = await serveSandboxes({ berth: quickBerth, socket });
+    servers.push(server);
+    let stdout = '';
+    let stderr = '';
+    const io = { stdout: { write: (text: string) => (stdout += text) }, stderr: { write: (text: string) => (stderr += text) }, environment: {}, cwd: folder };
+    expect(await runSocketExecCommand(['exec', '--socket', socket, '--', 'echo', 'hi'], io)).toBe(0);
+    expect({ stdout, stderr }).toEqual({ stdout: 'ran echo hi', stderr: '' });
+    const perl = findPerl();
+    const client = PERL_SOCKET_CLIENT;
+    if (perl && client) {
+      const requestFile = path.join(folder, 'request.json');
+      writeFileSync(requestFile, JSON.stringify({ v: 1, command: 'from-perl', reply: 'framed' }), { mode: 0o600 });
+      // Spawned, not run synchronously: the server answering it is in this process.
+      const run = await new Promise<{ status: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(perl, [client, `--socket=${socket}`, `--request-file=${requestFile}`], (error, out, err) =>
+          resolve({ status: error ? Number(error.code) : 0, stdout: out, stderr: err }),
+        ),
+      );
+      expect(run).toEqual({ status: 0, stdout: 'ran from-perl', stderr: '' });
+    }
   });
 });

@@ -2,6 +2,7 @@ import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, open
 import net from 'node:net';
 import path from 'node:path';
 import { BerthError } from '@berth/core';
+import { MAX_SOCKET_PATH_BYTES } from './protocol.js';
 
 // Where `berth serve` listens: a socket folder only its owner can write to, a stale socket
 // replaced and anything else at the path refused, and a socket that is 0600 from its first moment.
@@ -16,9 +17,6 @@ export class SocketPathError extends BerthError {
     this.socket = socket;
   }
 }
-
-// Linux's sun_path holds 108 bytes including the terminating NUL.
-const MAX_SOCKET_PATH_BYTES = 107;
 
 function errorCode(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | null)?.code;

@@ -1,0 +1,76 @@
+import { existsSync } from 'node:fs';
+import type { DriverDescription } from '@berth/core/driver';
+import type { DockerApiConnection } from './create-docker-api-driver.js';
+import { readRuntimeVersions } from './read-runtime-versions.js';
+
+/** How long an engine's description is reused before it is asked again. */
+const DESCRIBE_REUSE_MS = 60_000;
+
+/** What an engine says of itself over the Docker-compatible API: version, runtimes, size, cgroups. */
+export async function describeEngine(
+  engine: string,
+  { docker, endpoint, discovery, warnings, networkPool }: Pick<DockerApiConnection, 'docker' | 'endpoint' | 'discovery' | 'warnings' | 'networkPool'>,
+): Promise<DriverDescription> {
+  const [version, info] = await Promise.all([
+    docker.version(),
+    docker.info() as Promise<{
+      Runtimes?: Record<string, { path?: string }>;
+      DefaultRuntime?: string;
+      MemTotal?: number;
+      NCPU?: number;
+      CgroupDriver?: string;
+      CgroupVersion?: string;
+    }>,
+  ]);
+  // An engine lists the runtimes it is configured with; one whose binary is missing cannot run.
+  const runtimes = Object.entries(info.Runtimes ?? {})
+    .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
+    .map(([name]) => name);
+  // A unix socket is an engine on this host: its runtimes' binaries are this host's too.
+  // (A client given to the backend says by its modem: a socket path, or dockerode's finder of the default one.)
+  const local = endpoint.startsWith('/') || endpoint.startsWith('unix:') || (docker.modem as { socketPath?: unknown } | undefined)?.socketPath !== undefined;
+  const runtimeVersions = local ? await readRuntimeVersions(info.Runtimes ?? {}) : {};
+  const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
+  return {
+    engine,
+    endpoint,
+    discovery,
+    version: version.Version,
+    apiVersion: version.ApiVersion,
+    warnings: [...(warnings ?? [])],
+    runtimes,
+    ...(info.DefaultRuntime ? { defaultRuntime: info.DefaultRuntime } : {}),
+    ...(Object.keys(runtimeVersions).length > 0 ? { runtimeVersions } : {}),
+    ...host,
+    ...(networkPool ? { networkPool } : {}),
+    // The same test as the pool's: a local, rootful engine's cgroups are this host's.
+    ...(networkPool && (info.CgroupDriver === 'cgroupfs' || info.CgroupDriver === 'systemd')
+      ? { cgroups: { manager: info.CgroupDriver, version: info.CgroupVersion === '2' || info.CgroupVersion === 'v2' ? (2 as const) : (1 as const) } }
+      : {}),
+  };
+}
+
+/**
+ * `describeNow`'s answer, reused for a minute: the runtime's egress policy, its capacity policy
+ * and a status each want it as a gateway starts, and Podman answers each /info and /version in
+ * about a second, running its package manager dozens of times. A failure is not kept; each
+ * caller gets lists of its own.
+ */
+export function reusedDescription(describeNow: () => Promise<DriverDescription>): () => Promise<DriverDescription> {
+  let described: { at: number; answer: Promise<DriverDescription> } | undefined;
+  return () => {
+    if (!described || performance.now() - described.at >= DESCRIBE_REUSE_MS) {
+      const answer = describeNow();
+      described = { at: performance.now(), answer };
+      answer.catch(() => {
+        if (described?.answer === answer) described = undefined;
+      });
+    }
+    return described.answer.then((description) => ({
+      ...description,
+      warnings: [...description.warnings],
+      ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),
+      ...(description.runtimeVersions ? { runtimeVersions: { ...description.runtimeVersions } } : {}),
+    }));
+  };
+}
