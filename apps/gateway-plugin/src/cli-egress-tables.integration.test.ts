@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installationTableName, installationTag, releaseDisksUnder } from '@berth/sandbox-runtime';
+import { installationTableName, installationTag } from '@berth/sandbox-runtime';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { requestEngine } from './testing/engine-client.js';
 import { findEngine } from './testing/find-engine.js';
+import { removeTestRoot } from './testing/remove-test-root.js';
 import { berthTables, unownedNewTables } from './testing/host-egress-tables.js';
 import { runBerthCli } from './testing/run-berth-cli.js';
 
@@ -17,16 +17,7 @@ vi.setConfig({ testTimeout: 900_000 });
 mkdirSync(home, { recursive: true });
 writeFileSync(path.join(home, 'config.yaml'), 'terminal:\n  docker_image: localhost/berth-busybox:latest\n  timeout: 60\n');
 
-afterAll(async () => {
-  const containers = JSON.parse((await requestEngine(engine, 'GET', '/containers/json?all=1')).body) as Array<{
-    Id: string;
-    Mounts?: Array<{ Source?: string }>;
-  }>;
-  for (const container of containers.filter((each) => each.Mounts?.some((mount) => mount.Source?.startsWith(root + path.sep))))
-    await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
-  await releaseDisksUnder(root);
-  rmSync(root, { recursive: true, force: true });
-});
+afterAll(() => removeTestRoot(engine, root));
 
 describe('the egress tables of CLI-only use', () => {
   it('one per installation while it has sandboxes, none once berth rm --purge removed its last', async () => {

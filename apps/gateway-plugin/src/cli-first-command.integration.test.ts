@@ -7,9 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LOCKS_FOLDER } from '@berth/core';
 import { disksFolderOf } from '@berth/core/driver';
-import { releaseDisksUnder } from '@berth/sandbox-runtime';
-import { requestEngine } from './testing/engine-client.js';
 import { findEngine } from './testing/find-engine.js';
+import { containersUnder as containersOf, removeTestRoot } from './testing/remove-test-root.js';
 
 // `berth exec` as an operator runs it and interrupts it: the built CLI in a subprocess, the real
 // Docker engine, a fresh home and sandbox folder of the test's own.
@@ -54,11 +53,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
   }
 }
 
-async function containersUnder(folder: string): Promise<Array<{ Id: string; Names: string[] }>> {
-  const response = await requestEngine(engine, 'GET', '/containers/json?all=1');
-  const containers = JSON.parse(response.body) as Array<{ Id: string; Names: string[]; Mounts?: Array<{ Source?: string }> }>;
-  return containers.filter((container) => container.Mounts?.some((mount) => mount.Source?.startsWith(folder + path.sep)));
-}
+const containersUnder = (folder: string) => containersOf(engine, folder);
 
 /** What a task's first command may leave on the host: its folder, lock, disk image, mounts and loop devices. */
 function leftOnHost(folderName: string): string[] {
@@ -81,14 +76,7 @@ beforeAll(() => {
   writeFileSync(path.join(home, 'config.yaml'), `terminal:\n  docker_image: ${IMAGE}\n  timeout: 600\n`);
 });
 
-afterAll(async () => {
-  for (const container of await containersUnder(root)) {
-    await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
-    await requestEngine(engine, 'DELETE', `/networks/${container.Names[0]!.replace(/^\//, '')}`).catch(() => {});
-  }
-  await releaseDisksUnder(root);
-  rmSync(root, { recursive: true, force: true });
-});
+afterAll(() => removeTestRoot(engine, root));
 
 describe('berth exec, shown as it runs and stopped with Ctrl-C', () => {
   const task = name('live');

@@ -1,10 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { releaseDisksUnder } from '@berth/sandbox-runtime';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { requestEngine } from './testing/engine-client.js';
 import { findEngine } from './testing/find-engine.js';
+import { removeTestRoot } from './testing/remove-test-root.js';
 import { runBerthCli } from './testing/run-berth-cli.js';
 
 // A Hermes config with keys of Hermes' own that Berth ignores: every command that reads it says so.
@@ -22,16 +21,7 @@ writeFileSync(
   'terminal:\n  env_type: docker\n  docker_image: localhost/berth-busybox:latest\n  docker_extra_args: [--privileged]\n  timeout: 60\n',
 );
 
-afterAll(async () => {
-  const containers = JSON.parse((await requestEngine(engine, 'GET', '/containers/json?all=1')).body) as Array<{
-    Id: string;
-    Mounts?: Array<{ Source?: string }>;
-  }>;
-  for (const container of containers.filter((each) => each.Mounts?.some((mount) => mount.Source?.startsWith(root + path.sep))))
-    await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
-  await releaseDisksUnder(root);
-  rmSync(root, { recursive: true, force: true });
-});
+afterAll(() => removeTestRoot(engine, root));
 
 describe('Hermes keys Berth ignores', () => {
   it('berth exec says so in one warning line on stderr, and the sandbox is not privileged', async () => {
