@@ -74,18 +74,28 @@ ensure_pnpm() {
   export PATH="$BERTH_TOOLS/pnpm/node_modules/.bin:$PATH"
 }
 
+# Whether the set-up may write its shim SHIM (marked MARK) for the command NAME: only as root, only
+# over a shim of its own, and only where no other NAME is installed on the caller's PATH (a path
+# matching the pattern OTHER_OURS counts as none).
+shim_is_ours() { # SHIM MARK NAME [OTHER_OURS]
+  local shim=$1 mark=$2 name=$3 ours=${4:-} other
+  [ "$(id -u)" = 0 ] && [ -d "$(dirname "$shim")" ] || return 1
+  if [ -e "$shim" ]; then grep -q "^$mark" "$shim" 2>/dev/null || return 1; fi
+  other="$(PATH="$BERTH_ORIGINAL_PATH" command -v "$name" 2>/dev/null || true)"
+  [ -z "$other" ] || [ "$other" = "$shim" ] && return 0
+  # shellcheck disable=SC2254 # the pattern is meant to match
+  [ -n "$ours" ] && case "$other" in $ours) return 0 ;; esac
+  return 1
+}
+
 # A new shell has neither .tools/ folder on its PATH. So that the README's `pnpm -s berth …` works
 # from any shell in a checkout, a small `pnpm` in /usr/local/bin runs the pnpm (and Node) of the
 # checkout it is called in. Only as root, and only where no other pnpm is installed.
 PNPM_SHIM=/usr/local/bin/pnpm
 PNPM_SHIM_MARK='# berth set-up shim'
 install_pnpm_shim() {
-  [ "$(id -u)" = 0 ] && [ -d "$(dirname "$PNPM_SHIM")" ] || return 0
-  if [ -e "$PNPM_SHIM" ]; then grep -q "^$PNPM_SHIM_MARK" "$PNPM_SHIM" 2>/dev/null || return 0; fi
-  local other
-  other="$(PATH="$BERTH_ORIGINAL_PATH" command -v pnpm 2>/dev/null || true)"
   # Another checkout's .tools/ on this shell's PATH is no installed pnpm.
-  case "$other" in '' | "$PNPM_SHIM" | */.tools/pnpm/node_modules/.bin/pnpm) ;; *) return 0 ;; esac
+  shim_is_ours "$PNPM_SHIM" "$PNPM_SHIM_MARK" pnpm '*/.tools/pnpm/node_modules/.bin/pnpm' || return 0
   cat >"$PNPM_SHIM.partial" <<'SHIM'
 #!/bin/sh
 # berth set-up shim — runs pnpm (and Node) from the .tools/ folder of the Berth checkout it is
@@ -111,11 +121,7 @@ SHIM
 BERTH_SHIM=/usr/local/bin/berth
 BERTH_SHIM_MARK='# berth set-up shim (berth)'
 install_berth_command() {
-  [ "$(id -u)" = 0 ] && [ -d "$(dirname "$BERTH_SHIM")" ] || return 0
-  if [ -e "$BERTH_SHIM" ]; then grep -q "^$BERTH_SHIM_MARK" "$BERTH_SHIM" 2>/dev/null || return 0; fi
-  local other
-  other="$(PATH="$BERTH_ORIGINAL_PATH" command -v berth 2>/dev/null || true)"
-  case "$other" in '' | "$BERTH_SHIM") ;; *) return 0 ;; esac
+  shim_is_ours "$BERTH_SHIM" "$BERTH_SHIM_MARK" berth || return 0
   {
     echo '#!/bin/sh'
     echo "$BERTH_SHIM_MARK — written by a Berth checkout's scripts/lib.sh; safe to delete."
