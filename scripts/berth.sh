@@ -5,7 +5,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 node="$root/.tools/node/bin/node"
 [ -x "$node" ] || node="$(command -v node || true)"
 cli="$root/apps/gateway-plugin/dist/cli.js"
-if [ -z "$node" ] || [ "$("$node" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -lt 22 ]; then
+# `node --version` answers before the JavaScript engine starts (a `node -p` would cost a whole Node start).
+version="$([ -n "$node" ] && "$node" --version 2>/dev/null || echo v0)"
+major="${version#v}"
+major="${major%%.*}"
+case "$major" in '' | *[!0-9]*) major=0 ;; esac
+if [ "$major" -lt 22 ]; then
   echo "berth: needs Node 22 or newer; run bash scripts/demo.sh (or scripts/test.sh) once, which brings it into .tools/" >&2
   exit 125
 fi

@@ -9,6 +9,7 @@ import type { SandboxNetworks } from './sandbox-networks.js';
 import { nameOf, ownNetworkOf, stateOf } from './container-record.js';
 import { toContainerCreateOptions } from './to-container-options.js';
 import { describeEngine, reusedDescription } from './describe-engine.js';
+import type { EngineReads } from './engine-reads.js';
 
 /** How long after a new sandbox started the spare network for the next one is made. */
 const REFILL_DELAY_MS = 200;
@@ -18,7 +19,10 @@ const ENGINE_PROCESS = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
 
 /** A connection to a Docker-compatible engine, and what its engine changes about creating sandboxes. */
 export interface DockerApiConnection {
+  /** The client of every call that changes the engine (a getter may make it on first use). */
   readonly docker: Dockerode;
+  /** The read-only calls (ping, version, info, lists, inspections): engine-reads.ts. */
+  readonly reads: EngineReads;
   /** The socket path or URL, for messages. */
   readonly endpoint: string;
   /** How the endpoint was found. */
@@ -82,9 +86,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     }
   };
 
-  const inspectRaw = async (docker: Dockerode, nameOrId: string): Promise<Dockerode.ContainerInspectInfo | undefined> => {
+  const inspectRaw = async (reads: EngineReads, nameOrId: string): Promise<Dockerode.ContainerInspectInfo | undefined> => {
     try {
-      return await docker.getContainer(nameOrId).inspect();
+      return await reads.inspectContainer(nameOrId);
     } catch (error) {
       if (isGone(error)) return undefined;
       throw error;
@@ -113,14 +117,14 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     connection,
     ...(options.beforePurge ? { beforePurge: options.beforePurge } : {}),
 
-    ping: () => call('reach the engine', async ({ docker }) => void (await docker.ping())),
+    ping: () => call('reach the engine', ({ reads }) => reads.ping()),
 
     describe,
 
     hasImage: (image) =>
-      call(`inspect image ${image}`, async ({ docker }) => {
+      call(`inspect image ${image}`, async ({ reads }) => {
         try {
-          await docker.getImage(image).inspect();
+          await reads.inspectImage(image);
           return true;
         } catch (error) {
           if (isGone(error)) return false;
@@ -153,14 +157,14 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     },
 
     inspect: (nameOrId) =>
-      call(`inspect container ${nameOrId}`, async ({ docker }) => {
-        const info = await inspectRaw(docker, nameOrId);
+      call(`inspect container ${nameOrId}`, async ({ reads }) => {
+        const info = await inspectRaw(reads, nameOrId);
         return info ? { id: info.Id, name: nameOf(info.Name), state: stateOf(info.State), labels: info.Config.Labels ?? {} } : undefined;
       }),
 
     list: (labels) =>
-      call('list sandboxes', async ({ docker }) => {
-        const containers = await docker.listContainers({ all: true, filters: { label: Object.entries(labels).map(([key, value]) => `${key}=${value}`) } });
+      call('list sandboxes', async ({ reads }) => {
+        const containers = await reads.listContainers(Object.entries(labels).map(([key, value]) => `${key}=${value}`));
         return containers.map((container) => ({
           id: container.Id,
           name: nameOf(container.Names?.[0]),
@@ -183,7 +187,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       }),
 
     create: (spec: SandboxSpec) =>
-      call(`create container ${spec.name}`, async ({ docker, networks, adjustCreate, createContainer, runtimeOf }) => {
+      call(`create container ${spec.name}`, async ({ docker, reads, networks, adjustCreate, createContainer, runtimeOf }) => {
         let network: { mode: string; pool: boolean } = { mode: 'none', pool: false };
         if (spec.network) {
           const prepared = taken.get(spec.name);
@@ -202,7 +206,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
             // An engine may take the runtime and ignore it (Podman 4.3's API runs every container
             // under its service's own runtime): a sandbox asked for under another runtime (gVisor,
             // say) never runs under the default, so one made so goes again at once, never started.
-            const actual = runtimeOf ? await runtimeOf(id) : (await docker.getContainer(id).inspect()).HostConfig.Runtime;
+            const actual = runtimeOf ? await runtimeOf(id) : (await reads.inspectContainer(id)).HostConfig.Runtime;
             if (actual !== wanted) {
               await docker
                 .getContainer(id)
@@ -238,10 +242,10 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       }),
 
     start: (id, startOptions = {}) =>
-      call(`start container ${id}`, async ({ docker, networks }) => {
+      call(`start container ${id}`, async ({ docker, reads, networks }) => {
         // A sandbox's own network may have been removed while it was stopped.
         if (!startOptions.justCreated) {
-          const info = await docker.getContainer(id).inspect();
+          const info = await reads.inspectContainer(id);
           const network = ownNetworkOf(info);
           if (network) await networks.prepare(network);
         }
@@ -268,8 +272,8 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     unpause: (id) => call(`unpause container ${id}`, async ({ docker }) => void (await docker.getContainer(id).unpause())),
 
     remove: (id) =>
-      call(`remove container ${id}`, async ({ docker, networks }) => {
-        const info = await inspectRaw(docker, id);
+      call(`remove container ${id}`, async ({ docker, reads, networks }) => {
+        const info = await inspectRaw(reads, id);
         if (!info) return;
         try {
           await docker.getContainer(id).remove({ force: true, v: true });
@@ -282,9 +286,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
       }),
 
     networkAddress: (id) =>
-      call(`read the address of ${id}`, async ({ docker, networkPool }) => {
+      call(`read the address of ${id}`, async ({ reads, networkPool }) => {
         if (!networkPool) return undefined;
-        const info = await inspectRaw(docker, id);
+        const info = await inspectRaw(reads, id);
         const network = info && ownNetworkOf(info);
         const settings = network ? info.NetworkSettings?.Networks?.[network] : undefined;
         if (!settings?.IPAddress || !settings.Gateway) return undefined;
@@ -295,11 +299,11 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     async isBusy(id) {
       try {
-        return await call(`list the processes of ${id}`, async ({ docker, runtimeOf }) => {
+        return await call(`list the processes of ${id}`, async ({ docker, reads, runtimeOf }) => {
           // Under gVisor the user's processes live in its own kernel, and the engine's list is
           // wrong (it reads gVisor's own process ids as the host's: seen naming the host's init):
           // the processes are listed from inside, with the runtime's probe in the same exec.
-          const runtime = runtimeOf ? await runtimeOf(id) : (await docker.getContainer(id).inspect()).HostConfig.Runtime;
+          const runtime = runtimeOf ? await runtimeOf(id) : (await reads.inspectContainer(id)).HostConfig.Runtime;
           const versions = runtime ? (await describe().catch(() => undefined))?.runtimeVersions : undefined;
           if (runtime && /^runsc\b/.test(versions?.[runtime] ?? '')) {
             const listing = insideProcessListing();

@@ -1,7 +1,9 @@
 import { backendOptionsSchema, defineBackend, installationTag, sandboxBridgeName, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime';
-import Dockerode from 'dockerode';
+import { createRequire } from 'node:module';
+import type Dockerode from 'dockerode';
 import { z } from 'zod';
 import { createDockerApiDriver } from './create-docker-api-driver.js';
+import { createEngineReads, dockerodeReads } from './engine-reads.js';
 import { findDockerEngine } from './find-docker-engine.js';
 import { mapDockerError } from './map-docker-error.js';
 import { createSandboxNetworks } from './sandbox-networks.js';
@@ -22,6 +24,14 @@ export interface DockerDriverOptions {
   readonly sandboxRoot?: string;
 }
 
+/**
+ * dockerode, loaded when a call first needs it: read-only commands (`berth ls`, `berth doctor`)
+ * answer through engine-reads.ts and never load it (ssh2, gRPC, protobufjs: about 200 ms).
+ */
+export function loadDockerode(): typeof Dockerode {
+  return createRequire(import.meta.url)('dockerode') as typeof Dockerode;
+}
+
 /** The Docker driver: hardened containers, each on a bridge network of its own. */
 export function createDockerDriver(options: DockerDriverOptions = {}) {
   const found = findDockerEngine({
@@ -34,17 +44,23 @@ export function createDockerDriver(options: DockerDriverOptions = {}) {
     specRevision: 'docker-2',
     mapError: mapDockerError,
     connect: async () => {
-      const docker = options.docker ?? new Dockerode(found.connection);
+      let client = options.docker;
+      // Made on first use: only calls that change the engine need it.
+      const dockerClient = (): Dockerode => (client ??= new (loadDockerode())(found.connection));
+      const reads = client ? dockerodeReads(client) : createEngineReads(found.connection);
       const endpoint = options.docker ? 'the given client' : found.endpoint;
       const pool = options.networkPool ?? '10.217.0.0/16';
       // A Unix socket is an engine on this host: its bridges are this host's, and so is the firewall.
-      const socketPath = (docker.modem as { socketPath?: unknown }).socketPath;
+      const { socketPath } = reads;
       return {
-        docker,
+        get docker() {
+          return dockerClient();
+        },
+        reads,
         endpoint,
         discovery: options.docker ? 'the docker option' : found.discovery,
         networks: createSandboxNetworks({
-          docker,
+          docker: dockerClient,
           endpoint,
           pool,
           ...(options.labels ? { labels: options.labels } : {}),

@@ -9,11 +9,11 @@ const DESCRIBE_REUSE_MS = 60_000;
 /** What an engine says of itself over the Docker-compatible API: version, runtimes, size, cgroups. */
 export async function describeEngine(
   engine: string,
-  { docker, endpoint, discovery, warnings, networkPool }: Pick<DockerApiConnection, 'docker' | 'endpoint' | 'discovery' | 'warnings' | 'networkPool'>,
+  { reads, endpoint, discovery, warnings, networkPool }: Pick<DockerApiConnection, 'reads' | 'endpoint' | 'discovery' | 'warnings' | 'networkPool'>,
 ): Promise<DriverDescription> {
   const [version, info] = await Promise.all([
-    docker.version(),
-    docker.info() as Promise<{
+    reads.version(),
+    reads.info() as Promise<{
       Runtimes?: Record<string, { path?: string }>;
       DefaultRuntime?: string;
       MemTotal?: number;
@@ -27,8 +27,7 @@ export async function describeEngine(
     .filter(([, runtime]) => !runtime.path?.startsWith('/') || existsSync(runtime.path))
     .map(([name]) => name);
   // A unix socket is an engine on this host: its runtimes' binaries are this host's too.
-  // (A client given to the backend says by its modem: a socket path, or dockerode's finder of the default one.)
-  const local = endpoint.startsWith('/') || endpoint.startsWith('unix:') || (docker.modem as { socketPath?: unknown } | undefined)?.socketPath !== undefined;
+  const local = endpoint.startsWith('/') || endpoint.startsWith('unix:') || reads.local;
   const runtimeVersions = local ? await readRuntimeVersions(info.Runtimes ?? {}) : {};
   const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
   return {

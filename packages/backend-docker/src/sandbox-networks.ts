@@ -116,7 +116,8 @@ export function fixedSandboxNetwork(mode: string): SandboxNetworks {
  * engine calls taken is skipped.
  */
 export function createSandboxNetworks(options: {
-  docker: Dockerode;
+  /** The client, or a function that makes it when a network is first made or removed (create-docker-backend.ts loads dockerode late). */
+  docker: Dockerode | (() => Dockerode);
   /** The engine's name, for messages. @default 'docker' */
   engine?: string;
   endpoint: string;
@@ -132,7 +133,8 @@ export function createSandboxNetworks(options: {
   /** Driver options added to every network the engine makes (Podman's `isolate`, say). */
   driverOptions?: Readonly<Record<string, string>>;
 }): SandboxNetworks {
-  const { docker, endpoint } = options;
+  const { endpoint } = options;
+  const docker = (): Dockerode => (typeof options.docker === 'function' ? options.docker() : options.docker);
   const pool = parseCidr(options.pool);
   if (!pool || pool.prefix > SUBNET_PREFIX) {
     throw new SandboxError(
@@ -150,7 +152,7 @@ export function createSandboxNetworks(options: {
   const subnetsInUse = async (): Promise<Cidr[]> => {
     let networks: Dockerode.NetworkInspectInfo[];
     try {
-      networks = await docker.listNetworks();
+      networks = await docker().listNetworks();
     } catch (error) {
       return fail(error, 'list networks');
     }
@@ -183,7 +185,7 @@ export function createSandboxNetworks(options: {
       );
       if (ours.length === 0) return;
       const referenced = new Set(
-        (await docker.listContainers({ all: true })).flatMap((container) => [
+        (await docker().listContainers({ all: true })).flatMap((container) => [
           ...(container.Names ?? []).map((name) => name.replace(/^\//, '')),
           ...(container.Labels?.[LABELS.network] ? [container.Labels[LABELS.network]] : []),
         ]),
@@ -191,7 +193,7 @@ export function createSandboxNetworks(options: {
       for (const network of ours) {
         if (referenced.has(network.Name) || network.Name === spareName) continue;
         // Refused when a container (one made by hand, say) still uses it: then it stays.
-        await docker
+        await docker()
           .getNetwork(network.Id)
           .remove()
           .catch(() => undefined);
@@ -212,7 +214,7 @@ export function createSandboxNetworks(options: {
       if (used.some((cidr) => overlaps(cidr, subnet))) continue;
       attempts++;
       try {
-        await docker.createNetwork({
+        await docker().createNetwork({
           Name: name,
           Driver: 'bridge',
           CheckDuplicate: true,
@@ -251,7 +253,7 @@ export function createSandboxNetworks(options: {
 
   const prepare = async (name: string): Promise<void> => {
     try {
-      const info = await docker.getNetwork(name).inspect();
+      const info = await docker().getNetwork(name).inspect();
       if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) {
         throw new SandboxError(
           'NETWORK_NAME_TAKEN',
@@ -265,7 +267,7 @@ export function createSandboxNetworks(options: {
       // policy without the installation's exceptions. Its sandbox is stopped (prepare() runs
       // before a start): the network is made again under the same name, with its own bridge.
       try {
-        await docker.getNetwork(name).remove();
+        await docker().getNetwork(name).remove();
       } catch {
         return; // still in use (a container someone attached by hand): it keeps the strict policy
       }
@@ -295,7 +297,7 @@ export function createSandboxNetworks(options: {
       if (name) {
         spareName = undefined;
         try {
-          const info = await docker.getNetwork(name).inspect();
+          const info = await docker().getNetwork(name).inspect();
           if (info.Labels?.[LABELS.managedBy] === MANAGED_BY) return { mode: name, pool: true };
         } catch {
           // Gone (pruned by another gateway, say): make one now.
@@ -308,7 +310,7 @@ export function createSandboxNetworks(options: {
       // The name comes from the container's label (Podman reports "bridge" as the NetworkMode of
       // a container on a named network). Only Berth's own network of that name goes.
       try {
-        const network = docker.getNetwork(name);
+        const network = docker().getNetwork(name);
         const info = await network.inspect();
         if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) return;
         await network.remove();
@@ -331,7 +333,7 @@ export function createSandboxNetworks(options: {
       const name = ready ? await ready : undefined;
       if (!name) return;
       spareName = undefined;
-      await docker
+      await docker()
         .getNetwork(name)
         .remove()
         .catch(() => undefined);

@@ -2,6 +2,7 @@ import {
   createDockerApiDriver,
   createSandboxNetworks,
   dockerBackendOptionsSchema,
+  dockerodeReads,
   engineStatus,
   fixedSandboxNetwork,
   type DockerApiConnection,
@@ -132,6 +133,8 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
       }
       return {
         docker,
+        // Podman's connection reads its host through dockerode as it connects, so the reads share the client.
+        reads: dockerodeReads(docker),
         endpoint,
         discovery,
         warnings,
