@@ -1,5 +1,5 @@
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
-import { getPublicSuffix } from 'tldts';
 
 /**
  * Host patterns of the egress proxy (docs/brokered-secrets.md), in the one place both the config
@@ -13,6 +13,17 @@ import { getPublicSuffix } from 'tldts';
 export type HostPattern = { readonly exact: string } | { readonly below: string };
 
 const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
+
+/**
+ * tldts's `getPublicSuffix`, loaded when a wildcard pattern is first checked: its list of public
+ * suffixes takes about 60 ms to load as a module, which every command (`berth ls`, say) paid
+ * even with no wildcard in its config. Its CommonJS build, through `require`, loads at half that.
+ */
+let getPublicSuffix: typeof import('tldts').getPublicSuffix | undefined;
+function publicSuffixOf(name: string): string | null {
+  getPublicSuffix ??= (createRequire(import.meta.url)('tldts') as typeof import('tldts')).getPublicSuffix;
+  return getPublicSuffix(name, { allowPrivateDomains: true });
+}
 
 /** The canonical form of a host name: lower case, no trailing dot; undefined when it is not a DNS name. */
 export function canonicalHost(host: string): string | undefined {
@@ -40,7 +51,7 @@ export function parseHostPattern(text: string): HostPattern {
   if (!name.includes('.')) throw new Error('names no domain; write the host with its domain, like "api.github.com"');
   // "*.github.io" would approve every GitHub Pages site, "*.co.uk" every British company: below
   // a public suffix (the Public Suffix List, its private part too) names belong to many parties.
-  if (wildcard && getPublicSuffix(name, { allowPrivateDomains: true }) === name) {
+  if (wildcard && publicSuffixOf(name) === name) {
     throw new Error(
       'covers a public suffix, under which anyone may own a name (like "*.github.io" or "*.co.uk"); name the hosts themselves, like "api.github.com"',
     );
