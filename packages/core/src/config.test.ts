@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { describeIgnoredKeys, IGNORED_GATEWAY_KEYS, loadConfig, parseConfigText, parseTerminalConfig } from './config.js';
+import { describeIgnoredKeys, loadConfig, parseConfigText, parseTerminalConfig } from './config.js';
+import { IGNORED_GATEWAY_KEYS } from './terminal-config-schema.js';
 import { ConfigError } from './errors.js';
 
 const message = (fn: () => unknown): string => {
