@@ -156,7 +156,8 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
 
 function validateTarget(command: CommandName, options: CliOptions): void {
   const hasUser = options.platform !== undefined || options.user !== undefined;
-  if (command === 'serve' && !options.socket) throw new UsageError('berth serve: --socket PATH is required, e.g. berth serve --socket ~/.hermes/run/berth.sock');
+  if (command === 'serve' && !options.socket)
+    throw new UsageError('berth serve: --socket PATH is required, e.g. berth serve --socket ~/.hermes/run/berth.sock');
   if (!['exec', 'rm', 'env'].includes(command)) return;
   if (!platformAndUserTogether(options.platform, options.user)) {
     throw new UsageError(`berth ${command}: --platform and --user go together; give both, e.g. --platform telegram --user 123456789`);
