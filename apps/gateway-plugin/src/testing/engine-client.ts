@@ -17,7 +17,7 @@ export function requestEngine(
   endpoint: EngineEndpoint,
   method: 'GET' | 'POST' | 'DELETE',
   requestPath: string,
-  options: { timeoutMs?: number; onData?: (chunk: string) => void } = {},
+  options: { timeoutMs?: number } = {},
 ): Promise<EngineResponse> {
   return new Promise((resolve, reject) => {
     const url = endpoint.url ? new URL(requestPath, endpoint.url) : undefined;
@@ -31,11 +31,8 @@ export function requestEngine(
       (response) => {
         let body = '';
         response.setEncoding('utf8');
-        response.on('data', (chunk: string) => {
-          options.onData?.(chunk);
-          // Keep the head only: a pull streams progress for minutes, and we need its last error.
-          body = body.length < 65_536 ? body + chunk : body.slice(-32_768) + chunk;
-        });
+        // Whole: a container listing on an engine others use too runs past 64 KiB.
+        response.on('data', (chunk: string) => (body += chunk));
         response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
         response.on('error', reject);
       },
