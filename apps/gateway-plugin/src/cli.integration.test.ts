@@ -279,7 +279,8 @@ describe('berth rm', () => {
       '--user',
       attacker,
       '--',
-      `ln -s ${victimWorkspace} /workspace/victim-link; ln -s ${hostFolder} /workspace/host-link; ln -s ${victimWorkspace}/data.txt /root/victim-file; mkdir -p /workspace/deep && ln -s ${hostFolder} /workspace/deep/host && echo planted`,
+      `ln -s ${victimWorkspace} /workspace/victim-link; ln -s ${hostFolder} /workspace/host-link; ` +
+        `ln -s ${victimWorkspace}/data.txt /root/victim-file; mkdir -p /workspace/deep && ln -s ${hostFolder} /workspace/deep/host && echo planted`,
     ]);
     expect(plant.stdout).toBe('planted\n');
     const removal = await berth(['rm', '--platform', 'telegram', '--user', attacker, '--purge']);

@@ -190,7 +190,9 @@ export const terminalConfigSchema = z
         context.addIssue({
           code: 'custom',
           path: ['docker_secret_hosts', name],
-          message: `${name} is also in terminal.docker_env, whose values are written in the config and are no secret to broker; move its value to the gateway's environment, list ${name} in terminal.docker_forward_env and remove it from terminal.docker_env`,
+          message:
+            `${name} is also in terminal.docker_env, whose values are written in the config and are no secret to broker; ` +
+            `move its value to the gateway's environment, list ${name} in terminal.docker_forward_env and remove it from terminal.docker_env`,
         });
       }
     }
@@ -200,7 +202,8 @@ export const terminalConfigSchema = z
         code: 'custom',
         path: ['docker_egress_domains'],
         message:
-          'terminal.docker_egress is open, so sandboxes reach every host and this list would be ignored; set terminal.docker_egress: allowlist, or remove docker_egress_domains',
+          'terminal.docker_egress is open, so sandboxes reach every host and this list would be ignored; ' +
+          'set terminal.docker_egress: allowlist, or remove docker_egress_domains',
       });
     }
     value.docker_egress_allow.forEach((entry, index) => {

@@ -145,7 +145,8 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
     const timeout = Number(values.timeout);
     if (!isCommandTimeoutText(values.timeout)) {
       throw new UsageError(
-        `berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds above 0 and at most ${MAX_COMMAND_TIMEOUT_SECONDS}, e.g. --timeout 60`,
+        `berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a ` +
+          `number of seconds above 0 and at most ${MAX_COMMAND_TIMEOUT_SECONDS}, e.g. --timeout 60`,
       );
     }
     result.timeout = timeout;
@@ -183,7 +184,8 @@ function validateTarget(command: CommandName, options: CliOptions): void {
   }
   if (options.task !== undefined && !PLAIN_TASK_ID_PATTERN.test(options.task)) {
     throw new UsageError(
-      `berth ${command}: task id ${JSON.stringify(truncateForMessage(options.task))} is not a plain name; use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+      `berth ${command}: task id ${JSON.stringify(truncateForMessage(options.task))} is not a plain name; ` +
+        'use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit',
     );
   }
 }

@@ -187,7 +187,9 @@ describe('another local user', () => {
     chmodSync(root, 0o755);
     chmodSync(run, 0o755);
     try {
-      const script = `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('CONNECTED'); process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })`;
+      const script =
+        `require('net').connect(${JSON.stringify(socket)}).on('connect', () => { console.log('CONNECTED'); ` +
+        "process.exit(0); }).on('error', (e) => { console.log(e.code); process.exit(0); })";
       const attempt = await new Promise<string>((resolve) =>
         execFile('/usr/sbin/runuser', ['-u', 'nobody', '--', process.execPath, '-e', script], { timeout: 30_000 }, (_error, stdout) => resolve(stdout.trim())),
       );

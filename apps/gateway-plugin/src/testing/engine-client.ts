@@ -42,7 +42,8 @@ export function requestEngine(
       reject(
         new EngineUnavailableError(
           endpoint.display,
-          `cannot reach the ${endpoint.engine} engine at ${endpoint.display} (${(error as NodeJS.ErrnoException).code ?? error.message}); start it or set ${endpoint.engine === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'}`,
+          `cannot reach the ${endpoint.engine} engine at ${endpoint.display} (${(error as NodeJS.ErrnoException).code ?? error.message}); ` +
+            `start it or set ${endpoint.engine === 'podman' ? 'CONTAINER_HOST' : 'DOCKER_HOST'}`,
           { cause: error },
         ),
       ),
