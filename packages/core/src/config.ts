@@ -40,8 +40,10 @@ function expectation(issue: z.core.$ZodIssue): string {
   const message = issue.message.replace(/^Invalid input: /, '').replace(/, received .*$/, '');
   if (message === 'Invalid input') return EXPECTED_FORM[String(issue.path[0])] ?? 'expected a different kind of value (see docs/configuration.md)';
   const bound = /^Too (?:small|big): expected (\w+) to (?:be|have) (.+)$/.exec(message);
-  if (bound)
-    return `expected ${bound[1] === 'array' ? 'a list with' : `a ${bound[1]}`} ${bound[2]!.replace('>=', 'at least ').replace('<=', 'at most ').replace('>', 'more than ').replace('<', 'less than ')}`;
+  if (bound) {
+    const limit = bound[2]!.replace('>=', 'at least ').replace('<=', 'at most ').replace('>', 'more than ').replace('<', 'less than ');
+    return `expected ${bound[1] === 'array' ? 'a list with' : `a ${bound[1]}`} ${limit}`;
+  }
   const option = /^Invalid option: expected one of (.+)$/.exec(message);
   if (option) return `expected one of ${option[1]!.split('|').join(', ')}`;
   const type = /^expected (\w+)$/.exec(message);
