@@ -98,7 +98,8 @@ for (const revision of revisions) {
   const row = results.revisions[revision];
   const base = results.revisions[first];
   console.log(
-    `${revision.padEnd(14)}${`${row.warmMedianMs} ms`.padStart(20)}${String(round(row.warmMedianMs / base.warmMedianMs)).padStart(10)}${`${row.coldMedianMs} ms`.padStart(22)}${String(round(row.coldMedianMs / base.coldMedianMs)).padStart(10)}`,
+    `${revision.padEnd(14)}${`${row.warmMedianMs} ms`.padStart(20)}${String(round(row.warmMedianMs / base.warmMedianMs)).padStart(10)}` +
+      `${`${row.coldMedianMs} ms`.padStart(22)}${String(round(row.coldMedianMs / base.coldMedianMs)).padStart(10)}`,
   );
 }
 const outputDir = path.join(root, 'bench-results');

@@ -7,7 +7,7 @@
 # Three phases:
 #   1. set-up and build (restored from the machine's turbo cache where this tree was built), then
 #      the unit tests with the static checks beside them (type-check, Biome's lint and format
-#      check, shellcheck, the Python checks: mypy, flake8), while the test cluster's binaries build (nice 19, a new machine
+#      check, the 350-line size check, shellcheck, the Python checks: mypy, flake8), while the test cluster's binaries build (nice 19, a new machine
 #      only) and the cluster then starts, and OpenClaw downloads into its cache;
 #   2. two lanes side by side: the Docker and Podman integration suites (Docker's conformance
 #      suite a second time under gVisor), the attack cases that depend on the kernel under the
@@ -126,6 +126,7 @@ step build pnpm -s build
   status=0
   step typecheck pnpm -s typecheck
   step lint pnpm -s lint
+  step sizes node scripts/check-sizes.mjs
   step shellcheck bash scripts/shellcheck.sh
   step python-checks bash integrations/hermes/scripts/check.sh
   exit "$status"

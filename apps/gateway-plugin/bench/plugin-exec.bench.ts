@@ -75,7 +75,10 @@ async function register(config: Record<string, unknown>): Promise<{ plugin: Bert
 const execAs = (terminal: TerminalEnvironment, userId: string, command: string) =>
   runWithSession({ platform: 'telegram', userId }, () => terminal.execute(command));
 
-/** A shell already running in the container, through the engine's exec stream or the sandbox's channel FIFOs: what a command written into it costs, from here. */
+/**
+ * A shell already running in the container, through the engine's exec stream or the sandbox's
+ * channel FIFOs: what a command written into it costs, from here.
+ */
 async function openFloorShell(containerId: string, channels?: string) {
   const stdout = new PassThrough();
   let write: (data: string) => void;

@@ -69,7 +69,9 @@ try {
   for (const name of names) sides.set(name, await register(name));
   const warmUser = new Map(names.map((name) => [name, newUser()]));
   // The warm users' sandboxes, and in each the archive to extract (not timed).
-  const makeArchive = `mkdir -p /tmp/tree && cd /tmp/tree && i=0; while [ $i -lt ${files} ]; do d=d$((i / 100)); mkdir -p $d; echo "file $i" > $d/f$i; i=$((i + 1)); done; tar -cf /workspace/tree.tar -C /tmp tree && rm -rf /tmp/tree && echo made`;
+  const makeArchive =
+    `mkdir -p /tmp/tree && cd /tmp/tree && i=0; while [ $i -lt ${files} ]; do d=d$((i / 100)); mkdir -p $d; ` +
+    'echo "file $i" > $d/f$i; i=$((i + 1)); done; tar -cf /workspace/tree.tar -C /tmp tree && rm -rf /tmp/tree && echo made';
   for (const name of names) await run(sides.get(name)!, warmUser.get(name)!, makeArchive, 'made\n');
   for (let index = 0; index < warmRuns; index++) {
     for (const name of names) {

@@ -170,7 +170,8 @@ console.log(`\nberth exec --socket vs docker exec (docker, ${image}, same contai
 console.log(`${'what'.padEnd(width)}  ${'runs'.padStart(5)}  ${'median'.padStart(9)}  ${'p90'.padStart(9)}  ${'min'.padStart(9)}  failed`);
 for (const [label, row] of rows) {
   console.log(
-    `${label.padEnd(width)}  ${String(row.runs).padStart(5)}  ${`${row.medianMs} ms`.padStart(9)}  ${`${row.p90Ms} ms`.padStart(9)}  ${`${row.minMs} ms`.padStart(9)}  ${row.failures}`,
+    `${label.padEnd(width)}  ${String(row.runs).padStart(5)}  ${`${row.medianMs} ms`.padStart(9)}  ` +
+      `${`${row.p90Ms} ms`.padStart(9)}  ${`${row.minMs} ms`.padStart(9)}  ${row.failures}`,
   );
 }
 console.log(`\nNode socket client / docker exec (medians): ${results.socketClientToDockerExec as number}`);

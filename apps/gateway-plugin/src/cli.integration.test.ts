@@ -1,70 +1,18 @@
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { requestEngine } from './testing/engine-client.js';
-import { findEngine } from './testing/find-engine.js';
-import { releaseDisksUnder } from '@berth/sandbox-runtime';
+import { describe, expect, it } from 'vitest';
+import { TEST_IMAGE as IMAGE, expectSuccess, uid, useCliHarness } from './testing/cli-harness.js';
+import { BERTH_CLI as CLI } from './testing/run-berth-cli.js';
 
-// The CLI as a user runs it: the built dist/cli.js in a subprocess, against the real engine.
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
-const IMAGE = 'localhost/berth-busybox:latest';
-const root = mkdtempSync(path.join(os.tmpdir(), 'berth-cli-it-'));
-const home = path.join(root, 'hermes');
-const sandboxes = path.join(root, 'sandboxes');
-const engine = findEngine('docker');
-const uid = () => String(randomInt(100_000_000, 2_000_000_000));
+// The CLI as a user runs it: the built dist/cli.js in a subprocess, against the real engine
+// (testing/cli-harness.ts). Its errors: cli-errors.integration.test.ts; berth demo:
+// cli-demo.integration.test.ts.
+const { root, home, sandboxes, berth, writeConfig, containersUnder } = useCliHarness();
 const alice = uid();
 const bob = uid();
 const task = `cli-it-${randomInt(1e9)}`;
-// A first container on a busy shared engine can take minutes; each test makes a few.
-vi.setConfig({ testTimeout: 600_000 });
-
-interface Run {
-  status: number;
-  stdout: string;
-  stderr: string;
-}
-
-function berth(args: string[], extra: Record<string, string | undefined> = {}, cwd?: string): Promise<Run> {
-  const environment: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: home, TERMINAL_SANDBOX_DIR: sandboxes };
-  for (const [key, value] of Object.entries(extra)) {
-    if (value === undefined) delete environment[key];
-    else environment[key] = value;
-  }
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { env: environment, timeout: 280_000, maxBuffer: 16 * 1024 * 1024, ...(cwd ? { cwd } : {}) },
-      (error, stdout, stderr) => {
-        const status = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        resolve({ status, stdout, stderr });
-      },
-    );
-  });
-}
-
-/** A run that must succeed; what berth said on stderr is the failure's message. */
-function expectSuccess(run: Run): void {
-  expect(run.status, `berth exited ${run.status}: ${run.stderr}`).toBe(0);
-}
-
-/** Containers whose mounts lie under `folder`: what a test made, whoever else uses the engine. */
-async function containersUnder(folder: string): Promise<Array<{ Id: string; Names: string[] }>> {
-  const response = await requestEngine(engine, 'GET', '/containers/json?all=1');
-  const containers = JSON.parse(response.body) as Array<{ Id: string; Names: string[]; Mounts?: Array<{ Source?: string }> }>;
-  return containers.filter((container) => container.Mounts?.some((mount) => mount.Source?.startsWith(folder + path.sep)));
-}
-
-function writeConfig(name: string, text: string): string {
-  const file = path.join(root, name);
-  writeFileSync(file, text);
-  return file;
-}
 
 const tokens = { alice: `ghp_alice_${uid()}`, bob: `ghp_bob_${uid()}` };
 const userEnvironment = {
@@ -72,24 +20,6 @@ const userEnvironment = {
   [`HERMES_USER_TELEGRAM_${bob}_GITHUB_TOKEN`]: tokens.bob,
   SHARED_NOTICE: 'shared-notice-value',
 };
-
-beforeAll(() => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing; run "pnpm --filter @berth/gateway-plugin build" first`);
-  mkdirSync(home, { recursive: true });
-  writeFileSync(path.join(home, 'config.yaml'), `terminal:\n  docker_image: ${IMAGE}\n  docker_forward_env: [SHARED_NOTICE]\n  timeout: 60\n`);
-});
-
-afterAll(async () => {
-  // Whatever a failed test left: remove the containers mounted from this test's folders.
-  for (const container of await containersUnder(root)) await requestEngine(engine, 'POST', `/containers/${container.Id}/kill`).catch(() => {});
-  for (const container of await containersUnder(root)) {
-    await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
-    // Each sandbox has a network of its own, named as the container.
-    await requestEngine(engine, 'DELETE', `/networks/${container.Names[0]!.replace(/^\//, '')}`).catch(() => {});
-  }
-  await releaseDisksUnder(root);
-  rmSync(root, { recursive: true, force: true });
-});
 
 describe('berth exec', () => {
   it('runs in the user sandbox: stdout and stderr apart, the exit status passed on, the user token masked', async () => {
@@ -214,109 +144,6 @@ describe('berth as a command: the shim the set-up installs', () => {
       expect(run.stderr).toMatch(/nosuchcommand/);
     }
     expectSuccess(await berth(['rm', '--task', task, '--purge']));
-  });
-});
-
-describe('berth errors: one line, exit 125, nothing created', () => {
-  const cases: Array<[string, string[], RegExp, string?]> = [
-    ['malformed YAML', ['--config', 'bad-yaml.yaml'], /bad-yaml\.yaml is not valid YAML at line \d+/, 'terminal:\n  docker_image: [unclosed\n'],
-    ['an unknown key', ['--config', 'unknown-key.yaml'], /unknown key terminal\.docker_imagee/, 'terminal:\n  docker_imagee: x\n'],
-    ['a wrong type', ['--config', 'wrong-type.yaml'], /terminal\.container_memory is .*expected/, 'terminal:\n  container_memory: [1]\n'],
-    ['a missing config file', ['--config', 'nowhere.yaml'], /nowhere\.yaml does not exist/],
-    [
-      'a docker_runtime the engine does not have',
-      ['--config', 'unknown-runtime.yaml'],
-      /^berth: terminal\.docker_runtime is nosuch, a runtime the docker engine does not have \(it has [^)]*\brunc\b[^)]*\); set docker_runtime to one of those, or remove it/,
-      `terminal:\n  docker_image: ${IMAGE}\n  docker_runtime: nosuch\n`,
-    ],
-  ];
-  it.each(cases)('%s', async (_label, options, message, text) => {
-    const file = options[1]!;
-    if (text !== undefined) writeConfig(file, text);
-    const folder = mkdtempSync(path.join(root, 'err-'));
-    const run = await berth(['exec', '--config', path.join(root, file), '--platform', 'telegram', '--user', uid(), '--', 'touch /workspace/x'], {
-      TERMINAL_SANDBOX_DIR: folder,
-    });
-    expect(run.status).toBe(125);
-    expect(run.stderr).toMatch(message);
-    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(run.stdout).toBe('');
-    expect(readdirSync(folder)).toEqual([]);
-    expect(await containersUnder(folder)).toEqual([]);
-  });
-
-  const ids: Array<[string, string]> = [
-    ['..', '..'],
-    ['a/b', 'a/b'],
-    ['empty', ''],
-    ['10 KB', '9'.repeat(10_240)],
-    ['/etc', '/etc'],
-  ];
-  it.each(ids)('the user id %s', async (_label, id) => {
-    const folder = mkdtempSync(path.join(root, 'err-'));
-    for (const args of [
-      ['exec', '--platform', 'telegram', '--user', id, '--', 'id'],
-      ['exec', '--task', id, '--', 'id'],
-      ['rm', '--platform', 'whatsapp', '--user', id, '--purge'],
-    ]) {
-      const run = await berth(args, { TERMINAL_SANDBOX_DIR: folder });
-      expect(run.status, args.join(' ').slice(0, 80)).toBe(125);
-      expect(run.stderr).toMatch(/^berth: .+\n$/);
-      expect(run.stderr.length).toBeLessThan(400);
-    }
-    expect(readdirSync(folder)).toEqual([]);
-    expect(await containersUnder(folder)).toEqual([]);
-  });
-
-  it('a sandbox_dir Berth cannot use: under /proc (it once spun for ever), under /sys, relative, past a file', async () => {
-    const cwd = mkdtempSync(path.join(root, 'cwd-'));
-    writeFileSync(path.join(cwd, 'a-file'), '');
-    const cases: Array<[string, RegExp]> = [
-      ['/proc/berth-nope', /^berth: terminal\.sandbox_dir gives the sandbox folder "\/proc\/berth-nope", under \/proc, a kernel file system/],
-      ['/sys/berth', /under \/sys, a kernel file system where no folder can be kept; choose a folder on a disk/],
-      ['relative-sandboxes', /a relative path, which would depend on the folder Berth runs from; write an absolute path/],
-      [path.join(cwd, 'a-file', 's'), /is a file, not a folder/],
-    ];
-    for (const [sandboxDir, message] of cases) {
-      const config = writeConfig(
-        `sandbox-dir-${cases.findIndex(([dir]) => dir === sandboxDir)}.yaml`,
-        `terminal:\n  sandbox_dir: ${JSON.stringify(sandboxDir)}\n`,
-      );
-      for (const args of [
-        ['exec', '--config', config, '--task', 'x', '--', 'true'],
-        ['doctor', '--config', config],
-      ]) {
-        const started = Date.now();
-        const run = await berth(args, { TERMINAL_SANDBOX_DIR: undefined }, cwd);
-        expect(Date.now() - started, `${sandboxDir} ${args[0]}`).toBeLessThan(20_000);
-        expect(run.stderr, `${sandboxDir} ${args[0]}`).toMatch(message);
-        if (args[0] === 'exec') {
-          expect(run.status).toBe(125);
-          expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-        }
-      }
-    }
-    // Nothing in the folder berth ran from, nor at the relative path.
-    expect(readdirSync(cwd)).toEqual(['a-file']);
-  });
-
-  it('an unreachable engine, naming the socket', async () => {
-    const folder = mkdtempSync(path.join(root, 'err-'));
-    const run = await berth(['exec', '--task', 'x', '--', 'id'], { DOCKER_HOST: `unix://${root}/no-engine.sock`, TERMINAL_SANDBOX_DIR: folder });
-    expect(run.status).toBe(125);
-    expect(run.stderr).toContain(`${root}/no-engine.sock`);
-    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(readdirSync(folder)).toEqual([]);
-  });
-
-  it('a missing image, naming it', async () => {
-    const folder = mkdtempSync(path.join(root, 'err-'));
-    const config = writeConfig('missing-image.yaml', 'terminal:\n  docker_image: localhost/berth-no-such-image:0\n');
-    const run = await berth(['exec', '--config', config, '--task', 'x', '--', 'id'], { TERMINAL_SANDBOX_DIR: folder });
-    expect(run.status).toBe(125);
-    expect(run.stderr).toContain('localhost/berth-no-such-image:0');
-    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(await containersUnder(folder)).toEqual([]);
   });
 });
 
@@ -452,7 +279,8 @@ describe('berth rm', () => {
       '--user',
       attacker,
       '--',
-      `ln -s ${victimWorkspace} /workspace/victim-link; ln -s ${hostFolder} /workspace/host-link; ln -s ${victimWorkspace}/data.txt /root/victim-file; mkdir -p /workspace/deep && ln -s ${hostFolder} /workspace/deep/host && echo planted`,
+      `ln -s ${victimWorkspace} /workspace/victim-link; ln -s ${hostFolder} /workspace/host-link; ` +
+        `ln -s ${victimWorkspace}/data.txt /root/victim-file; mkdir -p /workspace/deep && ln -s ${hostFolder} /workspace/deep/host && echo planted`,
     ]);
     expect(plant.stdout).toBe('planted\n');
     const removal = await berth(['rm', '--platform', 'telegram', '--user', attacker, '--purge']);
@@ -502,39 +330,5 @@ describe('berth rm', () => {
       expectSuccess(await berth(['rm', ...args, '--purge']));
     }
     expect(await containersUnder(sandboxes)).toEqual([]);
-  });
-});
-
-describe('berth demo', () => {
-  it('plays the conversation, shows who saw what, and leaves nothing behind', async () => {
-    const before = new Set(readdirSync(os.tmpdir()).filter((name) => name.startsWith('berth-demo-')));
-    const run = await berth(['demo'], { NO_COLOR: '1' });
-    expect(run.status, run.stdout + run.stderr).toBe(0);
-    expect(run.stdout).toMatch(/USER\s+TRIED TO READ\s+SAW/);
-    expect(run.stdout).toContain('isolation held');
-    expect(run.stdout).not.toMatch(/LEAK/);
-    expect(run.stdout).not.toMatch(/ghp_(alice|bob|carol)_/);
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: no terminal colour code (ESC [) in output that is not a terminal
-    expect(run.stdout).not.toMatch(/\u001b\[/);
-    const after = readdirSync(os.tmpdir()).filter((name) => name.startsWith('berth-demo-') && !before.has(name));
-    expect(after).toEqual([]);
-  });
-
-  it('--json reports every attempt', async () => {
-    const run = await berth(['demo', '--json']);
-    expect(run.status).toBe(0);
-    const report = JSON.parse(run.stdout) as {
-      isolationHeld: boolean;
-      cleanedUp: boolean;
-      attempts: unknown[];
-      users: Array<{ identity: string }>;
-      sandboxDir: string;
-    };
-    expect(report.isolationHeld).toBe(true);
-    expect(report.cleanedUp).toBe(true);
-    expect(report.attempts).toHaveLength(3 * 3 + 3 * 2 * 2);
-    expect(report.users.map((user) => user.identity.split(':')[0])).toEqual(['telegram', 'telegram', 'whatsapp']);
-    expect(existsSync(report.sandboxDir)).toBe(false);
-    expect(await containersUnder(report.sandboxDir)).toEqual([]);
   });
 });

@@ -31,7 +31,8 @@ function readStdin(): Promise<string> {
 const MINIMUM_NODE_MAJOR = 22;
 if (Number(process.versions.node.split('.')[0]) < MINIMUM_NODE_MAJOR) {
   process.stderr.write(
-    `berth: needs Node.js ${MINIMUM_NODE_MAJOR} or newer, and ${process.execPath} is ${process.version}; install a newer Node.js (from a checkout: bash scripts/demo.sh brings one into .tools/)\n`,
+    `berth: needs Node.js ${MINIMUM_NODE_MAJOR} or newer, and ${process.execPath} is ${process.version}; ` +
+      'install a newer Node.js (from a checkout: bash scripts/demo.sh brings one into .tools/)\n',
   );
   process.exit(125);
 }

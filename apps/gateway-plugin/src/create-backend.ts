@@ -63,7 +63,8 @@ export async function createBackend(config: TerminalConfig, options: CreateBacke
   if (!factory || (entry.engineSettings && typeof engineSettings !== 'function')) {
     throw new ConfigError(
       'terminal.backend',
-      `terminal.backend is ${config.backend}, but the package ${entry.package} cannot be loaded; install it next to @berth/gateway-plugin (npm install ${entry.package})`,
+      `terminal.backend is ${config.backend}, but the package ${entry.package} cannot be loaded; ` +
+        `install it next to @berth/gateway-plugin (npm install ${entry.package})`,
     );
   }
   // Loaded with the backend, not with this module: what only resolves (berth env) never loads the runtime.

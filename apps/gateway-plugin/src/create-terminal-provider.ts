@@ -52,13 +52,16 @@ export function createTerminalProvider(berth: Berth, options: CreateTerminalProv
     const named = SESSION_ENVIRONMENT_VARIABLES.filter((name) => environment[name]);
     if (named.length > 0) {
       throw new SessionAttributionError(
-        `no session is active, and ${named.join(', ')} in the process environment would be shared by every message this process handles at once, so Berth cannot tell whose sandbox the command belongs to; wrap each message in runWithSession(...) from @berth/core, or, if this host runs one command per process, register with sessionSource: 'environment'`,
+        `no session is active, and ${named.join(', ')} in the process environment would be shared by every message this process handles at once, ` +
+          'so Berth cannot tell whose sandbox the command belongs to; wrap each message in runWithSession(...) from @berth/core, ' +
+          "or, if this host runs one command per process, register with sessionSource: 'environment'",
       );
     }
     if (!warnedNoSession) {
       warnedNoSession = true;
       options.logger?.warn(
-        'berth: a command ran outside runWithSession, so it runs in the task sandbox (the legacy layout); wrap each message in runWithSession(...) so each user gets their own sandbox',
+        'berth: a command ran outside runWithSession, so it runs in the task sandbox (the legacy layout); ' +
+          'wrap each message in runWithSession(...) so each user gets their own sandbox',
       );
     }
     return undefined;
@@ -74,7 +77,8 @@ export function createTerminalProvider(berth: Berth, options: CreateTerminalProv
       if (createOptions.image && createOptions.image !== berth.config.docker_image && !warnedImage) {
         warnedImage = true;
         options.logger?.warn(
-          `berth: the host asked for image ${createOptions.image}, but every user's sandbox uses terminal.docker_image (${berth.config.docker_image}); set docker_image in the terminal config instead`,
+          `berth: the host asked for image ${createOptions.image}, but every user's sandbox uses ` +
+            `terminal.docker_image (${berth.config.docker_image}); set docker_image in the terminal config instead`,
         );
       }
       const handle = {};

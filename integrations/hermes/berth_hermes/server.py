@@ -11,11 +11,8 @@ import json
 import logging
 import os
 import re
-import shutil
 import signal
 import socket as sockets
-import stat
-import struct
 import subprocess
 import threading
 import time
@@ -23,13 +20,16 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
+from .berth_cli import INSTALL_HINT, MIN_NODE_MAJOR, check_node, locate_berth
 from .errors import BerthBridgeError, BerthNotInstalledError
 from .protocol import MAX_REQUEST_BYTES
+from .socket_path import check_socket_folder, connect_to_socket, server_answers, socket_folder_fd
+
+# What other modules import from here; `locate_berth` lives in berth_cli.py.
+__all__ = ["BerthServer", "CommandInterrupted", "locate_berth", "server_for"]
 
 logger = logging.getLogger("berth_hermes")
 
-INSTALL_HINT = "npm install -g @berth/gateway-plugin"
-MIN_NODE_MAJOR = 22
 READY_TIMEOUT_SECONDS = 60.0
 STOP_GRACE_SECONDS = 8.0
 # Ends `berth serve` when the gateway that started it is gone, however it went (SIGKILL too).
@@ -39,100 +39,8 @@ WATCHDOG = Path(__file__).with_name("exit_with_gateway.mjs")
 _PROBLEM = re.compile(r"\b(ignoring|error|cannot|failed|refused|unknown|not )", re.IGNORECASE)
 
 
-def _socket_folder_fd(socket: Path, *, create: bool) -> int:
-    """A descriptor of the socket's folder; the folder is made 0700 when missing and asked for.
-
-    Everything after goes through this descriptor (``/proc/self/fd/N/name``): the folder checked
-    is the folder connected to, a link swapped in afterwards changes nothing, and a path longer
-    than a Unix socket allows is reached all the same.
-    """
-    folder = socket.parent
-    if create:
-        os.makedirs(folder.parent, mode=0o700, exist_ok=True)
-        parent_fd = os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            try:
-                os.mkdir(folder.name, 0o700, dir_fd=parent_fd)
-            except FileExistsError:
-                pass
-            fd = os.open(folder.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
-        finally:
-            os.close(parent_fd)
-    else:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    return fd
-
-
-def _check_folder(fd: int, socket: Path) -> None:
-    """Refuses a socket folder another user could write to (and so swap the socket in)."""
-    info = os.fstat(fd)
-    others_write = info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX
-    if info.st_uid not in (os.geteuid(), 0) or others_write:
-        raise BerthBridgeError(
-            f"berth: the socket folder {socket.parent} is "
-            f"{'writable by other users' if others_write else f'owned by uid {info.st_uid}'}, "
-            "so the socket could be replaced; remove it (the bridge makes it again, mode 0700) "
-            "or set BERTH_SOCKET to a path of your own",
-            code="SOCKET_PATH",
-        )
-
-
-def _by_descriptor(fd: int, socket: Path) -> str:
-    return f"/proc/self/fd/{fd}/{socket.name}"
-
-
-def peer_uid(connection: sockets.socket) -> int:
-    """The user id of the process at the other end of a connected Unix socket (``SO_PEERCRED``)."""
-    credentials = connection.getsockopt(sockets.SOL_SOCKET, sockets.SO_PEERCRED, struct.calcsize("3i"))
-    uid: int = struct.unpack("3i", credentials)[1]
-    return uid
-
-
 class CommandInterrupted(Exception):
     """Hermes' interrupt (the user's /stop) arrived while the command ran."""
-
-
-def locate_berth(environment: Mapping[str, str]) -> tuple[str, str]:
-    """The node binary and Berth's CLI script: ``$BERTH_NODE`` / ``$BERTH_CLI``, else ``node`` and ``berth`` on PATH."""
-    search = environment.get("PATH", os.defpath)
-    node = environment.get("BERTH_NODE") or shutil.which("node", path=search)
-    if not node:
-        raise BerthNotInstalledError(
-            "berth: Node.js is not installed (no node on PATH); "
-            f"install Node.js {MIN_NODE_MAJOR} or newer, then Berth: {INSTALL_HINT}"
-        )
-    cli = environment.get("BERTH_CLI") or shutil.which("berth", path=search)
-    if not cli:
-        raise BerthNotInstalledError(
-            "berth: Berth is not installed (no berth on PATH); "
-            f"install it with: {INSTALL_HINT} (or set BERTH_CLI to its cli.js)"
-        )
-    script = os.path.realpath(cli)
-    if not os.path.isfile(script):
-        raise BerthNotInstalledError(
-            f"berth: BERTH_CLI names {cli}, which does not exist; "
-            f"install Berth with: {INSTALL_HINT}, or correct BERTH_CLI"
-        )
-    return node, script
-
-
-def check_node(node: str) -> None:
-    """Refuses a node binary that does not run or is older than Berth needs."""
-    try:
-        version = subprocess.run(
-            [node, "--version"], capture_output=True, text=True, timeout=20, check=False
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        raise BerthNotInstalledError(
-            f"berth: {node} does not run; install Node.js {MIN_NODE_MAJOR} or newer, then Berth: {INSTALL_HINT}"
-        ) from None
-    match = re.match(r"v(\d+)\.", version)
-    if not match or int(match.group(1)) < MIN_NODE_MAJOR:
-        raise BerthNotInstalledError(
-            f"berth: Berth needs Node.js {MIN_NODE_MAJOR} or newer, "
-            f"and {node} is {version or 'of an unknown version'}; "
-            "install a newer Node.js (or set BERTH_NODE to one)"
-        )
 
 
 class BerthServer:
@@ -157,26 +65,10 @@ class BerthServer:
         process = self._process
         return process.pid if process is not None and process.poll() is None else None
 
-    def _answers(self) -> bool:
-        try:
-            fd = _socket_folder_fd(self.socket, create=False)
-        except OSError:
-            return False
-        probe = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
-        probe.settimeout(2.0)
-        try:
-            probe.connect(_by_descriptor(fd, self.socket))
-            return True
-        except OSError:
-            return False
-        finally:
-            probe.close()
-            os.close(fd)
-
     def ensure_running(self) -> None:
         """Makes sure a server answers on the socket: one already there, or ours, started (again) now."""
         with self._lock:
-            if self._answers():
+            if server_answers(self.socket):
                 if self._process is None and not self._told_foreign:
                     self._told_foreign = True
                     logger.info("berth: using the berth serve that already listens on %s", self.socket)
@@ -195,7 +87,7 @@ class BerthServer:
         check_node(node)
         # The socket's folder, made owner-only through descriptors before berth serve binds in it.
         try:
-            fd = _socket_folder_fd(self.socket, create=True)
+            fd = socket_folder_fd(self.socket, create=True)
         except OSError as error:
             raise BerthBridgeError(
                 f"berth: cannot make the socket folder {self.socket.parent} ({error.strerror}); "
@@ -203,7 +95,7 @@ class BerthServer:
                 code="SOCKET_PATH",
             ) from None
         try:
-            _check_folder(fd, self.socket)
+            check_socket_folder(fd, self.socket)
         finally:
             os.close(fd)
         argv = [node, f"--import={WATCHDOG.as_uri()}", cli, "serve", "--socket", os.fspath(self.socket)]
@@ -268,7 +160,7 @@ class BerthServer:
                     f"berth: {reason} (berth serve exited with status {process.returncode} at start)",
                     code="SERVER_START",
                 )
-            if self._answers():
+            if server_answers(self.socket):
                 return
             time.sleep(0.05)
         raise BerthBridgeError(
@@ -295,50 +187,14 @@ class BerthServer:
 
     # -- one request ---------------------------------------------------------------------------
 
-    def _open(self) -> sockets.socket:
-        fd = _socket_folder_fd(self.socket, create=False)
-        try:
-            info = os.stat(self.socket.name, dir_fd=fd, follow_symlinks=False)
-            if not stat.S_ISSOCK(info.st_mode):
-                raise BerthBridgeError(
-                    f"berth: {self.socket} is not a socket; remove it or set BERTH_SOCKET to another path",
-                    code="SOCKET_PATH",
-                )
-            if info.st_uid != os.geteuid():
-                # Whoever owns it could collect every command and its input.
-                raise BerthBridgeError(
-                    f"berth: the socket {self.socket} belongs to uid {info.st_uid}, not to this gateway's user; "
-                    "remove it or set BERTH_SOCKET to a path of your own",
-                    code="SOCKET_PATH",
-                )
-            _check_folder(fd, self.socket)
-            connection = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
-            try:
-                connection.connect(_by_descriptor(fd, self.socket))
-                # The server itself must be this gateway's user: whatever happened to the path, a
-                # server of anyone else never gets a command, and never answers one.
-                uid = peer_uid(connection)
-                if uid != os.geteuid():
-                    raise BerthBridgeError(
-                        f"berth: the server on {self.socket} runs as uid {uid}, not as this gateway's user; "
-                        "nothing was sent — remove the socket or set BERTH_SOCKET to a path of your own",
-                        code="SOCKET_PEER",
-                    )
-            except BaseException:
-                connection.close()
-                raise
-            return connection
-        finally:
-            os.close(fd)
-
     def _connect(self) -> sockets.socket:
         try:
-            return self._open()
+            return connect_to_socket(self.socket)
         except (FileNotFoundError, ConnectionRefusedError):
             pass
         self.ensure_running()
         try:
-            return self._open()
+            return connect_to_socket(self.socket)
         except OSError as error:
             raise BerthBridgeError(
                 f"berth: cannot connect to berth serve on {self.socket} ({error.strerror}); see the gateway log",

@@ -6,15 +6,11 @@ never skip.
 
 from __future__ import annotations
 
-import http.client
-import ipaddress
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,56 +20,16 @@ from typing import Any, Iterator
 from urllib.parse import quote
 
 import pytest
+from docker_engine import Engine
+from host_cleanup import NETWORK_POOL, remove_egress_tables, unmount_under
+from stand_in_gateway import Gateway
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_ROOT = HERE.parent
 REPOSITORY = PACKAGE_ROOT.parents[1]
 CLI = REPOSITORY / "apps" / "gateway-plugin" / "dist" / "cli.js"
 IMAGE = os.environ.get("BERTH_BASE_IMAGE", "localhost/berth-busybox:latest")
-LABEL_WORKSPACE = "dev.berth.workspace"
-# This run's own docker_network_pool, so the pool's egress table is this run's (another test run on
-# the machine, of this or an earlier release, keeps its own); removed after the last test, unless a
-# sandbox network of the pool is still on the host: the attack suite picks its pools from the same
-# 384 /20s, beside this one.
-NETWORK_POOL = f"10.{224 + secrets.randbelow(24)}.{16 * secrets.randbelow(16)}.0/20"
 RUNTIME = REPOSITORY / "packages" / "sandbox-runtime" / "dist" / "index.js"
-
-
-class Engine:
-    """The Docker Engine API over its Unix socket, standard library only."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def request(self, method: str, url: str) -> tuple[int, Any]:
-        class Connection(http.client.HTTPConnection):
-            def connect(inner) -> None:  # noqa: N805 - `self` here is the Engine
-                inner.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                inner.sock.settimeout(30)
-                inner.sock.connect(self.path)
-
-        connection = Connection("localhost")
-        try:
-            connection.request(method, url)
-            response = connection.getresponse()
-            body = response.read()
-        finally:
-            connection.close()
-        try:
-            return response.status, json.loads(body) if body else None
-        except ValueError:
-            return response.status, body.decode("utf-8", "replace")
-
-    def containers_under(self, folder: Path) -> list[dict]:
-        """Berth's containers whose workspace lies under ``folder`` (this test's own sandbox root)."""
-        filters = quote(json.dumps({"label": ["dev.berth.managed-by=berth"]}))
-        status, containers = self.request("GET", f"/containers/json?all=1&filters={filters}")
-        assert status == 200, containers
-        return [c for c in containers if str(c["Labels"].get(LABEL_WORKSPACE, "")).startswith(os.fspath(folder) + "/")]
-
-    def remove_under(self, folder: Path) -> None:
-        for container in self.containers_under(folder):
-            self.request("DELETE", f"/containers/{container['Id']}?force=1&v=1")
 
 
 @pytest.fixture(scope="session")
@@ -141,69 +97,6 @@ def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1) -> bool:
             return True
         time.sleep(interval)
     return predicate()
-
-
-class Gateway:
-    """One stand-in Hermes gateway process with the bridge loaded."""
-
-    def __init__(self, home: Path, process: subprocess.Popen[str], log: Path) -> None:
-        self.home = home
-        self.process = process
-        self.log = log
-        self.ready = json.loads(self._read_line())
-
-    @property
-    def socket(self) -> Path:
-        return self.home / "run" / "berth.sock"
-
-    @property
-    def sandbox_dir(self) -> Path:
-        return self.home / "sandboxes"
-
-    def _read_line(self) -> str:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            raise AssertionError(f"the gateway exited ({self.process.poll()}); its log:\n{self.log_text()}")
-        return line
-
-    def send(self, action: dict) -> Any:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(action) + "\n")
-        self.process.stdin.flush()
-        answer = json.loads(self._read_line())
-        if "error" in answer:
-            raise AssertionError(f"driver error: {answer['error']}")
-        return answer["ok"]
-
-    def terminal(self, command: str, session: dict | None = None, **options: Any) -> dict:
-        return self.send({"op": "call", "tool": "terminal", "command": command, "session": session, **options})
-
-    def state(self) -> dict:
-        return self.send({"op": "state"})
-
-    def log_text(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            try:
-                self.send_exit()
-                self.process.wait(timeout=20)
-            except Exception:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
-
-    def send_exit(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps({"op": "exit"}) + "\n")
-        self.process.stdin.flush()
-        self.process.stdin.close()
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
 
 
 def session_of(user: str, platform: str = "telegram") -> dict:
@@ -279,50 +172,9 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         for pid in berth_serve_processes(gateway.socket):
             os.kill(pid, signal.SIGKILL)
         engine.remove_under(root)
-        remove_egress_tables(node, gateway.sandbox_dir / "docker", last=gateway is made[-1][0])
+        remove_egress_tables(node, RUNTIME, gateway.sandbox_dir / "docker", last=gateway is made[-1][0])
         unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)
-
-
-def remove_egress_tables(node: str, sandbox_root: Path, last: bool) -> None:
-    """Removes the nftables tables a test's gateway made: its installation's and, with the test's last
-    gateway, the pool's.
-
-    Their names come from Berth's own functions (``@berth/sandbox-runtime``), not a copy of them.
-    """
-    if not (sandbox_root / ".berth-installation-key").is_file():
-        return  # no sandbox was ever named here: no table either
-    script = (
-        f"import({json.dumps(RUNTIME.as_uri())}).then((m) => console.log(m.installationTableName(m.installationTag("
-        f"{{ sandboxRoot: {json.dumps(os.fspath(sandbox_root))}, pool: {json.dumps(NETWORK_POOL)} }})), "
-        f"m.egressTableName({json.dumps(NETWORK_POOL)})))"
-    )
-    names = subprocess.run(
-        [node, "--input-type=module", "-e", script], capture_output=True, text=True, check=False
-    ).stdout.split()
-    for table in names[: 2 if last and not pool_in_use(NETWORK_POOL) else 1]:
-        subprocess.run(["nft", "delete", "table", "inet", table], capture_output=True, check=False)
-
-
-def pool_in_use(pool: str) -> bool:
-    """Whether a host interface has an IPv4 address inside ``pool``: a sandbox network of it exists, whoever made it."""
-    network = ipaddress.ip_network(pool)
-    listing = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=False).stdout
-    addresses = (field.split("/")[0] for line in listing.splitlines() for field in line.split()[3:4])
-    return any(ipaddress.ip_address(address) in network for address in addresses)
-
-
-def unmount_under(root: Path) -> None:
-    """Unmounts what Berth mounted under a test's root (each user's disk), innermost first, so it can be deleted."""
-    prefix = os.fspath(root) + os.sep
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8") as mountinfo:
-            points = [line.split(" ")[4] for line in mountinfo if len(line.split(" ")) > 4]
-    except OSError:
-        return
-    points = [re.sub(r"\\([0-7]{3})", lambda match: chr(int(match.group(1), 8)), point) for point in points]
-    for point in sorted((point for point in points if point.startswith(prefix)), key=len, reverse=True):
-        subprocess.run(["umount", "--lazy", point], capture_output=True, check=False)
 
 
 def install_with_pip(site: Path) -> None:

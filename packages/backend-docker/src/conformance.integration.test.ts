@@ -12,7 +12,8 @@ beforeAll(async () => {
     await docker.ping();
   } catch (error) {
     throw new Error(
-      `no Docker Engine answers (${error instanceof Error ? error.message : String(error)}); start dockerd, or point DOCKER_HOST at a running engine, then run the tests again`,
+      `no Docker Engine answers (${error instanceof Error ? error.message : String(error)}); ` +
+        'start dockerd, or point DOCKER_HOST at a running engine, then run the tests again',
     );
   }
   try {

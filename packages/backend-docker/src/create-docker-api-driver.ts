@@ -150,7 +150,8 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         if (mapped instanceof EngineUnavailableError) throw mapped;
         throw new ImageNotFoundError(
           image,
-          `image ${image} is not on the ${engine} engine and could not be pulled (${engineMessage(error)}); run \`${engine} pull ${image}\` where a registry is reachable, or set terminal.docker_image to an image you have`,
+          `image ${image} is not on the ${engine} engine and could not be pulled (${engineMessage(error)}); ` +
+            `run \`${engine} pull ${image}\` where a registry is reachable, or set terminal.docker_image to an image you have`,
           { cause: error },
         );
       }
@@ -213,13 +214,15 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
                 .remove({ force: true, v: true })
                 .catch(() => undefined);
               created = false;
+              const fix =
+                engine === 'podman'
+                  ? "Podman runs every container its API service makes under the service's own runtime: " +
+                    `point Berth at a Podman service started with --runtime ${wanted}`
+                  : "check the engine's runtimes";
               throw new SandboxError(
                 'RUNTIME_IGNORED',
-                `the ${engine} engine made sandbox ${spec.name} under ${actual ?? 'an unknown runtime'}, not ${wanted} (terminal.docker_runtime), so Berth removed it unstarted; ${
-                  engine === 'podman'
-                    ? `Podman runs every container its API service makes under the service's own runtime: point Berth at a Podman service started with --runtime ${wanted}`
-                    : "check the engine's runtimes"
-                } (docs/gvisor.md), or unset docker_runtime`,
+                `the ${engine} engine made sandbox ${spec.name} under ${actual ?? 'an unknown runtime'}, not ${wanted} (terminal.docker_runtime), ` +
+                  `so Berth removed it unstarted; ${fix} (docs/gvisor.md), or unset docker_runtime`,
               );
             }
           }

@@ -20,7 +20,11 @@ export interface DockerDriverOptions {
   readonly networkPool?: string;
   /** Labels on every network Berth makes (a test run's marker, say). */
   readonly labels?: Readonly<Record<string, string>>;
-  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove; its installation key names its sandboxes' bridges for the egress policy. */
+  /**
+   * The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose
+   * workspace is inside it are this backend's to list, adopt, reap, stop and remove; its
+   * installation key names its sandboxes' bridges for the egress policy.
+   */
   readonly sandboxRoot?: string;
 }
 

@@ -253,7 +253,8 @@ describe("a sandbox's shells", () => {
     const killed = await engineExec(
       harness.docker,
       id,
-      `for d in /proc/[0-9]*; do case "$(tr '\\0' ' ' 2>/dev/null < $d/cmdline)" in '/bin/sh -c trap'*) read -r p c s pp rest < $d/stat; case "$(tr '\\0' ' ' 2>/dev/null < /proc/$pp/cmdline)" in '/bin/sh -c trap'*) kill -9 \${d#/proc/} && echo killed ;; esac ;; esac; done`,
+      `for d in /proc/[0-9]*; do case "$(tr '\\0' ' ' 2>/dev/null < $d/cmdline)" in '/bin/sh -c trap'*) read -r p c s pp rest < $d/stat; ` +
+        `case "$(tr '\\0' ' ' 2>/dev/null < /proc/$pp/cmdline)" in '/bin/sh -c trap'*) kill -9 \${d#/proc/} && echo killed ;; esac ;; esac; done`,
     );
     expect(killed.output).toBe('killed\n');
     // A job left holding the output retires the session: the next command needs a new shell.

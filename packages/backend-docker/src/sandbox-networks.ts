@@ -247,7 +247,8 @@ export function createSandboxNetworks(options: {
     }
     throw new SandboxError(
       'NETWORK_POOL_FULL',
-      `no free /${SUBNET_PREFIX} is left in terminal.docker_network_pool ${options.pool} (room for ${count} sandboxes); give a larger pool, or remove unused sandboxes with berth rm`,
+      `no free /${SUBNET_PREFIX} is left in terminal.docker_network_pool ${options.pool} (room for ${count} sandboxes); ` +
+        'give a larger pool, or remove unused sandboxes with berth rm',
     );
   };
 
@@ -257,7 +258,8 @@ export function createSandboxNetworks(options: {
       if (info.Labels?.[LABELS.managedBy] !== MANAGED_BY) {
         throw new SandboxError(
           'NETWORK_NAME_TAKEN',
-          `${options.engine ?? 'docker'} network ${name} exists but is not Berth's; remove it (${options.engine ?? 'docker'} network rm ${name}) or set another name prefix`,
+          `${options.engine ?? 'docker'} network ${name} exists but is not Berth's; ` +
+            `remove it (${options.engine ?? 'docker'} network rm ${name}) or set another name prefix`,
         );
       }
       // The label, not Options: Podman's compatible inspect does not report the bridge's name.

@@ -222,7 +222,8 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
     rename: async (id) => {
       throw new SandboxError(
         'ENGINE_ERROR',
-        `sandbox ${id} cannot be renamed: Kubernetes objects keep their names and a claim's files cannot move; remove it (berth rm) to let Berth make the sandbox again`,
+        `sandbox ${id} cannot be renamed: Kubernetes objects keep their names and a claim's files cannot move; ` +
+          'remove it (berth rm) to let Berth make the sandbox again',
       );
     },
 

@@ -87,7 +87,8 @@ export function findKubernetesCluster(options: FindKubernetesClusterOptions = {}
     } else {
       throw new EngineUnavailableError(
         'kubeconfig',
-        "no Kubernetes cluster is configured: no terminal.kubernetes_kubeconfig, no $KUBECONFIG file, no ~/.kube/config and no service account; set terminal.kubernetes_kubeconfig to the cluster's kubeconfig",
+        'no Kubernetes cluster is configured: no terminal.kubernetes_kubeconfig, no $KUBECONFIG file, ' +
+          "no ~/.kube/config and no service account; set terminal.kubernetes_kubeconfig to the cluster's kubeconfig",
       );
     }
   }

@@ -296,7 +296,8 @@ describe('kubernetes: errors name the culprit and the fix, in one line', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toMatch(
       new RegExp(
-        `namespace ${cluster.namespace}-missing does not exist .*; create it \\(kubectl create namespace ${cluster.namespace}-missing\\) or set terminal\\.kubernetes_namespace$`,
+        `namespace ${cluster.namespace}-missing does not exist .*; ` +
+          `create it \\(kubectl create namespace ${cluster.namespace}-missing\\) or set terminal\\.kubernetes_namespace$`,
       ),
     );
   });

@@ -13,7 +13,8 @@ describe('mapKubernetesError', () => {
     const error = mapKubernetesError(fetchFailed('ECONNREFUSED'), context);
     expect(error).toBeInstanceOf(EngineUnavailableError);
     expect(error.message).toBe(
-      'could not create pod berth-ab: the Kubernetes API at https://10.0.0.1:6443 did not answer (ECONNREFUSED); check terminal.kubernetes_kubeconfig and terminal.kubernetes_context, or start the cluster',
+      'could not create pod berth-ab: the Kubernetes API at https://10.0.0.1:6443 did not answer (ECONNREFUSED); ' +
+        'check terminal.kubernetes_kubeconfig and terminal.kubernetes_context, or start the cluster',
     );
     expect(mapKubernetesError(fetchFailed('UNABLE_TO_VERIFY_LEAF_SIGNATURE'), context).message).toMatch(/certificate-authority/);
     const refusedEarly = Object.assign(new TypeError('fetch failed'), { cause: new Error('bad port') });
@@ -40,7 +41,8 @@ describe('mapKubernetesError', () => {
     const forbidden = mapKubernetesError(status(403, { message: 'pods is forbidden: User "berth" cannot create resource "pods"' }), context);
     expect(forbidden).toBeInstanceOf(SandboxError);
     expect(forbidden.message).toBe(
-      'could not create pod berth-ab: pods is forbidden: User "berth" cannot create resource "pods" (403); bind the Role in docs/backend-kubernetes.md to this user in namespace berth',
+      'could not create pod berth-ab: pods is forbidden: User "berth" cannot create resource "pods" (403); ' +
+        'bind the Role in docs/backend-kubernetes.md to this user in namespace berth',
     );
     expect(mapKubernetesError(new ApiException(401, 'HTTP-Code: 401', 'undefined', {}), context)).toBeInstanceOf(EngineUnavailableError);
     const failed = mapKubernetesError(status(500, { message: 'etcdserver: request timed out\nmore' }), context);

@@ -131,7 +131,8 @@ export function mapKubernetesError(error: unknown, context: KubernetesErrorConte
       if (statusBody(error)?.details?.kind === 'namespaces') {
         return new ConfigError(
           'terminal.kubernetes_namespace',
-          `could not ${context.action}: namespace ${context.namespace} does not exist on the cluster at ${context.endpoint}; create it (kubectl create namespace ${context.namespace}) or set terminal.kubernetes_namespace`,
+          `could not ${context.action}: namespace ${context.namespace} does not exist on the cluster at ${context.endpoint}; ` +
+            `create it (kubectl create namespace ${context.namespace}) or set terminal.kubernetes_namespace`,
           { cause: error },
         );
       }

@@ -38,7 +38,8 @@ async function runInPod(
 export async function isPodBusy(connected: Connection, namespace: string, name: string): Promise<boolean> {
   const pod = await readPod(connected.core, namespace, name);
   if (!pod || stateOf(pod) !== 'running') return false;
-  // One exec lists the processes and runs the runtime's probe; a session's shell, a waiting spare and a command made only of builtins all look like /bin/sh, which the probe tells apart.
+  // One exec lists the processes and runs the runtime's probe; a session's shell, a waiting spare
+  // and a command made only of builtins all look like /bin/sh, which the probe tells apart.
   const listing = insideProcessListing();
   const { stdout, exitCode } = await runInPod(connected, namespace, pod, ['/bin/sh', '-c', listing.script], 10_000);
   if (exitCode !== 0) return true;

@@ -73,7 +73,8 @@ function startFailure(pod: V1Pod, image: string, waitedMs: number, storageClass:
     const reason = `${waiting.reason}: ${(waiting.message ?? '').split('\n')[0]}`;
     return new ImageNotFoundError(
       image,
-      `image ${image} cannot be pulled for pod ${pod.metadata?.name} (${reason}); push it where the nodes can pull it, or set terminal.docker_image to one they have`,
+      `image ${image} cannot be pulled for pod ${pod.metadata?.name} (${reason}); ` +
+        'push it where the nodes can pull it, or set terminal.docker_image to one they have',
     );
   }
   if (waiting?.reason && CONTAINER_FAILURES.has(waiting.reason)) {
@@ -88,7 +89,8 @@ function startFailure(pod: V1Pod, image: string, waitedMs: number, storageClass:
     return new SandboxError(
       'ENGINE_ERROR',
       claimWait
-        ? `pod ${pod.metadata?.name} waits for its claim (${message}); the storage class ${storage} has no provisioner that binds it — set terminal.kubernetes_storage_class to one that does`
+        ? `pod ${pod.metadata?.name} waits for its claim (${message}); ` +
+            `the storage class ${storage} has no provisioner that binds it — set terminal.kubernetes_storage_class to one that does`
         : `no node can run pod ${pod.metadata?.name} (${message}); lower terminal.container_cpu or container_memory, or add nodes`,
     );
   }

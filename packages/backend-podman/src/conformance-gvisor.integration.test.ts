@@ -27,7 +27,9 @@ beforeAll(async () => {
     await docker.ping();
   } catch (error) {
     throw new Error(
-      `no Podman API under gVisor answers on ${socketPath} (${error instanceof Error ? error.message : String(error)}); start it with \`podman --runtime runsc --runtime-flag network=host system service --time=0 unix://${socketPath}\` (or run scripts/engines.sh), then run the tests again`,
+      `no Podman API under gVisor answers on ${socketPath} (${error instanceof Error ? error.message : String(error)}); ` +
+        `start it with \`podman --runtime runsc --runtime-flag network=host system service --time=0 unix://${socketPath}\` (or run ` +
+        'scripts/engines.sh), then run the tests again',
     );
   }
 });

@@ -13,7 +13,8 @@ beforeAll(async () => {
     await docker.ping();
   } catch (error) {
     throw new Error(
-      `no Podman API answers on ${socketPath} (${error instanceof Error ? error.message : String(error)}); start it with \`podman system service --time=0 unix://${socketPath}\` (or run scripts/engines.sh), then run the tests again`,
+      `no Podman API answers on ${socketPath} (${error instanceof Error ? error.message : String(error)}); ` +
+        `start it with \`podman system service --time=0 unix://${socketPath}\` (or run scripts/engines.sh), then run the tests again`,
     );
   }
   try {

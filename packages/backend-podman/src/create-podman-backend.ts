@@ -33,7 +33,11 @@ export interface PodmanDriverOptions {
   readonly networkPool?: string;
   /** Labels on every network Berth makes (a test run's marker, say). */
   readonly labels?: Readonly<Record<string, string>>;
-  /** The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose workspace is inside it are this backend's to list, adopt, reap, stop and remove; its installation key names its sandboxes' bridges for the egress policy. */
+  /**
+   * The folder of this installation's sandboxes (`{sandbox_dir}/docker`): only those whose
+   * workspace is inside it are this backend's to list, adopt, reap, stop and remove; its
+   * installation key names its sandboxes' bridges for the egress policy.
+   */
   readonly sandboxRoot?: string;
 }
 
@@ -80,7 +84,8 @@ async function connect(options: PodmanDriverOptions): Promise<{ docker: Dockerod
     if (engineStatus(error) === 404) {
       throw new SandboxError(
         'ENGINE_NOT_PODMAN',
-        `the engine at ${endpoint} has no Podman API (/libpod/info answered 404); point socketPath at a Podman socket, or use createDockerBackend for a Docker Engine`,
+        `the engine at ${endpoint} has no Podman API (/libpod/info answered 404); ` +
+          'point socketPath at a Podman socket, or use createDockerBackend for a Docker Engine',
         { cause: error },
       );
     }
@@ -127,7 +132,9 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
       found = { host, endpoint };
       const warnings: string[] = [];
       if (!host.resourceLimits) {
-        const warning = `rootless Podman on cgroup ${host.cgroupVersion} cannot limit memory, CPU or pids; each sandbox is bounded by the nproc ulimit (the pids limit) instead — move the host to cgroup v2 for full limits`;
+        const warning =
+          `rootless Podman on cgroup ${host.cgroupVersion} cannot limit memory, CPU or pids; ` +
+          'each sandbox is bounded by the nproc ulimit (the pids limit) instead — move the host to cgroup v2 for full limits';
         warnings.push(warning);
         options.logger?.warn(`berth: ${warning}`);
       }
@@ -155,7 +162,10 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
   };
 }
 
-/** Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s: every backend's (`BackendOptions` of `@berth/sandbox-runtime`) and the Podman driver's. */
+/**
+ * Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s: every
+ * backend's (`BackendOptions` of `@berth/sandbox-runtime`) and the Podman driver's.
+ */
 export interface PodmanBackendOptions extends PodmanDriverOptions, BackendOptions {}
 
 /** The Podman backend: the sandbox runtime over the Podman driver, and the engine facts it adapted to. */

@@ -52,7 +52,8 @@ export function parseContainerHost(value: string): PodmanEndpoint {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1] ?? 'none';
   throw new SandboxError(
     'CONTAINER_HOST_INVALID',
-    `CONTAINER_HOST uses the scheme ${scheme}, which Berth does not speak; forward the remote socket to a local one (ssh -L) and set CONTAINER_HOST to unix:///that/socket`,
+    `CONTAINER_HOST uses the scheme ${scheme}, which Berth does not speak; ` +
+      'forward the remote socket to a local one (ssh -L) and set CONTAINER_HOST to unix:///that/socket',
   );
 }
 
@@ -123,6 +124,7 @@ export async function findPodmanSocket(options: FindPodmanSocketOptions = {}): P
   }
   throw new EngineUnavailableError(
     tried.map((entry) => entry.split(' (')[0]).join(', '),
-    `no Podman API service answers; tried ${tried.join(', ')}; start one with \`${podmanServiceCommand(environment, uid)}\`, or set CONTAINER_HOST to a running one`,
+    `no Podman API service answers; tried ${tried.join(', ')}; ` +
+      `start one with \`${podmanServiceCommand(environment, uid)}\`, or set CONTAINER_HOST to a running one`,
   );
 }

@@ -55,7 +55,8 @@ describe('the purge race on rootless Podman', () => {
     await chmod(precious, 0o500);
     const planted = await gateway.doExec(attacker, {
       command:
-        'mkdir -p /workspace/p && cd /workspace/p && for d in $(seq 1 150); do mkdir d$d && (cd d$d && seq 1 200 | xargs touch) && chmod 500 d$d; done; echo planted',
+        'mkdir -p /workspace/p && cd /workspace/p && for d in $(seq 1 150); do mkdir d$d && ' +
+        '(cd d$d && seq 1 200 | xargs touch) && chmod 500 d$d; done; echo planted',
       timeout: 120,
     });
     expect(planted.stdout).toBe('planted\n');

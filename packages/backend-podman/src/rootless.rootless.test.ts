@@ -80,7 +80,8 @@ describe('rootless Podman', () => {
     const request = requestOf(backend, `9${runId.replace(/[a-f]/g, '1')}1`);
     const result = await backend.doExec(request, {
       command:
-        'id -u; echo "$HOME"; echo work > /workspace/file.txt; mkdir -p /workspace/deep/er && echo deep > /workspace/deep/er/file.txt; chmod 500 /workspace/deep; echo home > "$HOME/file.txt"',
+        'id -u; echo "$HOME"; echo work > /workspace/file.txt; mkdir -p /workspace/deep/er && ' +
+        'echo deep > /workspace/deep/er/file.txt; chmod 500 /workspace/deep; echo home > "$HOME/file.txt"',
     });
     expect(result).toMatchObject({ exitCode: 0, stdout: `${uid}\n/root\n` });
     // Its session and kill shell came from its launcher: their FIFOs, named after this process's random mark, are in the channel folder.
@@ -110,7 +111,8 @@ describe('rootless Podman', () => {
     const request = requestOf(backend, `9${runId.replace(/[a-f]/g, '2')}2`);
     const attempt = await backend.doExec(request, {
       command:
-        'echo x > /workspace/given.txt; chown 0:0 /workspace/given.txt; echo "chown=$?"; chown 1:1 /workspace/given.txt; echo "chown=$?"; mkdir /workspace/d && chown 2 /workspace/d; echo "chown=$?"',
+        'echo x > /workspace/given.txt; chown 0:0 /workspace/given.txt; echo "chown=$?"; ' +
+        'chown 1:1 /workspace/given.txt; echo "chown=$?"; mkdir /workspace/d && chown 2 /workspace/d; echo "chown=$?"',
     });
     expect(attempt.stdout).toBe('chown=1\nchown=1\nchown=1\n');
     for (const file of ['given.txt', 'd']) expect((await stat(path.join(request.paths.workspace, file))).uid).toBe(uid);

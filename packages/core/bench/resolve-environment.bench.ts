@@ -52,7 +52,8 @@ console.log('| user variables present | index build (ms) | median (Âµs) | p90 (Â
 console.log('| ---: | ---: | ---: | ---: | ---: |');
 for (const row of rows) {
   console.log(
-    `| ${row.userVariables} | ${row.indexBuildMs.toFixed(2)} | ${row.medianMicroseconds.toFixed(2)} | ${row.p90Microseconds.toFixed(2)} | ${(row.medianMicroseconds / base).toFixed(2)}x |`,
+    `| ${row.userVariables} | ${row.indexBuildMs.toFixed(2)} | ${row.medianMicroseconds.toFixed(2)} ` +
+      `| ${row.p90Microseconds.toFixed(2)} | ${(row.medianMicroseconds / base).toFixed(2)}x |`,
   );
 }
 const ratio = rows.at(-1)!.medianMicroseconds / base;

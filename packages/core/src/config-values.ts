@@ -64,7 +64,9 @@ const brokeredHeader = z
   .string()
   .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/, { message: 'expected an HTTP header name, like X-Api-Key' })
   .refine((name) => !UNBROKERABLE_HEADERS.includes(name.toLowerCase()), {
-    message: `names a header that frames or routes the request (${UNBROKERABLE_HEADERS.join(', ')}), which the proxy writes itself; name the header the API reads the key from`,
+    message:
+      `names a header that frames or routes the request (${UNBROKERABLE_HEADERS.join(', ')}), ` +
+      'which the proxy writes itself; name the header the API reads the key from',
   });
 
 /** A URL query parameter name. */

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { parseConfigText, parseTerminalConfig, terminalConfigSchema } from './config.js';
+import { parseConfigText, parseTerminalConfig } from './config.js';
+import { terminalConfigSchema } from './terminal-config-schema.js';
 import { ConfigError } from './errors.js';
 import { PROPERTY_TEST_TIMEOUT_MS } from '../../../vitest.shared.js';
 

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { describeIgnoredKeys, IGNORED_GATEWAY_KEYS, loadConfig, parseConfigText, parseTerminalConfig } from './config.js';
+import { describeIgnoredKeys, loadConfig, parseConfigText, parseTerminalConfig } from './config.js';
+import { IGNORED_GATEWAY_KEYS } from './terminal-config-schema.js';
 import { ConfigError } from './errors.js';
 
 const message = (fn: () => unknown): string => {
@@ -231,7 +232,8 @@ terminal:
 
     it('refuse a brokered variable with no host, a bad or reserved name, or one whose value is written in docker_env', () => {
       expect(message(() => parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: [] } }))).toBe(
-        'terminal.docker_secret_hosts.GITHUB_TOKEN is a list: expected at least one host, like ["api.github.com"], that the value may be sent to; list them or remove the variable',
+        'terminal.docker_secret_hosts.GITHUB_TOKEN is a list: expected at least one host, ' +
+          'like ["api.github.com"], that the value may be sent to; list them or remove the variable',
       );
       expect(message(() => parseTerminalConfig({ docker_secret_hosts: { 'GITHUB-TOKEN': ['api.github.com'] } }))).toBe(
         'terminal.docker_secret_hosts.GITHUB-TOKEN is a list: expected a variable name like GITHUB_TOKEN, not "GITHUB-TOKEN"',
@@ -245,7 +247,9 @@ terminal:
       expect(
         message(() => parseTerminalConfig({ docker_env: { GITHUB_TOKEN: 'ghp_written' }, docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com'] } })),
       ).toBe(
-        "terminal.docker_secret_hosts.GITHUB_TOKEN is a list: GITHUB_TOKEN is also in terminal.docker_env, whose values are written in the config and are no secret to broker; move its value to the gateway's environment, list GITHUB_TOKEN in terminal.docker_forward_env and remove it from terminal.docker_env",
+        'terminal.docker_secret_hosts.GITHUB_TOKEN is a list: GITHUB_TOKEN is also in terminal.docker_env, ' +
+          'whose values are written in the config and are no secret to broker; ' +
+          "move its value to the gateway's environment, list GITHUB_TOKEN in terminal.docker_forward_env and remove it from terminal.docker_env",
       );
       expect(message(() => parseTerminalConfig({ docker_secret_hosts: ['GITHUB_TOKEN'] }))).toBe('terminal.docker_secret_hosts is a list: expected a mapping');
       expect(message(() => parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: 'api.github.com' } }))).toBe(
@@ -255,7 +259,8 @@ terminal:
 
     it('refuse domains while egress is open (never silently ignored), and an unknown egress mode', () => {
       expect(message(() => parseTerminalConfig({ docker_egress_domains: ['api.github.com'] }))).toBe(
-        'terminal.docker_egress_domains is a list: terminal.docker_egress is open, so sandboxes reach every host and this list would be ignored; set terminal.docker_egress: allowlist, or remove docker_egress_domains',
+        'terminal.docker_egress_domains is a list: terminal.docker_egress is open, so sandboxes reach every host and this list would be ignored; ' +
+          'set terminal.docker_egress: allowlist, or remove docker_egress_domains',
       );
       expect(message(() => parseTerminalConfig({ docker_egress: 'open', docker_egress_domains: ['api.github.com'] }))).toMatch(
         /^terminal\.docker_egress_domains .*set terminal\.docker_egress: allowlist/,

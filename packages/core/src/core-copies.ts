@@ -69,6 +69,8 @@ export function assertOneSessionStore(): void {
   if (layouts.size <= 1) return;
   const versions = [...new Set(copies.map((copy) => `${copy.version} (session store v${copy.sharedStateVersion})`))].join(', ');
   throw new CoreVersionConflictError(
-    `this process has loaded copies of @berth/core that cannot share one session store (${versions}), so the host's runWithSession would not reach Berth; install one version of @berth/core for the host and every @berth package (npm ls @berth/core shows the copies; npm dedupe or a matching version fixes it)`,
+    `this process has loaded copies of @berth/core that cannot share one session store (${versions}), ` +
+      "so the host's runWithSession would not reach Berth; install one version of @berth/core for the host " +
+      'and every @berth package (npm ls @berth/core shows the copies; npm dedupe or a matching version fixes it)',
   );
 }

@@ -56,10 +56,16 @@ export function egressExceptionProblem(entry: string, pool: string): string | un
   if (cidrWithin(normal, pool))
     return `${entry} lies in terminal.docker_network_pool ${pool}, the sandboxes' own addresses, which no exception opens; remove it`;
   if (cidr.prefix < MIN_RANGE_PREFIX) {
-    return `${entry} is wider than a /${MIN_RANGE_PREFIX}: it would open every private network at once; name the networks the sandboxes need, each a /${MIN_RANGE_PREFIX} or narrower (e.g. 10.0.0.0/8)`;
+    return (
+      `${entry} is wider than a /${MIN_RANGE_PREFIX}: it would open every private network at once; ` +
+      `name the networks the sandboxes need, each a /${MIN_RANGE_PREFIX} or narrower (e.g. 10.0.0.0/8)`
+    );
   }
   if (cidr.prefix < 32 && cidrWithin(normal, LINK_LOCAL_RANGE)) {
-    return `${entry} is a range in link-local ${LINK_LOCAL_RANGE} (cloud metadata), which a range never opens; name the one address a sandbox needs, e.g. 169.254.169.254:80`;
+    return (
+      `${entry} is a range in link-local ${LINK_LOCAL_RANGE} (cloud metadata), which a range never opens; ` +
+      'name the one address a sandbox needs, e.g. 169.254.169.254:80'
+    );
   }
   return undefined;
 }

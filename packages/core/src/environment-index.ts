@@ -1,4 +1,4 @@
-import { reservedVariableReason } from './config.js';
+import { reservedVariableReason } from './reserved-variables.js';
 import { AmbiguousVariableError } from './errors.js';
 import { formatIdentity, PLATFORM_NAME_PATTERN, type Identity } from './identity.js';
 import type { PlatformRegistry } from './platform-registry.js';

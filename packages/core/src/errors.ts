@@ -259,7 +259,8 @@ export class UnsupportedSpecificationError extends BerthError {
   constructor(what: string, version: unknown) {
     super(
       'SPECIFICATION_UNSUPPORTED',
-      `${what} declares specificationVersion ${JSON.stringify(version)}, but this release of Berth supports only "v1"; upgrade Berth or use a ${what} built for v1`,
+      `${what} declares specificationVersion ${JSON.stringify(version)}, ` +
+        `but this release of Berth supports only "v1"; upgrade Berth or use a ${what} built for v1`,
     );
   }
 }

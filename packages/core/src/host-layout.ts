@@ -92,7 +92,8 @@ export function resolveSandboxDir(configured: string | undefined, environment: N
   if (!path.isAbsolute(chosen)) {
     throw new ConfigError(
       source,
-      `${source} gives the sandbox folder ${shown}, a relative path, which would depend on the folder Berth runs from; write an absolute path (e.g. /var/lib/berth/sandboxes)`,
+      `${source} gives the sandbox folder ${shown}, a relative path, which would depend on the folder Berth runs from; ` +
+        'write an absolute path (e.g. /var/lib/berth/sandboxes)',
     );
   }
   const resolved = path.resolve(chosen);
@@ -101,7 +102,8 @@ export function resolveSandboxDir(configured: string | undefined, environment: N
   if (kernel) {
     throw new ConfigError(
       source,
-      `${source} gives the sandbox folder ${shown}, under ${kernel}, a kernel file system where no folder can be kept; choose a folder on a disk (e.g. /var/lib/berth/sandboxes)`,
+      `${source} gives the sandbox folder ${shown}, under ${kernel}, a kernel file system where no folder can be kept; ` +
+        'choose a folder on a disk (e.g. /var/lib/berth/sandboxes)',
     );
   }
   if (blocker) {

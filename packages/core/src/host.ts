@@ -95,7 +95,8 @@ export function assertHost(host: unknown): asserts host is BerthHostV1 {
   if (candidate.sessionSource !== undefined && candidate.sessionSource !== 'context' && candidate.sessionSource !== 'environment') {
     throw new ConfigError(
       'host.sessionSource',
-      `host.sessionSource is ${describeForMessage(candidate.sessionSource)}: expected 'context' (runWithSession, the default) or 'environment' (one command per process)`,
+      `host.sessionSource is ${describeForMessage(candidate.sessionSource)}: ` +
+        "expected 'context' (runWithSession, the default) or 'environment' (one command per process)",
     );
   }
 }

@@ -37,7 +37,8 @@ export function createIdentityLinks(links: readonly (readonly string[])[], regis
       if (groups.has(key) || members.findIndex((other) => formatIdentity(other) === key) !== memberIndex) {
         throw new ConfigError(
           `terminal.docker_identity_links.${linkIndex}`,
-          `terminal.docker_identity_links.${linkIndex} links ${key}, which is already linked; an identity may appear in one link only — merge the two links or remove one`,
+          `terminal.docker_identity_links.${linkIndex} links ${key}, which is already linked; ` +
+            'an identity may appear in one link only — merge the two links or remove one',
         );
       }
       groups.set(key, members);

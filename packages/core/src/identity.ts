@@ -21,7 +21,8 @@ export function assertPlatformName(platform: string): void {
   if (!PLATFORM_NAME_PATTERN.test(platform)) {
     throw new IdentityError(
       platform,
-      `platform name ${JSON.stringify(truncateForMessage(platform))} is invalid; use a lower-case letter followed by up to 31 lower-case letters or digits, e.g. telegram`,
+      `platform name ${JSON.stringify(truncateForMessage(platform))} is invalid; ` +
+        'use a lower-case letter followed by up to 31 lower-case letters or digits, e.g. telegram',
     );
   }
 }

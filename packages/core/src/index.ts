@@ -37,17 +37,8 @@ export { assertOneSessionStore, loadedCoreCopies, type CoreCopy } from './core-c
 export { resolveScope, taskFolderName, type ResolveScopeOptions, type SandboxScope, type TaskScope, type UserScope } from './scope.js';
 export type { SandboxPaths } from './sandbox-paths.js';
 export { hermesHome, INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER, resolveSandboxDir, sandboxRootOf } from './host-layout.js';
-export {
-  defaultConfigPath,
-  describeIgnoredKeys,
-  IGNORED_GATEWAY_KEYS,
-  loadConfig,
-  parseTerminalConfig,
-  terminalConfigSchema,
-  type LoadedConfig,
-  type TerminalConfig,
-  type TerminalConfigInput,
-} from './config.js';
+export { defaultConfigPath, describeIgnoredKeys, loadConfig, parseTerminalConfig, type LoadedConfig } from './config.js';
+export { IGNORED_GATEWAY_KEYS, terminalConfigSchema, type TerminalConfig, type TerminalConfigInput } from './terminal-config-schema.js';
 export {
   BERTH_FAILURE_EXIT_CODE,
   DEFAULT_COMMAND_TIMEOUT_SECONDS,

@@ -82,7 +82,8 @@ export function createPlatformRegistry(options: PlatformRegistryOptions = {}): P
         .join(', ');
       throw new UnknownPlatformError(
         name,
-        `no adapter knows the platform ${JSON.stringify(name)} (known: ${known || 'none'}); check its spelling, or, for a platform without an adapter of its own, add ${name} to terminal.generic_platforms (or its adapter to terminal.platform_adapters)`,
+        `no adapter knows the platform ${JSON.stringify(name)} (known: ${known || 'none'}); check its spelling, or, ` +
+          `for a platform without an adapter of its own, add ${name} to terminal.generic_platforms (or its adapter to terminal.platform_adapters)`,
       );
     }
     let fallback = generic.get(name);
@@ -99,7 +100,9 @@ export function createPlatformRegistry(options: PlatformRegistryOptions = {}): P
       seen.set(key, identity.id);
     } else if (previous !== identity.id) {
       throw new IdentityCollisionError(
-        `the ${identity.platform} adapter gives ${JSON.stringify(truncateForMessage(identity.id))} and ${JSON.stringify(truncateForMessage(previous))} the same ${what}; refused so they never share a sandbox — fix the adapter's ${what === 'folder' ? 'folderName' : 'envName'}()`,
+        `the ${identity.platform} adapter gives ${JSON.stringify(truncateForMessage(identity.id))} and ` +
+          `${JSON.stringify(truncateForMessage(previous))} the same ${what}; refused so they never share a sandbox — ` +
+          `fix the adapter's ${what === 'folder' ? 'folderName' : 'envName'}()`,
       );
     }
   };
@@ -142,7 +145,8 @@ export function createPlatformRegistry(options: PlatformRegistryOptions = {}): P
       if (typeof form !== 'string' || !FOLDER_FORM_PATTERN.test(form)) {
         throw new IdentityError(
           adapter.platform,
-          `the ${adapter.platform} adapter gave ${formatIdentity(identity)} the folder form ${JSON.stringify(truncateForMessage(String(form)))}, which is not a safe file name (${FOLDER_FORM_PATTERN}); fix the adapter`,
+          `the ${adapter.platform} adapter gave ${formatIdentity(identity)} the folder form ${JSON.stringify(truncateForMessage(String(form)))}, ` +
+            `which is not a safe file name (${FOLDER_FORM_PATTERN}); fix the adapter`,
         );
       }
       remember(seenFolders, `${adapter.platform}@${form.toLowerCase()}`, identity, 'folder');
@@ -154,7 +158,8 @@ export function createPlatformRegistry(options: PlatformRegistryOptions = {}): P
       if (typeof form !== 'string' || !ENV_FORM_PATTERN.test(form)) {
         throw new IdentityError(
           adapter.platform,
-          `the ${adapter.platform} adapter gave ${formatIdentity(identity)} the env form ${JSON.stringify(truncateForMessage(String(form)))}; env forms must be upper-case letters and digits only (no "_"), fix the adapter`,
+          `the ${adapter.platform} adapter gave ${formatIdentity(identity)} the env form ${JSON.stringify(truncateForMessage(String(form)))}; ` +
+            'env forms must be upper-case letters and digits only (no "_"), fix the adapter',
         );
       }
       remember(seenEnvNames, `${adapter.platform}_${form}`, identity, 'env form');

@@ -19,7 +19,8 @@ export function resolveTypedIdentity(registry: PlatformRegistry, typed: Identity
   const written = show({ platform: typed.platform, id: truncateForMessage(typed.id) });
   throw new IdentityError(
     identity.platform,
-    `${written} is not written the way Berth writes that identity: it would be read as ${show(identity)}; type exactly that if it is the person you mean (an id you type must be canonical, so that it can never name someone else)`,
+    `${written} is not written the way Berth writes that identity: it would be read as ${show(identity)}; ` +
+      'type exactly that if it is the person you mean (an id you type must be canonical, so that it can never name someone else)',
   );
 }
 

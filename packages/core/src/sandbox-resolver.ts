@@ -8,7 +8,7 @@ import { resolveSandboxPaths } from './sandbox-paths.js';
 import { resolveScope, taskScope, userScope, type SandboxScope } from './scope.js';
 import { getActiveSession, type SessionContext } from './session-context.js';
 import type { SandboxRequest } from './backend.js';
-import type { TerminalConfig } from './config.js';
+import type { TerminalConfig } from './terminal-config-schema.js';
 
 /** Turns sessions into sandbox requests: scope, paths and environment. */
 export interface SandboxResolver {

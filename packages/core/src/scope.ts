@@ -144,7 +144,10 @@ export function resolveScope(options: ResolveScopeOptions): SandboxScope {
   if (!namesSomeone(session)) {
     if (options.sessionRequired) {
       throw new SessionAttributionError(
-        "the command came from a gateway that serves many people, but its session names no platform, user, chat or session key, so Berth cannot tell whose sandbox it is and will not use one they would all share; run it inside a message's session (the host sets HERMES_SESSION_PLATFORM and HERMES_SESSION_USER_ID or HERMES_SESSION_CHAT_ID), or set terminal.docker_user_sandbox: false for one shared sandbox",
+        'the command came from a gateway that serves many people, but its session names no platform, user, chat or session key, ' +
+          "so Berth cannot tell whose sandbox it is and will not use one they would all share; run it inside a message's session (the host sets " +
+          'HERMES_SESSION_PLATFORM and HERMES_SESSION_USER_ID or HERMES_SESSION_CHAT_ID), or set terminal.docker_user_sandbox: ' +
+          'false for one shared sandbox',
       );
     }
     return taskScope(taskId);
@@ -174,6 +177,7 @@ export function resolveScope(options: ResolveScopeOptions): SandboxScope {
     );
   }
   throw new SessionAttributionError(
-    `the session names the platform ${JSON.stringify(truncateForMessage(String(platform)))} but no user, chat or session key, so Berth cannot tell whose sandbox it is; the host must pass userId or chatId with the platform`,
+    `the session names the platform ${JSON.stringify(truncateForMessage(String(platform)))} but no user, ` +
+      'chat or session key, so Berth cannot tell whose sandbox it is; the host must pass userId or chatId with the platform',
   );
 }

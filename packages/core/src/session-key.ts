@@ -48,7 +48,8 @@ function unknownShape(parts: readonly string[]): SessionKeyMeaning {
   const shape = shapeOf(parts);
   return refused(
     shape,
-    `session key of shape ${shape} is not one Berth recognises, so it cannot tell whose sandbox the command belongs to; direct chats need keys like agent:<agent>:<channel>:direct:<peer>: ${PER_CHANNEL_PEER_FIX}`,
+    `session key of shape ${shape} is not one Berth recognises, so it cannot tell whose sandbox the command belongs to; ` +
+      `direct chats need keys like agent:<agent>:<channel>:direct:<peer>: ${PER_CHANNEL_PEER_FIX}`,
   );
 }
 
@@ -87,13 +88,15 @@ export function classifySessionKey(sessionKey: string): SessionKeyMeaning {
   if (parts.length === 3 && parts[2] !== '') {
     return refused(
       'agent:<agent>:<main key>',
-      `session key agent:<agent>:<main key> is the one session every direct chat shares (OpenClaw's session.dmScope: main, its default), so Berth cannot tell whose sandbox the command belongs to; ${PER_CHANNEL_PEER_FIX}`,
+      "session key agent:<agent>:<main key> is the one session every direct chat shares (OpenClaw's session.dmScope: " +
+        `main, its default), so Berth cannot tell whose sandbox the command belongs to; ${PER_CHANNEL_PEER_FIX}`,
     );
   }
   if (DIRECT.has(parts[2] ?? '')) {
     return refused(
       `agent:<agent>:${parts[2]}:<peer>`,
-      `session key agent:<agent>:${parts[2]}:<peer> names the sender but not the channel (OpenClaw's session.dmScope: per-peer), so Berth cannot tell which platform user it is; ${PER_CHANNEL_PEER_FIX}`,
+      `session key agent:<agent>:${parts[2]}:<peer> names the sender but not the channel (OpenClaw's session.dmScope: ` +
+        `per-peer), so Berth cannot tell which platform user it is; ${PER_CHANNEL_PEER_FIX}`,
     );
   }
   const channel = parts[2] ?? '';

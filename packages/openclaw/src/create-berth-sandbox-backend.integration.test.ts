@@ -264,7 +264,8 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     // earlier test wrote it); and his own file, which goes.
     await spawnExec(
       handles.bob!,
-      `ln -sf ${workspaceOf(alice)}/out/a.bin /workspace/to-alice.bin; ln -sf ${hostWorkspace}/out/a.bin /workspace/to-openclaw.bin; ln -sf /proc/1/environ /workspace/environ.txt; printf bob > /workspace/mine.txt`,
+      `ln -sf ${workspaceOf(alice)}/out/a.bin /workspace/to-alice.bin; ln -sf ${hostWorkspace}/out/a.bin /workspace/to-openclaw.bin; ` +
+        'ln -sf /proc/1/environ /workspace/environ.txt; printf bob > /workspace/mine.txt',
     );
     await backend.hooks.beforeAgentFinalize(
       {

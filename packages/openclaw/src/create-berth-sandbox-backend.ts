@@ -178,7 +178,8 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
     if (!ownFolder && !warnedShared.has(hostWorkspaceDir)) {
       warnedShared.add(hostWorkspaceDir);
       logger?.warn(
-        `berth: OpenClaw keeps one host folder for several sessions (${hostWorkspaceDir}), so attachments and MEDIA: files cannot be told apart by user and are not carried; set agents.defaults.sandbox.scope: "session" and workspaceAccess: "none"`,
+        `berth: OpenClaw keeps one host folder for several sessions (${hostWorkspaceDir}), so attachments and MEDIA: ` +
+          'files cannot be told apart by user and are not carried; set agents.defaults.sandbox.scope: "session" and workspaceAccess: "none"',
       );
     }
     const session: KnownSession = { hostWorkspaceDir, ownFolder };

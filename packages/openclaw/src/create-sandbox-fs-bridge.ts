@@ -239,7 +239,8 @@ export function createSandboxFsBridge(options: CreateSandboxFsBridgeOptions): Op
         throw new SandboxFsError(
           'EFBIG',
           containerPath,
-          `File exceeds ${limit} bytes: ${containerPath}${maxBytes === undefined || maxBytes > readLimit ? ' (the sandbox file tools read at most that much; use exec for larger files)' : ''}`,
+          `File exceeds ${limit} bytes: ${containerPath}` +
+            (maxBytes === undefined || maxBytes > readLimit ? ' (the sandbox file tools read at most that much; use exec for larger files)' : ''),
         );
       };
       const chunks: Buffer[] = [];

@@ -189,7 +189,9 @@ export async function prepareReplyMedia(options: PrepareReplyMediaOptions): Prom
     if (placed + bytes.length > options.budget) {
       outcomes.push({
         ...target,
-        refusal: `${target.sandboxPath} would take this reply's files past ${Math.round(options.budget / 1024 / 1024)} MB, the user's share of the gateway's disk; send it in a reply of its own`,
+        refusal:
+          `${target.sandboxPath} would take this reply's files past ${Math.round(options.budget / 1024 / 1024)} MB, ` +
+          "the user's share of the gateway's disk; send it in a reply of its own",
       });
       continue;
     }

@@ -72,7 +72,8 @@ describe.each(['docker', 'podman'] as const)('the OpenClaw bridge on %s, attacke
   it("refuses at once to read a 1 TB sparse file for a tool that gives no maxBytes, and the gateway's memory stays put", async () => {
     const made = await handle.runShellCommand({
       script:
-        'dd if=/dev/zero of=/workspace/huge bs=1 count=0 seek=1099511627776 2>/dev/null || truncate -s 1099511627776 /workspace/huge; stat -c %s /workspace/huge',
+        'dd if=/dev/zero of=/workspace/huge bs=1 count=0 seek=1099511627776 2>/dev/null || ' +
+        'truncate -s 1099511627776 /workspace/huge; stat -c %s /workspace/huge',
     });
     expect(made.stdout.toString()).toBe('1099511627776\n');
     const before = process.memoryUsage().rss;
@@ -94,7 +95,8 @@ describe.each(['docker', 'podman'] as const)('the OpenClaw bridge on %s, attacke
     // A writer appending in the sandbox while the bridge reads (each chunk is one command).
     await handle.runShellCommand({
       script:
-        'head -c 4000000 /dev/zero > /workspace/growing; (i=0; while [ $i -lt 600 ]; do head -c 100000 /dev/zero >> /workspace/growing; sleep 0.05; i=$((i+1)); done) >/dev/null 2>&1 &',
+        'head -c 4000000 /dev/zero > /workspace/growing; (i=0; while [ $i -lt 600 ]; ' +
+        'do head -c 100000 /dev/zero >> /workspace/growing; sleep 0.05; i=$((i+1)); done) >/dev/null 2>&1 &',
     });
     const read = await bridge.readFile({ filePath: '/workspace/growing' }).then(
       (bytes) => bytes.length,

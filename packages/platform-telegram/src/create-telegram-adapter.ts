@@ -97,7 +97,8 @@ export function createTelegramAdapter(options?: TelegramAdapterOptions): Platfor
 
   const chatRefusal = (shown: string, digits: string): IdentityError =>
     refuse(
-      `telegram id ${shown} is negative: it is a chat (${digits.startsWith('100') ? 'a supergroup or channel' : 'a group'}), not a user; pass the sender's id (message.from.id), not the chat's`,
+      `telegram id ${shown} is negative: it is a chat (${digits.startsWith('100') ? 'a supergroup or channel' : 'a group'}), not a user; ` +
+        "pass the sender's id (message.from.id), not the chat's",
     );
 
   const fromNumber = (value: number): string => {

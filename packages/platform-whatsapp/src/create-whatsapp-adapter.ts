@@ -88,7 +88,8 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
     }
     if (compact.startsWith('0')) {
       throw refuse(
-        `whatsapp sender ${shown} starts with 0, so it is a national number or uses a dialling prefix Berth was not told about; write it as +<country code><number>${internationalPrefix === undefined ? ' or set internationalPrefix (e.g. "00")' : ''}`,
+        `whatsapp sender ${shown} starts with 0, so it is a national number or uses a dialling prefix Berth was not told about; ` +
+          `write it as +<country code><number>${internationalPrefix === undefined ? ' or set internationalPrefix (e.g. "00")' : ''}`,
       );
     }
     if (compact !== text) {
@@ -103,7 +104,8 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
     const linkedId = `${number}@lid`;
     if (resolveLinkedId === undefined) {
       throw refuse(
-        `whatsapp sender ${shown} is a linked id (LID), which hides the phone number, and no resolveLinkedId lookup was given; Berth does not guess — pass one to createWhatsAppAdapter`,
+        `whatsapp sender ${shown} is a linked id (LID), which hides the phone number, ` +
+          'and no resolveLinkedId lookup was given; Berth does not guess — pass one to createWhatsAppAdapter',
       );
     }
     let answer: unknown;
@@ -111,13 +113,15 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
       answer = resolveLinkedId(linkedId);
     } catch (error) {
       throw refuse(
-        `whatsapp sender ${shown} is a linked id and the resolveLinkedId lookup failed (${truncateForMessage(error instanceof Error ? error.message : String(error))}); fix the host's lookup`,
+        `whatsapp sender ${shown} is a linked id and the resolveLinkedId lookup failed ` +
+          `(${truncateForMessage(error instanceof Error ? error.message : String(error))}); fix the host's lookup`,
         error,
       );
     }
     if (answer === undefined || answer === null || answer === '') {
       throw refuse(
-        `whatsapp sender ${shown} is a linked id (LID) that the host's lookup cannot map to a phone number; it is refused rather than guessed — record its number in the host's contact store`,
+        `whatsapp sender ${shown} is a linked id (LID) that the host's lookup cannot map to a phone number; ` +
+          "it is refused rather than guessed — record its number in the host's contact store",
       );
     }
     if (typeof answer !== 'string')
@@ -163,7 +167,8 @@ export function createWhatsAppAdapter(options?: WhatsAppAdapterOptions): Platfor
       }
       default:
         throw refuse(
-          `whatsapp sender ${shown} is on server ${JSON.stringify(truncateForMessage(server, 30))}, which is not a WhatsApp user server; expected @s.whatsapp.net, @c.us or @lid`,
+          `whatsapp sender ${shown} is on server ${JSON.stringify(truncateForMessage(server, 30))}, ` +
+            'which is not a WhatsApp user server; expected @s.whatsapp.net, @c.us or @lid',
         );
     }
   };

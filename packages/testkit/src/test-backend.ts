@@ -47,7 +47,11 @@ export interface TestBackendOptions {
    * `lifetime_seconds: 1`), plus once more to test adoption.
    */
   readonly create: (config: TerminalConfig) => SandboxBackend | Promise<SandboxBackend>;
-  /** An image present on the engine, with a POSIX `sh` and the busybox applets `nc`, `ip`, `ps`, `find`, `timeout`, `setsid` (and `su`, `mktemp`, with a `nobody` user, where the kernel does not show `NoNewPrivs`). */
+  /**
+   * An image present on the engine, with a POSIX `sh` and the busybox applets `nc`, `ip`, `ps`,
+   * `find`, `timeout`, `setsid` (and `su`, `mktemp`, with a `nobody` user, where the kernel does
+   * not show `NoNewPrivs`).
+   */
   readonly image: string;
   /**
    * Overrides the backend's own capability flags; a capability that ends up false skips its

@@ -51,7 +51,9 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
     if (buffer.length <= limit) return { text: buffer.toString('utf8'), cut: false };
     const half = Math.floor(limit / 2) - 100;
     return {
-      text: `${buffer.subarray(0, half).toString('utf8')}\n[... ${buffer.length - 2 * half} bytes cut ...]\n${buffer.subarray(buffer.length - half).toString('utf8')}`,
+      text:
+        `${buffer.subarray(0, half).toString('utf8')}\n[... ${buffer.length - 2 * half} ` +
+        `bytes cut ...]\n${buffer.subarray(buffer.length - half).toString('utf8')}`,
       cut: true,
     };
   };

@@ -101,17 +101,23 @@ try {
     { what: '100 MiB download (MiB/s)', direct: median(samples.mbDirect), proxy: median(samples.mbProxy) },
   ];
   console.log(
-    `curl in a Docker sandbox, straight to the API and through the egress proxy: medians of ${ROUNDS} alternating rounds (${REQUESTS_PER_ROUND} requests a round)`,
+    'curl in a Docker sandbox, straight to the API and through the egress proxy: ' +
+      `medians of ${ROUNDS} alternating rounds (${REQUESTS_PER_ROUND} requests a round)`,
   );
   console.log('| measure | direct | through the proxy | proxy / direct |');
   console.log('| --- | ---: | ---: | ---: |');
   for (const row of rows) console.log(`| ${row.what} | ${row.direct.toFixed(2)} | ${row.proxy.toFixed(2)} | ${(row.proxy / row.direct).toFixed(2)} |`);
   const output = path.resolve(import.meta.dirname, '..', 'bench-results', 'brokered-egress.json');
   mkdirSync(path.dirname(output), { recursive: true });
-  writeFileSync(
-    output,
-    `${JSON.stringify({ at: new Date().toISOString(), rounds: ROUNDS, requestsPerRound: REQUESTS_PER_ROUND, downloadBytes: DOWNLOAD_BYTES, cpus: os.cpus().length, rows }, null, 2)}\n`,
-  );
+  const summary = {
+    at: new Date().toISOString(),
+    rounds: ROUNDS,
+    requestsPerRound: REQUESTS_PER_ROUND,
+    downloadBytes: DOWNLOAD_BYTES,
+    cpus: os.cpus().length,
+    rows,
+  };
+  writeFileSync(output, `${JSON.stringify(summary, null, 2)}\n`);
   console.log(`written: ${path.relative(process.cwd(), output)}`);
 } finally {
   await gateway.cleanup();

@@ -83,7 +83,9 @@ afterAll(() => {
 });
 
 /** One UDP datagram to the fake API's echo, from inside a sandbox: its answer, or the error. */
-const udpProbe = `python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); s.connect(("${apiAddress}", 443)); s.send(b"x"); print(s.recv(20))' 2>&1 | tail -n 1`;
+const udpProbe =
+  "python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); " +
+  `s.connect(("${apiAddress}", 443)); s.send(b"x"); print(s.recv(20))' 2>&1 | tail -n 1`;
 
 /** A marker of one request, so each case finds its own in what the fake API received. */
 const marker = (): string => `m${randomBytes(6).toString('hex')}`;
@@ -139,7 +141,8 @@ describe.each(['docker', 'podman'] as const)('brokered variables on %s', (backen
     const everything = await run(
       gateway,
       alice,
-      "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f 2>/dev/null; done; grep -rIs . /tmp /root /workspace /etc/berth 2>/dev/null | head -c 2000000",
+      "env; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do tr '\\0' '\\n' < $f 2>/dev/null; " +
+        'done; grep -rIs . /tmp /root /workspace /etc/berth 2>/dev/null | head -c 2000000',
     );
     expect(everything).toContain(shown[0]);
     for (const value of values) expect(everything).not.toContain(value);
@@ -162,13 +165,15 @@ describe.each(['docker', 'podman'] as const)('brokered variables on %s', (backen
     const python = await run(
       gateway,
       alice,
-      `python3 -c 'import os, urllib.request; r = urllib.request.Request("https://${API}/${viaPython}", headers={"Authorization": "token " + os.environ["GITHUB_TOKEN"]}); print(urllib.request.urlopen(r).read().decode())'`,
+      `python3 -c 'import os, urllib.request; r = urllib.request.Request("https://${API}/${viaPython}", ` +
+        `headers={"Authorization": "token " + os.environ["GITHUB_TOKEN"]}); print(urllib.request.urlopen(r).read().decode())'`,
     );
     expect(python).toContain(`answered GET /${viaPython} for ${API}`);
     const node = await run(
       gateway,
       alice,
-      `node -e 'fetch("https://${API}/${viaNode}", { headers: { authorization: "Bearer " + process.env.GITHUB_TOKEN } }).then((r) => r.text()).then(console.log, (e) => console.log("failed", e.cause ?? e))'`,
+      `node -e 'fetch("https://${API}/${viaNode}", { headers: { authorization: "Bearer " + process.env.GITHUB_TOKEN } }).then((r) ` +
+        `=> r.text()).then(console.log, (e) => console.log("failed", e.cause ?? e))'`,
     );
     expect(node).toContain(`answered GET /${viaNode} for ${API}`);
     const fromCurl = await waitForArrival(viaCurl);

@@ -61,7 +61,8 @@ describe.each(ATTACK_ENGINES)('disk on %s: one user cannot fill the host', (back
   it(`keeps the container's own layer read-only, and /tmp and /var/tmp within ${TMP_MB} MB`, async () => {
     const layer = await gateway.run(
       filler,
-      'for f in /usr/fill /etc/fill /var/fill /bin/fill; do touch $f 2>&1; done; for f in /usr/fill /etc/fill /var/fill /bin/fill; do [ -e $f ] && echo "made $f"; done; true',
+      'for f in /usr/fill /etc/fill /var/fill /bin/fill; do touch $f 2>&1; done; ' +
+        'for f in /usr/fill /etc/fill /var/fill /bin/fill; do [ -e $f ] && echo "made $f"; done; true',
     );
     expect(layer.output.trim().split('\n')).toHaveLength(4);
     // gVisor refuses a path its read-only root made for a mount (/var) as "Operation not permitted".

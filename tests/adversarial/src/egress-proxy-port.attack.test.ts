@@ -43,7 +43,9 @@ describe(`port ${EGRESS_PROXY_PORT} of a sandbox network's gateway`, () => {
   /** Whether the "sandbox" connects to the gateway's port while something in the "host" listens on `address`. */
   const reachedWith = (address: string): string => {
     const listener = `require("net").createServer((s) => s.end()).listen(${EGRESS_PROXY_PORT}, "${address}"); setTimeout(() => process.exit(0), 4000)`;
-    const probe = `const s = require("net").connect(${EGRESS_PROXY_PORT}, "10.254.37.1"); s.on("connect", () => { console.log("connected"); process.exit(0); }); s.on("error", (e) => { console.log(e.code); process.exit(0); }); setTimeout(() => { console.log("timeout"); process.exit(0); }, 2000)`;
+    const probe =
+      `const s = require("net").connect(${EGRESS_PROXY_PORT}, "10.254.37.1"); s.on("connect", () => { console.log("connected"); process.exit(0); ` +
+      '}); s.on("error", (e) => { console.log(e.code); process.exit(0); }); setTimeout(() => { console.log("timeout"); process.exit(0); }, 2000)';
     return execFileSync(
       'sh',
       ['-c', `ip netns exec ${host} "${process.execPath}" -e '${listener}' & sleep 0.5; ip netns exec ${sandbox} "${process.execPath}" -e '${probe}'; wait`],

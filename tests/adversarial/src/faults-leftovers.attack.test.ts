@@ -84,7 +84,8 @@ describe.each(['docker', 'podman'] as const)('leftovers on %s, with per-user dis
       // 1500 folders one in another, nested from four chains made and moved by short paths (a shell's cd stops at PATH_MAX).
       const made = await before.run(
         user,
-        'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaaa/; i=$((i+1)); done) && mkdir -p "acc/$p" && echo bottom > "acc/${p}f" && for k in 1 2 3; do mkdir -p "b/$p" && mv acc "b/$p" && mv b acc || exit 1; done; echo made',
+        'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaaa/; i=$((i+1)); done) && mkdir -p "acc/$p" && ' +
+          'echo bottom > "acc/${p}f" && for k in 1 2 3; do mkdir -p "b/$p" && mv acc "b/$p" && mv b acc || exit 1; done; echo made',
         { timeout: 120 },
       );
       expect(made.output).toBe('made\n');

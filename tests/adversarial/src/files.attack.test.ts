@@ -27,7 +27,8 @@ beforeAll(async () => {
   victimFolder = gateway.folderOf(victim);
   const setup = await gateway.run(
     victim,
-    `echo ${workspaceMarker} > /workspace/notes.txt && mkdir -p /workspace/sub && echo ${homeMarker} > /root/.secret && (cd /workspace/sub && sleep 300 >/dev/null 2>&1 &) && echo ready`,
+    `echo ${workspaceMarker} > /workspace/notes.txt && mkdir -p /workspace/sub && ` +
+      `echo ${homeMarker} > /root/.secret && (cd /workspace/sub && sleep 300 >/dev/null 2>&1 &) && echo ready`,
   );
   expect(setup).toEqual({ output: 'ready\n', returncode: 0 });
   expect((await gateway.run(attacker, 'echo attacker-ready')).output).toBe('attacker-ready\n');
@@ -55,7 +56,8 @@ describe("files: one user cannot reach another user's workspace or home", () => 
   it("lists by .. out of /workspace and /root, and from the container's root", async () => {
     const result = await gateway.run(
       attacker,
-      'ls -la /workspace/.. /workspace/../.. /root/../..; cd /workspace/../../../..; pwd; ls -R / 2>/dev/null | grep -c notes.txt; cat /workspace/../../../../*/workspace/notes.txt',
+      'ls -la /workspace/.. /workspace/../.. /root/../..; cd /workspace/../../../..; pwd; ' +
+        'ls -R / 2>/dev/null | grep -c notes.txt; cat /workspace/../../../../*/workspace/notes.txt',
     );
     expect(result.output).not.toContain(workspaceMarker);
     expect(result.output).not.toContain(path.basename(victimFolder.folder));
@@ -65,7 +67,8 @@ describe("files: one user cannot reach another user's workspace or home", () => 
   it("writes to the other user's host path: the write lands in the attacker's own container, never in the victim's folder", async () => {
     await gateway.run(
       attacker,
-      `mkdir -p ${victimFolder.workspace} ${victimFolder.home}; echo planted > ${victimFolder.workspace}/planted; echo planted > ${victimFolder.home}/planted; echo planted > /workspace/../../${path.basename(victimFolder.folder)}-planted`,
+      `mkdir -p ${victimFolder.workspace} ${victimFolder.home}; echo planted > ${victimFolder.workspace}/planted; ` +
+        `echo planted > ${victimFolder.home}/planted; echo planted > /workspace/../../${path.basename(victimFolder.folder)}-planted`,
     );
     expect(existsSync(path.join(victimFolder.workspace, 'planted'))).toBe(false);
     expect(existsSync(path.join(victimFolder.home, 'planted'))).toBe(false);
@@ -76,7 +79,8 @@ describe("files: one user cannot reach another user's workspace or home", () => 
   it("deletes by host path and by ..: the victim's files survive", async () => {
     await gateway.run(
       attacker,
-      `rm -rf ${victimFolder.folder} ${victimFolder.workspace}/notes.txt /workspace/../${path.basename(victimFolder.folder)} /workspace/../../docker 2>&1; find / -name notes.txt -xdev 2>/dev/null | xargs rm -f`,
+      `rm -rf ${victimFolder.folder} ${victimFolder.workspace}/notes.txt /workspace/../${path.basename(victimFolder.folder)} ` +
+        '/workspace/../../docker 2>&1; find / -name notes.txt -xdev 2>/dev/null | xargs rm -f',
     );
     await victimFilesIntact();
   });
@@ -84,7 +88,9 @@ describe("files: one user cannot reach another user's workspace or home", () => 
   it("follows a symbolic link to the victim's host folder created inside its own workspace", async () => {
     const result = await gateway.run(
       attacker,
-      `ln -s ${victimFolder.workspace} /workspace/link-abs; ln -s ../../${path.basename(victimFolder.folder)}/workspace /workspace/link-rel; ln -s ${victimFolder.home} /root/link-home; cat /workspace/link-abs/notes.txt /workspace/link-rel/notes.txt /root/link-home/.secret; echo planted > /workspace/link-abs/planted; ls /workspace/link-abs/`,
+      `ln -s ${victimFolder.workspace} /workspace/link-abs; ln -s ../../${path.basename(victimFolder.folder)}/workspace /workspace/link-rel; ` +
+        `ln -s ${victimFolder.home} /root/link-home; cat /workspace/link-abs/notes.txt /workspace/link-rel/notes.txt /root/link-home/.secret; ` +
+        'echo planted > /workspace/link-abs/planted; ls /workspace/link-abs/',
     );
     expect(result.output).not.toContain(workspaceMarker);
     expect(result.output).not.toContain(homeMarker);
@@ -110,7 +116,8 @@ describe("files: one user cannot reach another user's workspace or home", () => 
   it("hard-links the victim's file, or any file across the mounts, into its own workspace", async () => {
     const result = await gateway.run(
       attacker,
-      `ln ${victimFolder.workspace}/notes.txt /workspace/hl-host 2>&1; echo "host=$?"; echo mine > /root/own; ln /root/own /workspace/hl-cross 2>&1; echo "cross=$?"; ln /etc/passwd /workspace/hl-etc 2>&1; echo "etc=$?"`,
+      `ln ${victimFolder.workspace}/notes.txt /workspace/hl-host 2>&1; echo "host=$?"; echo mine > /root/own; ` +
+        'ln /root/own /workspace/hl-cross 2>&1; echo "cross=$?"; ln /etc/passwd /workspace/hl-etc 2>&1; echo "etc=$?"',
     );
     expect(result.output).toMatch(/host=[1-9]/);
     expect(result.output).toMatch(/cross=[1-9]/);
@@ -121,7 +128,8 @@ describe("files: one user cannot reach another user's workspace or home", () => 
   it('reads through /proc/<pid>/root and /proc/<pid>/cwd of every process it can see', async () => {
     const result = await gateway.run(
       attacker,
-      'for p in /proc/[0-9]*; do readlink $p/cwd; ls $p/root/workspace $p/cwd; cat $p/root/workspace/notes.txt $p/root/root/.secret $p/cwd/../notes.txt; done 2>/dev/null; ps -o pid,args',
+      'for p in /proc/[0-9]*; do readlink $p/cwd; ls $p/root/workspace $p/cwd; ' +
+        'cat $p/root/workspace/notes.txt $p/root/root/.secret $p/cwd/../notes.txt; done 2>/dev/null; ps -o pid,args',
     );
     expect(result.output).not.toContain(workspaceMarker);
     expect(result.output).not.toContain(homeMarker);

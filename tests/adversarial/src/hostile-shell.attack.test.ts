@@ -55,7 +55,8 @@ describe.each(ATTACK_ENGINES)('a hostile shell on %s', (backend) => {
     // docker_pids_limit) for the sandbox's lifetime. Seen on Podman's exec API, which dropped a
     // shell's `exit` when the connection closed under a flood.
     const shells =
-      'n=0; for d in /proc/[0-9]*; do [ "$(tr "\\0" " " < $d/cmdline 2>/dev/null)" = "/bin/sh " ] && n=$((n+1)); done; echo "shells $n"; ps -o pid,ppid,args | grep -v " /bin/sh -c trap "';
+      'n=0; for d in /proc/[0-9]*; do [ "$(tr "\\0" " " < $d/cmdline 2>/dev/null)" = "/bin/sh " ] && ' +
+      'n=$((n+1)); done; echo "shells $n"; ps -o pid,ppid,args | grep -v " /bin/sh -c trap "';
     let listing = '';
     const count = async (): Promise<number> => {
       listing = (await gateway.run(attacker, shells)).output;
@@ -85,8 +86,11 @@ describe.each(ATTACK_ENGINES)('a hostile shell on %s', (backend) => {
     // the kill shell's output is its exec's stream, reached through /proc/PID/fd of the shells the
     // engine started (parent 0) that are not this command's own.
     const findChannels = UNDER_GVISOR
-      ? 'a=" "; p=$$; while [ "$p" -gt 0 ]; do a="$a$p "; p=$(cut -d" " -f4 /proc/$p/stat); done; set --; for d in /proc/[0-9]*; do n=${d#/proc/}; case "$a" in *" $n "*) continue ;; esac; [ "$(cut -d" " -f4 $d/stat 2>/dev/null)" = 0 ] || continue; [ "$(tr "\\0" " " < $d/cmdline 2>/dev/null)" = "/bin/sh " ] && set -- "$@" "$d/fd/1" "$d/fd/2"; done'
-      : 'o=$(readlink /proc/$$/fd/1); e=$(readlink /proc/$$/fd/2); set --; for f in /run/berth/*.out /run/berth/*.err; do [ -p "$f" ] && [ "$f" != "$o" ] && [ "$f" != "$e" ] && set -- "$@" "$f"; done';
+      ? 'a=" "; p=$$; while [ "$p" -gt 0 ]; do a="$a$p "; p=$(cut -d" " -f4 /proc/$p/stat); done; set --; for d in /proc/[0-9]*; ' +
+        'do n=${d#/proc/}; case "$a" in *" $n "*) continue ;; esac; [ "$(cut -d" " -f4 $d/stat 2>/dev/null)" = 0 ] || ' +
+        'continue; [ "$(tr "\\0" " " < $d/cmdline 2>/dev/null)" = "/bin/sh " ] && set -- "$@" "$d/fd/1" "$d/fd/2"; done'
+      : 'o=$(readlink /proc/$$/fd/1); e=$(readlink /proc/$$/fd/2); set --; for f in /run/berth/*.out /run/berth/*.err; ' +
+        'do [ -p "$f" ] && [ "$f" != "$o" ] && [ "$f" != "$e" ] && set -- "$@" "$f"; done';
     const flood = await gateway.run(attacker, `${findChannels}; for f in "$@"; do (cat /dev/zero > "$f" 2>/dev/null &); done; sleep 1; echo "flooding $#"`, {
       timeout: 30,
     });

@@ -44,7 +44,8 @@ beforeAll(async () => {
   gateway = await startAttackGateway();
   const setup = await gateway.run(
     victim,
-    `printf '#!/bin/sh\\necho victim-listener\\n' > /workspace/reply.sh && chmod +x /workspace/reply.sh && (sleep 4242 >/dev/null 2>&1 &) && (nc -ll -p ${PORT} -e /workspace/reply.sh >/dev/null 2>&1 &) && echo ok`,
+    "printf '#!/bin/sh\\necho victim-listener\\n' > /workspace/reply.sh && chmod +x /workspace/reply.sh && " +
+      `(sleep 4242 >/dev/null 2>&1 &) && (nc -ll -p ${PORT} -e /workspace/reply.sh >/dev/null 2>&1 &) && echo ok`,
   );
   expect(setup.output).toBe('ok\n');
   await gateway.run(attacker, 'true');
@@ -100,7 +101,9 @@ describe('network: no way from one sandbox to another, or to the engine', () => 
   it('no engine socket inside, and the engine API is not reachable over TCP on the bridge gateway', async () => {
     const result = await gateway.run(
       attacker,
-      'ls -la /var/run/docker.sock /run/docker.sock /run/podman/podman.sock /var/run/containerd 2>&1; find / -xdev -name "*.sock" 2>/dev/null; gw=$(ip route | awk "/default/ {print \\$3}"); echo "gateway=$gw"; for port in 2375 2376; do wget -T 2 -q -O- http://$gw:$port/version 2>&1; echo "port$port=$?"; done',
+      'ls -la /var/run/docker.sock /run/docker.sock /run/podman/podman.sock /var/run/containerd 2>&1; ' +
+        'find / -xdev -name "*.sock" 2>/dev/null; gw=$(ip route | awk "/default/ {print \\$3}"); echo "gateway=$gw"; ' +
+        'for port in 2375 2376; do wget -T 2 -q -O- http://$gw:$port/version 2>&1; echo "port$port=$?"; done',
     );
     expect(result.output).not.toMatch(/^s/m);
     expect(result.output).toMatch(/gateway=\d+\.\d+\.\d+\.\d+/);
@@ -115,7 +118,8 @@ describe('names: nothing a sandbox can see says who else is there, or how many',
     const victimName = (await gateway.containerOf(victim))!.Names[0]!.replace(/^\//, '');
     const result = await gateway.run(
       attacker,
-      `hostname; nslookup ${victimAddress} 127.0.0.11 2>&1; echo "reverse=$?"; nslookup ${victimName} 127.0.0.11 2>&1; echo "forward=$?"; cat /etc/hosts /etc/hostname 2>&1`,
+      `hostname; nslookup ${victimAddress} 127.0.0.11 2>&1; echo "reverse=$?"; ` +
+        `nslookup ${victimName} 127.0.0.11 2>&1; echo "forward=$?"; cat /etc/hosts /etc/hostname 2>&1`,
     );
     expect(result.output.split('\n')[0]).toBe('sandbox');
     expect(result.output).toMatch(/reverse=[1-9]/);
@@ -130,7 +134,9 @@ describe('names: nothing a sandbox can see says who else is there, or how many',
   it('the sandbox is alone on its network: a scan of its subnet finds only its gateway', async () => {
     const result = await gateway.run(
       attacker,
-      `net=$(ip -4 -o addr show eth0 | awk "{print \\$4}"); echo "net=$net"; base=\${net%.*}; for i in 0 1 2 3 4 5 6 7; do nc -w 1 $base.$i 9 </dev/null >/dev/null 2>&1; done; ${UNDER_GVISOR ? 'true' : 'ip neigh show dev eth0 | grep -v FAILED | grep -vc INCOMPLETE'}`,
+      `net=$(ip -4 -o addr show eth0 | awk "{print \\$4}"); echo "net=$net"; base=\${net%.*}; for i in 0 1 2 3 4 5 6 7; ` +
+        'do nc -w 1 $base.$i 9 </dev/null >/dev/null 2>&1; done; ' +
+        `${UNDER_GVISOR ? 'true' : 'ip neigh show dev eth0 | grep -v FAILED | grep -vc INCOMPLETE'}`,
     );
     expect(result.output).toMatch(/^net=\d+\.\d+\.\d+\.\d+\/29$/m);
     // Only the gateway answered ARP; the victim is on a network of its own. (gVisor has no
@@ -177,7 +183,9 @@ describe('privileges: no escalation inside the sandbox', () => {
     const writable = await startAttackGateway({ config: { docker_read_only: false, docker_network: false } });
     const result = await writable.run(
       attacker,
-      'mkdir -p /suid && cp /bin/busybox /suid/busybox && chmod u+s /suid/busybox && ls -l /suid/busybox; su -s /bin/sh nobody -c "/suid/busybox sh -c \'id -u; grep -E \\"^(Uid|NoNewPrivs)\\" /proc/self/status\'" 2>&1; grep -h NoNewPrivs /proc/[0-9]*/status | sort -u',
+      'mkdir -p /suid && cp /bin/busybox /suid/busybox && chmod u+s /suid/busybox && ls -l /suid/busybox; ' +
+        'su -s /bin/sh nobody -c "/suid/busybox sh -c \'id -u; grep -E \\"^(Uid|NoNewPrivs)\\" /proc/self/status\'" 2>&1; ' +
+        'grep -h NoNewPrivs /proc/[0-9]*/status | sort -u',
     );
     expect(result.output).toMatch(/^-rws/m);
     expect(result.output).toMatch(/^65534$/m);
@@ -192,7 +200,8 @@ describe('privileges: no escalation inside the sandbox', () => {
   it('mount fails: tmpfs, bind and remounting /proc/sys or the workspace', async () => {
     const result = await gateway.run(
       attacker,
-      'mkdir -p /workspace/m; for attempt in "mount -t tmpfs none /workspace/m" "mount --bind / /workspace/m" "mount -o remount,rw /proc/sys" "mount -o remount,rw /sys" "mount -t proc proc /workspace/m"; do $attempt 2>/dev/null; echo "$attempt => $?"; done',
+      'mkdir -p /workspace/m; for attempt in "mount -t tmpfs none /workspace/m" "mount --bind / /workspace/m" "mount -o remount,rw ' +
+        '/proc/sys" "mount -o remount,rw /sys" "mount -t proc proc /workspace/m"; do $attempt 2>/dev/null; echo "$attempt => $?"; done',
     );
     const lines = result.output.trim().split('\n');
     expect(lines).toHaveLength(5);
@@ -229,7 +238,10 @@ describe('privileges: no escalation inside the sandbox', () => {
   it('writing /proc/sys, /sys and its own cgroup limits fails', async () => {
     const result = await gateway.run(
       attacker,
-      'for file in /proc/sys/net/ipv4/ip_forward /proc/sys/kernel/pid_max /proc/sys/vm/overcommit_memory /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/kernel/mm/transparent_hugepage/enabled; do v=$(cat $file 2>/dev/null | head -c 64); (echo "$v" > $file) 2>/dev/null; echo "$file => $?"; done; (echo -1 > /sys/fs/cgroup/memory/memory.limit_in_bytes) 2>/dev/null; echo "raise => $?"',
+      'for file in /proc/sys/net/ipv4/ip_forward /proc/sys/kernel/pid_max /proc/sys/vm/overcommit_memory /sys/fs/cgroup/memory/memory.limit_in_bytes ' +
+        '/sys/fs/cgroup/pids/pids.max /sys/kernel/mm/transparent_hugepage/enabled; do v=$(cat $file 2>/dev/null | head -c 64); ' +
+        '(echo "$v" > $file) 2>/dev/null; echo "$file => $?"; done; (echo -1 > /sys/fs/cgroup/memory/memory.limit_in_bytes) ' +
+        '2>/dev/null; echo "raise => $?"',
     );
     const lines = result.output.trim().split('\n');
     expect(lines).toHaveLength(7);

@@ -43,7 +43,8 @@ function berth(gateway: AttackGateway, config: Record<string, unknown>, args: st
  * stops there).
  */
 const DEEP_TREE =
-  'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaaa/; i=$((i+1)); done) && mkdir -p "acc/$p" && echo bottom > "acc/${p}f" && for k in 1 2 3; do mkdir -p "b/$p" && mv acc "b/$p" && mv b acc || exit 1; done; echo made';
+  'cd /workspace && p=$(i=0; while [ $i -lt 375 ]; do printf aaaa/; i=$((i+1)); done) && mkdir -p "acc/$p" && ' +
+  'echo bottom > "acc/${p}f" && for k in 1 2 3; do mkdir -p "b/$p" && mv acc "b/$p" && mv b acc || exit 1; done; echo made';
 
 const userArgs = (sender: Sender) => ['--platform', sender.platform, '--user', String(sender.userId)];
 

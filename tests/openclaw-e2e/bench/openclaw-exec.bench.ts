@@ -185,7 +185,8 @@ try {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   for (const row of rows) console.log(row.map((cell, column) => cell.padEnd(widths[column]!)).join('  '));
   console.log(
-    `berth / docker median: ${Math.round(ratio * 100) / 100} (load average ${loadAtStart} → ${results.machine.loadAverageAtEnd} on ${results.machine.cpus} cores)`,
+    `berth / docker median: ${Math.round(ratio * 100) / 100} (load average ${loadAtStart} ` +
+      `→ ${results.machine.loadAverageAtEnd} on ${results.machine.cpus} cores)`,
   );
   const out = path.join(import.meta.dirname, '..', 'bench-results');
   mkdirSync(out, { recursive: true });

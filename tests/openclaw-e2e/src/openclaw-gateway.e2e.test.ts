@@ -70,7 +70,8 @@ const roundOne = (user: 'alice' | 'bob'): string =>
   scriptedMessage(`${user}-1`, [
     { name: 'write', arguments: { path: '/workspace/tool-note.txt', content: notes[user] } },
     exec(
-      `printf '%s' '${marks[user]}' > /workspace/own.txt; printf '%s' "$GITHUB_TOKEN" > /workspace/token.txt; echo "token=[$GITHUB_TOKEN]"; echo "own=[$(cat /workspace/own.txt)]"; echo "note=[$(cat /workspace/tool-note.txt)]"`,
+      `printf '%s' '${marks[user]}' > /workspace/own.txt; printf '%s' "$GITHUB_TOKEN" > /workspace/token.txt; ` +
+        'echo "token=[$GITHUB_TOKEN]"; echo "own=[$(cat /workspace/own.txt)]"; echo "note=[$(cat /workspace/tool-note.txt)]"',
     ),
   ]);
 
@@ -79,7 +80,8 @@ const roundTwo = (user: 'alice' | 'bob'): string => {
   const theirs = path.join(folderOf(other(user)), 'workspace');
   return scriptedMessage(`${user}-2`, [
     exec(
-      `echo "other=[$(cat ${theirs}/own.txt 2>&1)]"; echo "other-token=[$(cat ${theirs}/token.txt 2>&1)]"; echo "escape=[$(cat /workspace/../telegram@${users[other(user)]}/workspace/own.txt 2>&1)]"; echo "still=[$(cat /workspace/own.txt)]"`,
+      `echo "other=[$(cat ${theirs}/own.txt 2>&1)]"; echo "other-token=[$(cat ${theirs}/token.txt 2>&1)]"; ` +
+        `echo "escape=[$(cat /workspace/../telegram@${users[other(user)]}/workspace/own.txt 2>&1)]"; echo "still=[$(cat /workspace/own.txt)]"`,
     ),
     { name: 'read', arguments: { path: `${theirs}/own.txt` } },
     { name: 'read', arguments: { path: `../telegram@${users[other(user)]}/workspace/own.txt` } },
@@ -445,7 +447,9 @@ describe('files between the chat and the sandbox', () => {
           [
             // Bob's command looks for Alice's attachment and her file everywhere it can.
             exec(
-              `echo "find=[$(find / \\( -path /proc -o -path /sys \\) -prune -o \\( -name 'input-report*' -o -name 'alice-result.txt' \\) -print 2>/dev/null)]"; echo "staged=[$(cat /workspace/${stagedPath} 2>&1)]"; echo "berth-host=[$(cat ${aliceOut()} 2>&1)]"; echo "openclaw-host=[$(cat ${aliceOpenClawCopy}/out/alice-result.txt 2>&1)]"`,
+              `echo "find=[$(find / \\( -path /proc -o -path /sys \\) -prune -o \\( -name 'input-report*' -o -name 'alice-result.txt' \\) ` +
+                `-print 2>/dev/null)]"; echo "staged=[$(cat /workspace/${stagedPath} 2>&1)]"; echo "berth-host=[$(cat ${aliceOut()} 2>&1)]"; ` +
+                `echo "openclaw-host=[$(cat ${aliceOpenClawCopy}/out/alice-result.txt 2>&1)]"`,
             ),
             exec(
               [
@@ -459,7 +463,8 @@ describe('files between the chat and the sandbox', () => {
                 // The race: race.txt flips between Bob's own file and a link to Alice's. A naive
                 // host check (lstat: a regular file) followed by an open by path opens the link
                 // swapped in between.
-                `nohup sh -c 'i=0; while [ $i -lt 20000 ]; do printf bob > /workspace/race.new; mv -f /workspace/race.new /workspace/race.txt; ln -sf ${aliceOut()} /workspace/race.txt; i=$((i+1)); done' >/dev/null 2>&1 </dev/null &`,
+                "nohup sh -c 'i=0; while [ $i -lt 20000 ]; do printf bob > /workspace/race.new; mv -f /workspace/race.new /workspace/race.txt; " +
+                  `ln -sf ${aliceOut()} /workspace/race.txt; i=$((i+1)); done' >/dev/null 2>&1 </dev/null &`,
                 'echo prepared',
               ].join('\n'),
             ),

@@ -8,7 +8,10 @@ export function capacityCheck(config: TerminalConfig, host: HostSize, sharedBoun
     return { name: 'capacity', status: 'ok', detail: describeRunningCap(config, host, sharedBound) };
   const report = capacityReport(config, host);
   const cap = config.docker_max_running === 'auto' ? `${report.maxRunning} at once (docker_max_running: auto)` : `${report.maxRunning} at once`;
-  const sums = `their limits add up to ${report.memoryMb.sum} of ${report.memoryMb.host} MB of memory, ${report.cpus.sum} of ${report.cpus.host} CPUs and ${report.pids.sum} of ${report.pids.host} pids (pid_max); at most ${config.docker_max_sandboxes || 'any number of'} sandboxes exist (docker_max_sandboxes)`;
+  const sums =
+    `their limits add up to ${report.memoryMb.sum} of ${report.memoryMb.host} MB of memory, ${report.cpus.sum} of ${report.cpus.host} CPUs and ` +
+    `${report.pids.sum} of ${report.pids.host} pids (pid_max); at most ${config.docker_max_sandboxes || 'any number of'} sandboxes ` +
+    'exist (docker_max_sandboxes)';
   if (report.maxRunning === 0) {
     return {
       name: 'capacity',

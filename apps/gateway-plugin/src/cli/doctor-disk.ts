@@ -18,7 +18,10 @@ export function diskCheck(config: TerminalConfig, root: string): DoctorCheck {
   }
   const most = config.docker_max_sandboxes;
   const sum = most > 0 ? most * config.container_disk : undefined;
-  const detail = `each sandbox has a disk of ${config.container_disk} MB (container_disk)${sum === undefined ? '' : `; ${most} of them (docker_max_sandboxes) could hold ${sum} MB`}${freeMb === undefined ? '' : `, with ${freeMb} MB free under ${root}`}`;
+  const detail =
+    `each sandbox has a disk of ${config.container_disk} MB (container_disk)` +
+    (sum === undefined ? '' : `; ${most} of them (docker_max_sandboxes) could hold ${sum} MB`) +
+    (freeMb === undefined ? '' : `, with ${freeMb} MB free under ${root}`);
   if (sum === undefined || freeMb === undefined || sum <= freeMb) return { name: 'disk', status: 'ok', detail };
   return {
     name: 'disk',

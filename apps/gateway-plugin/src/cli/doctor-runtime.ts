@@ -13,8 +13,10 @@ export function runtimeChecks(config: TerminalConfig, description: BackendDescri
         name: 'runtime',
         status: 'ok',
         detail: config.docker_runtime
-          ? `each sandbox's pod asks for RuntimeClass ${config.docker_runtime} (docker_runtime); a node without its handler refuses the pod, and the refusal is the first command's error`
-          : "pods run under the cluster's default runtime, sharing their node's kernel; docker_runtime names a RuntimeClass (gVisor's, say) to change that (docs/gvisor.md)",
+          ? `each sandbox's pod asks for RuntimeClass ${config.docker_runtime} (docker_runtime); ` +
+            "a node without its handler refuses the pod, and the refusal is the first command's error"
+          : "pods run under the cluster's default runtime, sharing their node's kernel; " +
+            "docker_runtime names a RuntimeClass (gVisor's, say) to change that (docs/gvisor.md)",
       },
     ];
   }
@@ -36,13 +38,17 @@ export function runtimeChecks(config: TerminalConfig, description: BackendDescri
     checks.push({
       name: 'runtime',
       status: 'ok',
-      detail: `sandboxes run under ${runtime.name} (${whose}${version}), sharing this host's kernel with each other${offered} (docs/gvisor.md: docker_runtime: runsc puts a kernel of its own between users)`,
+      detail:
+        `sandboxes run under ${runtime.name} (${whose}${version}), sharing this host's kernel with each ` +
+        `other${offered} (docs/gvisor.md: docker_runtime: runsc puts a kernel of its own between users)`,
     });
   } else {
     checks.push({
       name: 'runtime',
       status: 'ok',
-      detail: `sandboxes run under ${runtime.name} (${whose}); its binary is not on this host, so Berth cannot tell its release, nor whether it is gVisor${offered}`,
+      detail:
+        `sandboxes run under ${runtime.name} (${whose}); ` +
+        `its binary is not on this host, so Berth cannot tell its release, nor whether it is gVisor${offered}`,
     });
   }
   if (runtime.olderThanTested)

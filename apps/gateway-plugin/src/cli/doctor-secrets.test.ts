@@ -32,7 +32,8 @@ describe("berth doctor's secrets and egress lines", () => {
     );
     expect(secrets).toMatchObject({ name: 'secrets', status: 'ok' });
     expect(secrets!.detail).toContain(
-      'GITHUB_TOKEN -> api.github.com, raw.githubusercontent.com; MAPS_KEY -> maps.example.com (also header x-api-key, query key, port 443, 8443); OPENAI_API_KEY -> api.openai.com',
+      'GITHUB_TOKEN -> api.github.com, raw.githubusercontent.com; ' +
+        'MAPS_KEY -> maps.example.com (also header x-api-key, query key, port 443, 8443); OPENAI_API_KEY -> api.openai.com',
     );
     expect(secrets!.detail).toContain('still enter sandboxes: SENTRY_DSN (forwarded), NPM_TOKEN (user variable of 1 user)');
     // A forwarded name with no value in the gateway's environment enters nothing.
@@ -68,7 +69,8 @@ describe("berth doctor's secrets and egress lines", () => {
   it('warn, naming the address, where the proxy could not listen (it is tried again on the next command)', () => {
     const config = parseTerminalConfig({ docker_secret_hosts: { GITHUB_TOKEN: ['api.github.com'] } });
     const proxy =
-      "port 3129 on each sandbox network's gateway (0 listening in this process); could not listen on 10.217.0.1 (EADDRINUSE), tried again on each of those sandboxes' next command";
+      "port 3129 on each sandbox network's gateway (0 listening in this process); " +
+      "could not listen on 10.217.0.1 (EADDRINUSE), tried again on each of those sandboxes' next command";
     const [secrets] = secretChecks(config, new Map(), {}, { mode: 'open', domains: [], brokered: {}, proxy });
     expect(secrets).toMatchObject({ name: 'secrets', status: 'warning' });
     expect(secrets!.detail).toContain('could not listen on 10.217.0.1 (EADDRINUSE)');

@@ -51,14 +51,19 @@ export function secretChecks(
     checks.push({
       name: 'secrets',
       status: 'warning',
-      detail: `brokered: ${brokeredText} — but the egress proxy ${egress.proxy.slice(egress.proxy.indexOf('could not listen on'))}; those sandboxes' requests carry placeholders until it listens; ${enteringText}`,
+      detail:
+        `brokered: ${brokeredText} — but the egress proxy ${egress.proxy.slice(egress.proxy.indexOf('could not listen on'))}; ` +
+        `those sandboxes' requests carry placeholders until it listens; ${enteringText}`,
       fix: 'stop the other Berth process that holds the address (berth serve, or a CLI command still running), or free port 3129 there',
     });
   } else {
     checks.push({
       name: 'secrets',
       status: 'ok',
-      detail: `brokered (sandboxes hold placeholders; the values go only to these hosts, only in Authorization, Proxy-Authorization and what each names${config.docker_network ? '' : ', and nowhere while docker_network is false'}): ${brokeredText}; ${enteringText}`,
+      detail:
+        'brokered (sandboxes hold placeholders; the values go only to these hosts, only in Authorization, ' +
+        `Proxy-Authorization and what each names${config.docker_network ? '' : ', and nowhere while docker_network is false'}): ` +
+        `${brokeredText}; ${enteringText}`,
     });
   }
   if (config.docker_egress === 'allowlist') {

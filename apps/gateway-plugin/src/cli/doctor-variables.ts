@@ -33,7 +33,9 @@ export function variableChecks(resolver: SandboxResolver, prefix: string, sandbo
     checks.push({
       name: 'variables',
       status: known ? 'warning' : 'ok',
-      detail: `${reaches}; for ${reading.meantFor.identity}${known ? ', who has a sandbox here,' : ''} it would be ${reading.meantFor.source} (as ${reading.meantFor.name})`,
+      detail:
+        `${reaches}; for ${reading.meantFor.identity}${known ? ', who has a sandbox here,' : ''} ` +
+        `it would be ${reading.meantFor.source} (as ${reading.meantFor.name})`,
       ...(known ? { fix: `rename it to ${reading.meantFor.source} if it is meant for ${reading.meantFor.identity}` } : {}),
     });
   }

@@ -29,7 +29,8 @@ export async function runLsCommand(io: CliIo, options: CliOptions): Promise<numb
     else io.stdout.write(formatTable(SANDBOX_TABLE_HEADERS, records.map(sandboxRecordRow)));
     if (!options.json && filesOnly.length > 0) {
       io.stdout.write(
-        `${filesOnly.length} with files only (no container): the next command of its user or task makes the container again; berth rm --purge with its --platform/--user or --task removes the files\n`,
+        `${filesOnly.length} with files only (no container): the next command of its user or task makes the container again; ` +
+          'berth rm --purge with its --platform/--user or --task removes the files\n',
       );
     }
     if (describing) {

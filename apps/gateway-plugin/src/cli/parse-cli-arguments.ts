@@ -145,7 +145,8 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
     const timeout = Number(values.timeout);
     if (!isCommandTimeoutText(values.timeout)) {
       throw new UsageError(
-        `berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a number of seconds above 0 and at most ${MAX_COMMAND_TIMEOUT_SECONDS}, e.g. --timeout 60`,
+        `berth exec: --timeout ${JSON.stringify(truncateForMessage(values.timeout))} is not a ` +
+          `number of seconds above 0 and at most ${MAX_COMMAND_TIMEOUT_SECONDS}, e.g. --timeout 60`,
       );
     }
     result.timeout = timeout;
@@ -156,7 +157,8 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
 
 function validateTarget(command: CommandName, options: CliOptions): void {
   const hasUser = options.platform !== undefined || options.user !== undefined;
-  if (command === 'serve' && !options.socket) throw new UsageError('berth serve: --socket PATH is required, e.g. berth serve --socket ~/.hermes/berth.sock');
+  if (command === 'serve' && !options.socket)
+    throw new UsageError('berth serve: --socket PATH is required, e.g. berth serve --socket ~/.hermes/run/berth.sock');
   if (!['exec', 'rm', 'env'].includes(command)) return;
   if (!platformAndUserTogether(options.platform, options.user)) {
     throw new UsageError(`berth ${command}: --platform and --user go together; give both, e.g. --platform telegram --user 123456789`);
@@ -182,7 +184,8 @@ function validateTarget(command: CommandName, options: CliOptions): void {
   }
   if (options.task !== undefined && !PLAIN_TASK_ID_PATTERN.test(options.task)) {
     throw new UsageError(
-      `berth ${command}: task id ${JSON.stringify(truncateForMessage(options.task))} is not a plain name; use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+      `berth ${command}: task id ${JSON.stringify(truncateForMessage(options.task))} is not a plain name; ` +
+        'use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit',
     );
   }
 }

@@ -20,7 +20,8 @@ export async function runRmCommand(io: CliIo, options: CliOptions): Promise<numb
       // The session's commands run in a shared task sandbox: removing "its" sandbox would remove everyone's.
       throw new BerthError(
         'NO_OWN_SANDBOX',
-        `terminal.docker_user_sandbox is false, so ${namedUser(options) ?? 'this session'} has no sandbox of its own (its commands run in ${scope.key}, shared); nothing was removed — name the task sandbox with --task to remove it`,
+        `terminal.docker_user_sandbox is false, so ${namedUser(options) ?? 'this session'} has no sandbox of its own ` +
+          `(its commands run in ${scope.key}, shared); nothing was removed — name the task sandbox with --task to remove it`,
       );
     }
     // What is there before: a container (any state), and with --purge the scope's folder or disk.

@@ -48,7 +48,9 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
       name: 'config',
       status: 'warning',
       detail: ignored.replace(/^berth: /, ''),
-      fix: "Berth never passes them to the engine: say what a sandbox gets with Berth's own keys (docker_runtime, docker_cap_add, docker_volumes, …), or remove them",
+      fix:
+        "Berth never passes them to the engine: say what a sandbox gets with Berth's " +
+        'own keys (docker_runtime, docker_cap_add, docker_volumes, …), or remove them',
     });
   }
   const config = loaded?.config;
@@ -140,7 +142,8 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
             name: 'capacity',
             status: 'ok',
             detail:
-              "the cluster's scheduler places each sandbox's pod on a node with room (docker_max_running: auto sets no cap of Berth's there); bound the namespace with a ResourceQuota",
+              "the cluster's scheduler places each sandbox's pod on a node with room (docker_max_running: " +
+              "auto sets no cap of Berth's there); bound the namespace with a ResourceQuota",
           }
         : capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }, description?.sharedBound),
     );

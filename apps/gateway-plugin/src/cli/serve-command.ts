@@ -46,7 +46,8 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
   const ignored = describeIgnoredKeys(config);
   if (ignored) io.stderr.write(`${ignored}\n`);
   io.stdout.write(
-    `berth serve: listening on ${server.socket} (${berth.backend.name}, config ${file ?? 'defaults'}, sandboxes under ${berth.resolver.sandboxDir}); stop with Ctrl-C or SIGTERM\n`,
+    `berth serve: listening on ${server.socket} (${berth.backend.name}, config ${file ?? 'defaults'}, ` +
+      `sandboxes under ${berth.resolver.sandboxDir}); stop with Ctrl-C or SIGTERM\n`,
   );
   await stopped;
   await server.close();

@@ -162,7 +162,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
       users.map((user) =>
         message(
           user,
-          `printf '%s\\n' '${user.note}' > /workspace/${user.file} && cat /workspace/${user.file} && echo "GITHUB_TOKEN=$GITHUB_TOKEN" && echo "SHARED_NOTICE=$SHARED_NOTICE"`,
+          `printf '%s\\n' '${user.note}' > /workspace/${user.file} && cat /workspace/${user.file} && ` +
+            'echo "GITHUB_TOKEN=$GITHUB_TOKEN" && echo "SHARED_NOTICE=$SHARED_NOTICE"',
         ),
       ),
     );

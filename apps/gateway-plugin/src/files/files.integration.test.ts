@@ -203,7 +203,8 @@ describe('files between a chat and the user sandbox (berth serve put-file, get-f
     // shell can, while the gateway asks for it again and again.
     await run(
       bob,
-      'echo plain > /workspace/plain; (while :; do ln -sf /proc/1/environ /workspace/race.tmp && mv -f /workspace/race.tmp /workspace/race; cp /workspace/plain /workspace/race.new && mv -f /workspace/race.new /workspace/race; done) >/dev/null 2>&1 & echo $! > /tmp/swapper',
+      'echo plain > /workspace/plain; (while :; do ln -sf /proc/1/environ /workspace/race.tmp && mv -f /workspace/race.tmp /workspace/race; ' +
+        'cp /workspace/plain /workspace/race.new && mv -f /workspace/race.new /workspace/race; done) >/dev/null 2>&1 & echo $! > /tmp/swapper',
     );
     const outcomes = { sent: 0, refused: 0 };
     try {

@@ -47,7 +47,8 @@ export async function putHostFile(berth: Berth, request: SandboxRequest, source:
       throw new SandboxFileError(
         'FILE_TOO_LARGE',
         shown,
-        `the attachment ${path.basename(shown)} is ${Math.ceil(status.size / 1024 / 1024)} MB, more than terminal.docker_file_limit (${berth.config.docker_file_limit} MB)`,
+        `the attachment ${path.basename(shown)} is ${Math.ceil(status.size / 1024 / 1024)} MB, ` +
+          `more than terminal.docker_file_limit (${berth.config.docker_file_limit} MB)`,
       );
     }
     // Read to one byte past the limit, so a file that grew since fstat is refused, not cut.
@@ -152,7 +153,8 @@ async function makeRoom(target: string, scopeTag: string, bytes: number, budget:
     throw new SandboxFileError(
       'FILE_REFUSED',
       shown,
-      `${Math.ceil(held / 1024 / 1024)} MB of this user's files are still waiting to be sent, their share of the host (${OUTBOX_FILES_PER_USER} × terminal.docker_file_limit); send ${shown} again in a minute`,
+      `${Math.ceil(held / 1024 / 1024)} MB of this user's files are still waiting to be sent, ` +
+        `their share of the host (${OUTBOX_FILES_PER_USER} × terminal.docker_file_limit); send ${shown} again in a minute`,
     );
   }
 }

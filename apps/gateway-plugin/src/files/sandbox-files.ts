@@ -136,7 +136,8 @@ function refusal(result: ExecResult, sandboxPath: string, limit: number, action:
       return new SandboxFileError(
         'FILE_REFUSED',
         sandboxPath,
-        `${sandboxPath} leads outside the sandbox's /workspace, /root and /tmp (to ${firstLine(result.stderr)}); a link cannot be sent, copy the file itself there`,
+        `${sandboxPath} leads outside the sandbox's /workspace, /root and /tmp (to ${firstLine(result.stderr)}); ` +
+          'a link cannot be sent, copy the file itself there',
       );
     case LINKED:
       return new SandboxFileError('FILE_REFUSED', sandboxPath, `${sandboxPath} has more than one hard link; copy it to a new file to ${action} it`);

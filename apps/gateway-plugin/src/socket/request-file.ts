@@ -64,7 +64,8 @@ export function writeRequestFile(socket: string, request: SandboxSocketRequest):
     if (stats.uid !== process.getuid?.() || (stats.mode & 0o077) !== 0) {
       throw new RequestFileError(
         'REQUEST_FOLDER',
-        `${folder} is not private to this user (owner uid ${stats.uid}, mode ${(stats.mode & 0o777).toString(8)}); remove it, and Berth makes it again with mode 0700`,
+        `${folder} is not private to this user (owner uid ${stats.uid}, mode ${(stats.mode & 0o777).toString(8)}); ` +
+          'remove it, and Berth makes it again with mode 0700',
       );
     }
     sweep(folderFd);

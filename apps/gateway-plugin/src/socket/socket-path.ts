@@ -93,7 +93,8 @@ export async function prepareSocketPath(socket: string): Promise<SocketAddress> 
       const why = othersWrite ? 'writable by other users' : `owned by uid ${folderStats.uid}`;
       throw new SocketPathError(
         socket,
-        `the socket folder ${folder} is ${why}, so the socket could be replaced; use a folder only you can write to (berth serve creates a missing one with mode 0700)`,
+        `the socket folder ${folder} is ${why}, so the socket could be replaced; ` +
+          'use a folder only you can write to (berth serve creates a missing one with mode 0700)',
       );
     }
     let existing: Stats;

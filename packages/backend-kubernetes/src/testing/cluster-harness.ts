@@ -52,7 +52,8 @@ async function loadAdmin(): Promise<KubeConfig> {
     if (!ready) throw new Error('no node is Ready');
   } catch (error) {
     throw new Error(
-      `no Kubernetes test cluster answers through ${ADMIN_KUBECONFIG} (${(error as Error).message.split('\n')[0]}); start it with bash scripts/kubernetes.sh up, or point BERTH_TEST_KUBECONFIG at a cluster admin's kubeconfig`,
+      `no Kubernetes test cluster answers through ${ADMIN_KUBECONFIG} (${(error as Error).message.split('\n')[0]}); ` +
+        "start it with bash scripts/kubernetes.sh up, or point BERTH_TEST_KUBECONFIG at a cluster admin's kubeconfig",
     );
   }
   return config;

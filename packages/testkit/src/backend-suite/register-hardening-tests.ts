@@ -88,7 +88,9 @@ export function registerHardeningTests(fixture: BackendFixture): void {
       const attack = await fixture.run(
         'alice',
         // The workspace is the user's own (0700): opened to nobody for the attempt, then closed again.
-        'm=$(stat -c %a /workspace) && d=$(mktemp -d /workspace/suid.XXXXXX) && cp /bin/busybox "$d/busybox" && chmod 4755 "$d/busybox" && ln -s busybox "$d/su" && chmod 755 "$d" && chmod 711 /workspace; su -s /bin/sh nobody -c "$d/su root -c id </dev/null" 2>&1; chmod "$m" /workspace; rm -rf "$d"',
+        'm=$(stat -c %a /workspace) && d=$(mktemp -d /workspace/suid.XXXXXX) && cp /bin/busybox "$d/busybox" && ' +
+          'chmod 4755 "$d/busybox" && ln -s busybox "$d/su" && chmod 755 "$d" && chmod 711 /workspace; ' +
+          'su -s /bin/sh nobody -c "$d/su root -c id </dev/null" 2>&1; chmod "$m" /workspace; rm -rf "$d"',
       );
       expect(attack.stdout, 'a set-user-id root binary run by nobody').toMatch(/must be suid/);
       expect(attack.stdout).not.toMatch(/uid=0/);
@@ -103,7 +105,8 @@ export function registerHardeningTests(fixture: BackendFixture): void {
     it("has no container engine's socket anywhere", { timeout: TEST_TIMEOUT_MS }, async () => {
       const known = await fixture.run(
         'alice',
-        'for socket in /var/run/docker.sock /run/docker.sock /run/podman/podman.sock /var/run/podman/podman.sock /run/containerd/containerd.sock; do [ -e "$socket" ] && echo "present: $socket"; done; true',
+        'for socket in /var/run/docker.sock /run/docker.sock /run/podman/podman.sock /var/run/podman/podman.sock /run/containerd/containerd.sock; ' +
+          'do [ -e "$socket" ] && echo "present: $socket"; done; true',
       );
       expect(known).toMatchObject({ exitCode: 0, stdout: '' });
       const sockets = await fixture.run('alice', 'find / -path /proc -prune -o -path /sys -prune -o -type s -print 2>/dev/null; true', { timeout: 60 });

@@ -12,7 +12,8 @@ export function registerIsolationTests(fixture: BackendFixture): void {
     it("a user cannot read, list or find another user's files in /workspace and /root", { timeout: TEST_TIMEOUT_MS }, async () => {
       const tag = `iso-${fixture.runId}`;
       const write = (owner: string) =>
-        `echo ${owner}-work-${tag} > /workspace/${tag}-${owner}.txt && echo ${owner}-home-${tag} > /root/${tag}-${owner}.txt && cat /workspace/${tag}-${owner}.txt /root/${tag}-${owner}.txt`;
+        `echo ${owner}-work-${tag} > /workspace/${tag}-${owner}.txt && ` +
+        `echo ${owner}-home-${tag} > /root/${tag}-${owner}.txt && cat /workspace/${tag}-${owner}.txt /root/${tag}-${owner}.txt`;
       expect(await fixture.run('alice', write('alice'))).toMatchObject({ exitCode: 0, stdout: `alice-work-${tag}\nalice-home-${tag}\n` });
       expect(await fixture.run('bob', write('bob'))).toMatchObject({ exitCode: 0, stdout: `bob-work-${tag}\nbob-home-${tag}\n` });
 
@@ -96,7 +97,8 @@ export function registerIsolationTests(fixture: BackendFixture): void {
         // setsid: the listener is meant to outlive the command that started it, like a dev server.
         const start = await fixture.run(
           'alice',
-          `setsid nc -ll -p ${port} -e /bin/echo ${reply} </dev/null >/dev/null 2>&1 & sleep 0.5; IP=$(${OWN_ADDRESS}); echo "ip=$IP"; nc -w 2 "$IP" ${port} </dev/null`,
+          `setsid nc -ll -p ${port} -e /bin/echo ${reply} </dev/null >/dev/null 2>&1 & sleep 0.5; ` +
+            `IP=$(${OWN_ADDRESS}); echo "ip=$IP"; nc -w 2 "$IP" ${port} </dev/null`,
           { timeout: 20 },
         );
         const address = /^ip=(\d+\.\d+\.\d+\.\d+)$/m.exec(start.stdout)?.[1];

@@ -67,7 +67,8 @@ function isIdentityError(error: unknown): error is IdentityError {
 function expectRefusal(error: unknown, raw: unknown, reason?: RegExp): void {
   if (!isIdentityError(error)) {
     throw new Error(
-      `normalize(${sampleLabel(raw)}) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}; it must throw IdentityError (from @berth/core) for every sender it refuses`,
+      `normalize(${sampleLabel(raw)}) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}; ` +
+        'it must throw IdentityError (from @berth/core) for every sender it refuses',
     );
   }
   expect(error.message, `refusal of ${sampleLabel(raw)} must be one line`).not.toMatch(/[\r\n]/);
@@ -222,7 +223,8 @@ export function platformAdapterChecks(options: TestPlatformAdapterOptions): Plat
         const folderOwner = folders.get(folderKey);
         if (folderOwner !== undefined && folderOwner !== id) {
           throw new Error(
-            `ids ${JSON.stringify(folderOwner)} and ${JSON.stringify(id)} share the folder form ${JSON.stringify(folder)} (compared case-insensitively): two users would share a sandbox`,
+            `ids ${JSON.stringify(folderOwner)} and ${JSON.stringify(id)} share the folder form ` +
+              `${JSON.stringify(folder)} (compared case-insensitively): two users would share a sandbox`,
           );
         }
         folders.set(folderKey, id);

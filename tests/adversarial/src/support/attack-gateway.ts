@@ -69,7 +69,9 @@ export async function inSandboxNetns(containerId: string, command: readonly stri
  * busybox's `su`, run by nobody. Returns its output: "must be suid" when the bit gave nothing.
  */
 export const SETUID_ATTEMPT = (folder: string): string =>
-  `m=$(stat -c %a ${folder}) && d=$(mktemp -d ${folder}/suid.XXXXXX) && cp /bin/busybox "$d/busybox" && chmod 4755 "$d/busybox" && ln -s busybox "$d/su" && chmod 755 "$d" && chmod 711 ${folder}; su -s /bin/sh nobody -c "$d/su root -c id </dev/null" 2>&1; chmod "$m" ${folder}; rm -rf "$d"`;
+  `m=$(stat -c %a ${folder}) && d=$(mktemp -d ${folder}/suid.XXXXXX) && cp /bin/busybox "$d/busybox" && chmod 4755 "$d/busybox" && ` +
+  `ln -s busybox "$d/su" && chmod 755 "$d" && chmod 711 ${folder}; su -s /bin/sh nobody -c "$d/su root -c id </dev/null" 2>&1; ` +
+  `chmod "$m" ${folder}; rm -rf "$d"`;
 
 /** The Docker socket the suite looks through from outside. */
 export const DOCKER_SOCKET = '/var/run/docker.sock';

@@ -85,7 +85,9 @@ export async function startStandInNetwork(options: {
     ip('-n', namespace, 'link', 'set', peerEnd, 'up');
     ip('-n', namespace, 'route', 'add', 'default', 'via', hostAddress);
     for (const address of extra) ip('route', 'add', `${address}/32`, 'via', peerAddress, 'dev', hostEnd);
-    const script = `const s=require('http').createServer((q,r)=>r.end('reached '+q.socket.localAddress.replace(/^::ffff:/,'')+'\\n')).listen(0,'0.0.0.0',()=>console.log(s.address().port));`;
+    const script =
+      "const s=require('http').createServer((q,r)=>r.end('reached " +
+      "'+q.socket.localAddress.replace(/^::ffff:/,'')+'\\n')).listen(0,'0.0.0.0',()=>console.log(s.address().port));";
     // Into the network namespace only: `ip netns exec` also makes a mount namespace, a private
     // copy of every mount of the host at that moment, users' disks of concurrent suites among
     // them, which this server then held for its lifetime, so a purge there could not let the

@@ -12,7 +12,8 @@ export function assertOffline(): Promise<void> {
       socket.destroy();
       reject(
         new Error(
-          `this test must run with nothing but loopback (${reason}); run it through "pnpm --filter @berth/openclaw-e2e test:e2e", which starts it in a network namespace of its own (unshare --net, as root)`,
+          `this test must run with nothing but loopback (${reason}); ` +
+            'run it through "pnpm --filter @berth/openclaw-e2e test:e2e", which starts it in a network namespace of its own (unshare --net, as root)',
         ),
       );
     };

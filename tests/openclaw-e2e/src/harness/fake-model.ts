@@ -41,7 +41,8 @@ export const MEDIA_PLACEHOLDER = '{media}';
  * `final` (a `MEDIA:` line, say) when given. `label` also names the timings.
  */
 export function scriptedMessage(label: string, calls: readonly ScriptedToolCall[], options: { repeat?: number; final?: string } = {}): string {
-  return `RUN:${Buffer.from(JSON.stringify({ label, calls, repeat: options.repeat ?? 1, ...(options.final ? { final: options.final } : {}) })).toString('base64')}`;
+  const script = { label, calls, repeat: options.repeat ?? 1, ...(options.final ? { final: options.final } : {}) };
+  return `RUN:${Buffer.from(JSON.stringify(script)).toString('base64')}`;
 }
 
 /** A script as the user's message carries it; `{n}` in an argument is the call's number. */
@@ -190,10 +191,17 @@ export async function startFakeModel(): Promise<FakeModel> {
         (body.tools ?? []).map((tool) => tool.function?.name ?? ''),
       );
       if (process.env.BERTH_E2E_DUMP) (await import('node:fs')).writeFileSync(process.env.BERTH_E2E_DUMP, JSON.stringify(body.messages ?? [], null, 1));
-      if (process.env.BERTH_E2E_VERBOSE)
-        process.stderr.write(
-          `[fake model] ${JSON.stringify({ messages: body.messages?.length, tools: body.tools?.length ?? 0, label: decision.label, index: decision.index, tool: decision.tool?.name, text: decision.text?.slice(0, 40) })}\n`,
-        );
+      if (process.env.BERTH_E2E_VERBOSE) {
+        const shown = {
+          messages: body.messages?.length,
+          tools: body.tools?.length ?? 0,
+          label: decision.label,
+          index: decision.index,
+          tool: decision.tool?.name,
+          text: decision.text?.slice(0, 40),
+        };
+        process.stderr.write(`[fake model] ${JSON.stringify(shown)}\n`);
+      }
       if (decision.label !== undefined && decision.index !== undefined && decision.index > 0) {
         const key = `${decision.label}#${decision.index - 1}`;
         const start = started.get(key);

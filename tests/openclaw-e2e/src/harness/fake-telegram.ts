@@ -327,7 +327,8 @@ export async function startFakeTelegram(options: { botId?: number } = {}): Promi
           watchers.delete(check);
           reject(
             new Error(
-              `no sendMessage ${description} within ${timeoutMs / 1000} s; the gateway sent: ${JSON.stringify(sent.map((message) => `${message.chatId}: ${message.text.slice(0, 120)}`))}`,
+              `no sendMessage ${description} within ${timeoutMs / 1000} s; ` +
+                `the gateway sent: ${JSON.stringify(sent.map((message) => `${message.chatId}: ${message.text.slice(0, 120)}`))}`,
             ),
           );
         }, timeoutMs);
