@@ -8,6 +8,7 @@ import { registerIsolationTests } from './backend-suite/register-isolation-tests
 import { registerLayoutTests } from './backend-suite/register-layout-tests.js';
 import { registerLifecycleTests } from './backend-suite/register-lifecycle-tests.js';
 import { registerSecretTests } from './backend-suite/register-secret-tests.js';
+import { registerInterruptTests } from './backend-suite/register-interrupt-tests.js';
 import { registerTimeoutTests } from './backend-suite/register-timeout-tests.js';
 
 /** What the suite sees of a container through the engine, around the backend. */
@@ -67,7 +68,8 @@ export interface TestBackendOptions {
 
 /**
  * Registers the Berth backend conformance suite with vitest: isolation between users (files,
- * variables, network), the host layout, exec semantics, secrets, timeouts, concurrency,
+ * variables, network), the host layout, exec semantics, secrets, timeouts, interrupts and live
+ * output, concurrency,
  * lifecycle (recreation, adoption, idle stop, purge) and hardening, each tested against the real
  * engine. Call it at the top level of a `*.integration.test.ts` file.
  */
@@ -81,6 +83,7 @@ export function testBackend(options: TestBackendOptions): void {
     registerExecTests(fixture);
     registerSecretTests(fixture);
     registerTimeoutTests(fixture);
+    registerInterruptTests(fixture);
     registerConcurrencyTests(fixture);
     registerLifecycleTests(fixture);
     registerHardeningTests(fixture);
