@@ -14,10 +14,10 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import { loadCertificateAuthority } from '../src/egress-proxy/certificate-authority.js';
-import { createEgressProxy } from '../src/egress-proxy/egress-proxy.js';
-import { parseHostPattern } from '../src/egress-proxy/host-patterns.js';
-import { placeholderFor } from '../src/egress-proxy/placeholders.js';
+import { loadCertificateAuthority } from '../src/egress/egress-proxy/certificate-authority.js';
+import { createEgressProxy } from '../src/egress/egress-proxy/egress-proxy.js';
+import { parseHostPattern } from '../src/egress/egress-proxy/host-patterns.js';
+import { placeholderFor } from '../src/egress/egress-proxy/placeholders.js';
 
 const HOST = 'api.bench.test';
 const ROUNDS = 7;

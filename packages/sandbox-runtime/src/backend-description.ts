@@ -2,7 +2,7 @@ import type { BackendDescription } from '@berth/core';
 import type { DriverDescription } from '@berth/core/driver';
 import { runtimeFacts } from './oci-runtime.js';
 import type { SandboxSettings } from './sandbox-settings.js';
-import type { SharedBound } from './shared-bound.js';
+import type { SharedBound } from './lifecycle/shared-bound.js';
 
 /** What a runtime says of itself (`describe()`): the driver's description, with the runtime's egress, bound and what it cannot enforce. */
 export function backendDescription(parts: {

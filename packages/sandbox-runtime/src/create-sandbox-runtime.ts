@@ -11,24 +11,24 @@ import {
 import { assertSandboxDriver, type DriverDescription, type SandboxDriverV1 } from '@berth/core/driver';
 import { madeOnce } from './made-once.js';
 import { backendDescription } from './backend-description.js';
-import { scopeHolder } from './hold-scope.js';
-import { createEgressBroker, type EgressProxyHooks } from './egress-broker.js';
-import { createEgressFirewall, ENFORCED_BY_ENGINE, type EgressFirewall } from './egress-firewall.js';
-import { createScopeDisks } from './scope-disks.js';
-import { createStoppingPolicies } from './idle-reaper.js';
-import { createInventory } from './inventory.js';
-import { touchLastUsed } from './last-used-file.js';
+import { scopeHolder } from './lifecycle/hold-scope.js';
+import { createEgressBroker, type EgressProxyHooks } from './egress/egress-broker.js';
+import { createEgressFirewall, ENFORCED_BY_ENGINE, type EgressFirewall } from './egress/egress-firewall.js';
+import { createScopeDisks } from './disks/scope-disks.js';
+import { createStoppingPolicies } from './lifecycle/idle-reaper.js';
+import { createInventory } from './lifecycle/inventory.js';
+import { touchLastUsed } from './lifecycle/last-used-file.js';
 import { createCommandRunner, nameOf } from './run-command.js';
 import type { ProgressEvent, RuntimeContext } from './runtime-context.js';
-import { createLimiter, enqueue, newEntry, type SandboxEntry } from './sandbox-entry.js';
-import { createSandboxLifecycle } from './sandbox-lifecycle.js';
+import { createLimiter, enqueue, newEntry, type SandboxEntry } from './lifecycle/sandbox-entry.js';
+import { createSandboxLifecycle } from './lifecycle/sandbox-lifecycle.js';
 import type { SandboxSettings } from './sandbox-settings.js';
-import { createShellSessions, dropShells } from './shell-sessions.js';
-import { SHELL_READY_TIMEOUT_MS } from './shell-session.js';
-import { purgeScope } from './purge-scope.js';
-import { prepareSharedBound, releaseSharedBound } from './shared-bound.js';
+import { createShellSessions, dropShells } from './shell/shell-sessions.js';
+import { SHELL_READY_TIMEOUT_MS } from './shell/shell-session.js';
+import { purgeScope } from './host-files/purge-scope.js';
+import { prepareSharedBound, releaseSharedBound } from './lifecycle/shared-bound.js';
 import { runtimeFacts } from './oci-runtime.js';
-import { existingInstallationTag, installationTag } from './egress-names.js';
+import { existingInstallationTag, installationTag } from './egress/egress-names.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;

@@ -12,13 +12,13 @@ export {
   WORKSPACE_TARGET,
   type BuildSandboxSpecOptions,
 } from './sandbox-spec.js';
-export { channelsFolderOf, openFifoChannel } from './fifo-channel.js';
-export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './exec-channel-events.js';
-export { isProcessIdentityGone, processIdentity } from './process-identity.js';
-export { capacityReport, describeRunningCap, localHostSize, PRESSURE_HIGH, type HostSize } from './capacity.js';
+export { channelsFolderOf, openFifoChannel } from './shell/fifo-channel.js';
+export { createExecChannelEvents, writableTo, type ExecChannelEvents } from './shell/exec-channel-events.js';
+export { isProcessIdentityGone, processIdentity } from './lifecycle/process-identity.js';
+export { capacityReport, describeRunningCap, localHostSize, PRESSURE_HIGH, type HostSize } from './lifecycle/capacity.js';
 export { GVISOR_FALLBACKS, isOlderRelease, runtimeFacts, runtimeRelease, TESTED_RUNTIME_RELEASES } from './oci-runtime.js';
-export { prepareSharedBound, readBoundPressure, type SharedBound } from './shared-bound.js';
-export { releaseDisksUnder } from './scope-disks.js';
+export { prepareSharedBound, readBoundPressure, type SharedBound } from './lifecycle/shared-bound.js';
+export { releaseDisksUnder } from './disks/scope-disks.js';
 export {
   BRIDGE_NAME_PREFIX,
   createEgressFirewall,
@@ -33,15 +33,15 @@ export {
   sandboxBridgeName,
   type EgressException,
   type EgressFirewall,
-} from './egress-firewall.js';
-export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell-protocol.js';
-export { insideProcessListing, isIdleProcess, isSandboxBusy, type SandboxProcessList } from './is-sandbox-busy.js';
-export { helperScriptCommand, quoteShell } from './shell-words.js';
-export { CA_CERTIFICATE_FILE, CA_KEY_FILE, loadCertificateAuthority, type CertificateAuthority } from './egress-proxy/certificate-authority.js';
-export { createEgressProxy, type EgressProxy, type EgressProxyOptions, type ProxyClient } from './egress-proxy/egress-proxy.js';
-export { CA_BUNDLE_FILE, CA_BUNDLE_TARGET, createEgressBroker, EGRESS_FOLDER, type EgressBroker, type EgressProxyHooks } from './egress-broker.js';
-export { createAddressPolicy } from './egress-proxy/address-policy.js';
-export { canonicalHost, formatHostPattern, hostMatches, parseHostPattern, type HostPattern } from './egress-proxy/host-patterns.js';
+} from './egress/egress-firewall.js';
+export { RUNNING_PROBE, SESSION_PROCESS, SPARE_PROCESS } from './shell/shell-protocol.js';
+export { insideProcessListing, isIdleProcess, isSandboxBusy, type SandboxProcessList } from './lifecycle/is-sandbox-busy.js';
+export { helperScriptCommand, quoteShell } from './shell/shell-words.js';
+export { CA_CERTIFICATE_FILE, CA_KEY_FILE, loadCertificateAuthority, type CertificateAuthority } from './egress/egress-proxy/certificate-authority.js';
+export { createEgressProxy, type EgressProxy, type EgressProxyOptions, type ProxyClient } from './egress/egress-proxy/egress-proxy.js';
+export { CA_BUNDLE_FILE, CA_BUNDLE_TARGET, createEgressBroker, EGRESS_FOLDER, type EgressBroker, type EgressProxyHooks } from './egress/egress-broker.js';
+export { createAddressPolicy } from './egress/egress-proxy/address-policy.js';
+export { canonicalHost, formatHostPattern, hostMatches, parseHostPattern, type HostPattern } from './egress/egress-proxy/host-patterns.js';
 export {
   PLACEHOLDER_PATTERN,
   placeholderFor,
@@ -49,4 +49,4 @@ export {
   type BrokeredValue,
   type PlaceholderTable,
   type Substitution,
-} from './egress-proxy/placeholders.js';
+} from './egress/egress-proxy/placeholders.js';

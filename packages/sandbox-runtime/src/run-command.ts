@@ -8,13 +8,13 @@ import {
   type SandboxRequest,
 } from '@berth/core';
 import { hasInstallationKey, sandboxName } from '@berth/core/driver';
-import { maskOutput } from './mask-output.js';
+import { maskOutput } from './output/mask-output.js';
 import { assertRuntimeOffered } from './oci-runtime.js';
-import { createStreamMasker } from './stream-masker.js';
+import { createStreamMasker } from './output/stream-masker.js';
 import type { RuntimeContext } from './runtime-context.js';
-import type { SandboxEntry } from './sandbox-entry.js';
-import type { ShellSessions } from './shell-sessions.js';
-import type { SessionRunResult } from './shell-session.js';
+import type { SandboxEntry } from './lifecycle/sandbox-entry.js';
+import type { ShellSessions } from './shell/shell-sessions.js';
+import type { SessionRunResult } from './shell/shell-session.js';
 
 /** Said (on stderr) when a command deleted the session's state folder. */
 export const STATE_LOST_NOTICE =

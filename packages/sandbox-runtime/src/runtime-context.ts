@@ -1,10 +1,10 @@
-import type { EgressBroker } from './egress-broker.js';
-import type { SharedBound } from './shared-bound.js';
+import type { EgressBroker } from './egress/egress-broker.js';
+import type { SharedBound } from './lifecycle/shared-bound.js';
 import type { HostLogger, RuntimeDescription, SandboxPaths } from '@berth/core';
 import type { SandboxDriverV1 } from '@berth/core/driver';
-import type { Limiter, SandboxEntry } from './sandbox-entry.js';
+import type { Limiter, SandboxEntry } from './lifecycle/sandbox-entry.js';
 import type { SandboxSettings } from './sandbox-settings.js';
-import type { ScopeDisks } from './scope-disks.js';
+import type { ScopeDisks } from './disks/scope-disks.js';
 
 /** Progress of the slow steps of a first command. */
 export interface ProgressEvent {

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import { KEEP_ALIVE_COMMAND } from '../sandbox-spec.js';
+import { RUNNING_PROBE, SESSION_PROCESS } from '../shell/shell-protocol.js';
+
+// Whether a sandbox is busy is the runtime's decision, made here from the shape of its own
+// launcher: a driver only lists the processes (and runs RUNNING_PROBE when asked). Change
+// KEEP_ALIVE_COMMAND and what counts as idle follows, in every driver at once.
+
+/** The launcher's command line as a process list shows it, up to its first statement (`/bin/sh -c trap "exit 0" TERM INT HUP;`). */
+const LAUNCHER_START = `${KEEP_ALIVE_COMMAND[0]} ${KEEP_ALIVE_COMMAND[1]} ${KEEP_ALIVE_COMMAND[2].slice(0, KEEP_ALIVE_COMMAND[2].indexOf(';') + 1)}`;
+
+/** The sleep the launcher waits in between requests (`sleep 3600`). */
+const LAUNCHER_SLEEP = /\bsleep \d+\b/.exec(KEEP_ALIVE_COMMAND[2])![0];
+
+/**
+ * Whether a process of a sandbox is no work of its user's: the launcher (and its forks, and an
+ * engine's init running it), the launcher's sleep, a session's shell waiting for a command, or
+ * one of the engine's own processes (`engineProcess`: its init, a pod's pause).
+ */
+export function isIdleProcess(command: string, engineProcess?: RegExp): boolean {
+  return command.includes(LAUNCHER_START) || command === LAUNCHER_SLEEP || SESSION_PROCESS.test(command) || (engineProcess?.test(command) ?? false);
+}
+
+/** What a driver lists of a running sandbox, for {@link isSandboxBusy}. */
+export interface SandboxProcessList {
+  /** Each process's command line, its arguments joined by spaces. */
+  readonly commands: readonly string[];
+  /** The engine's own processes in a sandbox, which are never the user's work (its init, a pod's pause). */
+  readonly engineProcess?: RegExp;
+}
+
+/**
+ * Whether a running sandbox is busy: any process but the idle ones ({@link isIdleProcess}) is
+ * work; with only those, a session's shell may still run a command made of builtins, which looks
+ * the same as one waiting, so `commandRunning` (RUNNING_PROBE run in the sandbox: true unless it
+ * exits 1) tells. A driver that ran the probe with its listing passes the answer (true is busy
+ * whatever the list says); one that runs it apart passes a function, asked only when a session's
+ * shell is there.
+ */
+export async function isSandboxBusy(processes: SandboxProcessList, commandRunning: boolean | (() => Promise<boolean>)): Promise<boolean> {
+  if (commandRunning === true) return true;
+  if (processes.commands.some((command) => !isIdleProcess(command, processes.engineProcess))) return true;
+  if (!processes.commands.some((command) => SESSION_PROCESS.test(command))) return false;
+  return typeof commandRunning === 'function' ? commandRunning() : commandRunning;
+}
+
+/**
+ * The process list read from inside a sandbox, for engines whose own listing does not show the
+ * sandbox's processes (a Kubernetes pod; gVisor, whose processes live in its own kernel): a
+ * program for `/bin/sh -c` that prints each process's command line (NULs and newlines as spaces)
+ * and runs {@link RUNNING_PROBE}, and the reading of its output. Run it in one exec; an exit code
+ * other than 0 means unknown, which callers take for busy.
+ */
+export function insideProcessListing(): { readonly script: string; read(stdout: string): { commands: string[]; running: boolean } } {
+  // The listing marks its own lines, so that it does not count itself.
+  const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
+  return {
+    script: `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`,
+    read: (stdout) => {
+      const lines = stdout.split('\n').map((line) => line.trim());
+      return {
+        commands: lines.filter((line) => line && !line.includes(marker) && !/^tr /.test(line)),
+        // A whole line: the listing's own command line, which it prints too, holds the same words.
+        running: lines.includes(`${marker}-running`),
+      };
+    },
+  };
+}
