@@ -2,8 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { parseHostPattern } from './host-patterns.js';
 import { placeholderFor, substituteRequest } from './placeholders.js';
 
-// The host patterns' own tests are in @berth/core (src/host-pattern.test.ts), with the patterns.
-
 describe('placeholders', () => {
   it('are the same for a sandbox and variable, and differ between sandboxes, variables and installations', () => {
     const one = placeholderFor('key', 'berth-a', 'GITHUB_TOKEN');
