@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installationTableName, installationTag } from '@berth/sandbox-runtime';
+import { installationTableName, installationTag } from '@berth/sandbox-runtime/driver';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { findEngine } from './testing/find-engine.js';
 import { removeTestRoot } from './testing/remove-test-root.js';

@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime';
+import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime/driver';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { requestEngine } from './testing/engine-client.js';
 import { findEngine } from './testing/find-engine.js';

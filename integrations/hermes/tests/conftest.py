@@ -29,7 +29,7 @@ PACKAGE_ROOT = HERE.parent
 REPOSITORY = PACKAGE_ROOT.parents[1]
 CLI = REPOSITORY / "apps" / "gateway-plugin" / "dist" / "cli.js"
 IMAGE = os.environ.get("BERTH_BASE_IMAGE", "localhost/berth-busybox:latest")
-RUNTIME = REPOSITORY / "packages" / "sandbox-runtime" / "dist" / "index.js"
+RUNTIME = REPOSITORY / "packages" / "sandbox-runtime" / "dist" / "driver.js"
 
 
 @pytest.fixture(scope="session")

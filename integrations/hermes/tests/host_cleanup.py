@@ -23,7 +23,7 @@ def remove_egress_tables(node: str, runtime: Path, sandbox_root: Path, last: boo
     """Removes the nftables tables a test's gateway made: its installation's and, with the test's last
     gateway, the pool's.
 
-    Their names come from Berth's own functions (``@berth/sandbox-runtime``, built at ``runtime``), not a
+    Their names come from Berth's own functions (``@berth/sandbox-runtime/driver``, built at ``runtime``), not a
     copy of them.
     """
     if not (sandbox_root / ".berth-installation-key").is_file():

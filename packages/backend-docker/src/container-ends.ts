@@ -1,5 +1,5 @@
 import type { ExecChannel } from '@berth/core/driver';
-import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime';
+import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime/driver';
 import type Dockerode from 'dockerode';
 
 /** How long after a dropped event stream it is opened again, while channels need it. */

@@ -1,5 +1,5 @@
 import type { DriverSandbox } from '@berth/core/driver';
-import { LABELS } from '@berth/sandbox-runtime';
+import { LABELS } from '@berth/sandbox-runtime/driver';
 import type Dockerode from 'dockerode';
 
 // What a Docker-compatible engine's container records say, read the one way the driver reads them.

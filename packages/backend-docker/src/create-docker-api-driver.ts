@@ -2,7 +2,7 @@ import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandbo
 import type { DriverCapabilities, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
-import { insideProcessListing, isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime';
+import { insideProcessListing, isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime/driver';
 import { openExecChannel, runCollecting } from './open-exec-channel.js';
 import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import type { SandboxNetworks } from './sandbox-networks.js';

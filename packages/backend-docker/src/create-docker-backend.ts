@@ -1,4 +1,11 @@
-import { backendOptionsSchema, defineBackend, installationTag, sandboxBridgeName, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime';
+import {
+  backendOptionsSchema,
+  defineBackend,
+  installationTag,
+  sandboxBridgeName,
+  type BackendOptions,
+  type SandboxRuntime,
+} from '@berth/sandbox-runtime/driver';
 import { createRequire } from 'node:module';
 import type Dockerode from 'dockerode';
 import { z } from 'zod';
@@ -77,7 +84,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}) {
   });
 }
 
-/** Options of {@link createDockerBackend}: every backend's (`BackendOptions` of `@berth/sandbox-runtime`) and the Docker driver's. */
+/** Options of {@link createDockerBackend}: every backend's (`BackendOptions` of `@berth/sandbox-runtime/driver`) and the Docker driver's. */
 export interface DockerBackendOptions extends DockerDriverOptions, BackendOptions {}
 
 /** The Docker backend: the sandbox runtime over the Docker driver. */

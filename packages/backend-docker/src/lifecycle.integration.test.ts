@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ImageNotFoundError } from '@berth/core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildSandboxSpec, LABELS, releaseDisksUnder, sandboxSettings } from '@berth/sandbox-runtime';
+import { releaseDisksUnder, sandboxSettings } from '@berth/sandbox-runtime';
+import { buildSandboxSpec, LABELS } from '@berth/sandbox-runtime/driver';
 import { toContainerCreateOptions } from './to-container-options.js';
 import { createHarness, engineExec, TEST_IMAGE, TEST_LABEL, type Harness } from './testing/integration-harness.js';
 

@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { ExecChannel } from '@berth/core/driver';
-import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime';
+import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime/driver';
 
 /** How long a dropped channel's connection stays open for the engine to take what was written to it. */
 const DESTROY_GRACE_MS = 5_000;

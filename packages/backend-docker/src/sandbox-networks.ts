@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
-import { isProcessIdentityGone, LABELS, MANAGED_BY, processIdentity } from '@berth/sandbox-runtime';
+import { isProcessIdentityGone, LABELS, MANAGED_BY, processIdentity } from '@berth/sandbox-runtime/driver';
 import { engineMessage, engineStatus, isConflict, isGone, mapDockerError } from './map-docker-error.js';
 
 /** The network option that names its bridge's interface (Docker's, which Podman's compatible API reads too). */
@@ -127,7 +127,7 @@ export function createSandboxNetworks(options: {
   labels?: Readonly<Record<string, string>>;
   /**
    * The interface name of a network's bridge (the egress policy knows an installation's
-   * sandboxes by it: `sandboxBridgeName` of `@berth/sandbox-runtime`); the engine's own name when absent.
+   * sandboxes by it: `sandboxBridgeName` of `@berth/sandbox-runtime/driver`); the engine's own name when absent.
    */
   bridgeName?: (networkName: string) => string;
   /** Driver options added to every network the engine makes (Podman's `isolate`, say). */

@@ -1,5 +1,6 @@
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig } from '@berth/core';
-import { buildSandboxSpec, LABELS, sandboxSettings } from '@berth/sandbox-runtime';
+import { sandboxSettings } from '@berth/sandbox-runtime';
+import { buildSandboxSpec, LABELS } from '@berth/sandbox-runtime/driver';
 import { describe, expect, it } from 'vitest';
 import { toContainerCreateOptions } from './to-container-options.js';
 

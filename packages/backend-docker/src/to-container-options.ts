@@ -1,5 +1,5 @@
 import type { SandboxSpec } from '@berth/core/driver';
-import { CHANNELS_TARGET, HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
+import { CHANNELS_TARGET, HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime/driver';
 import type Dockerode from 'dockerode';
 
 const MEGABYTE = 1024 * 1024;

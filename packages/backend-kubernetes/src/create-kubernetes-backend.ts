@@ -1,10 +1,10 @@
-import { backendOptionsSchema, defineBackend, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime';
+import { backendOptionsSchema, defineBackend, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime/driver';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { createKubernetesDriver, type KubernetesDriverOptions } from './create-kubernetes-driver.js';
 import { installationLabel, kubernetesSettings, type KubernetesSettingsInput } from './kubernetes-settings.js';
 
-/** Options of {@link createKubernetesBackend}: every backend's (`BackendOptions` of `@berth/sandbox-runtime`) and the cluster's. */
+/** Options of {@link createKubernetesBackend}: every backend's (`BackendOptions` of `@berth/sandbox-runtime/driver`) and the cluster's. */
 export interface KubernetesBackendOptions extends BackendOptions {
   /** The cluster keys (`kubernetesSettings(config)`: namespace, kubeconfig, context, storage class, `container_disk`, `sandbox_dir`). */
   readonly kubernetes?: KubernetesSettingsInput;

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { ExecChannel } from '@berth/core/driver';
-import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime';
+import { createExecChannelEvents, writableTo } from '@berth/sandbox-runtime/driver';
 import { Exec, type KubeConfig, type V1Status } from '@kubernetes/client-node';
 import { CONTAINER_NAME } from './to-kubernetes-objects.js';
 

@@ -1,7 +1,7 @@
 import { SandboxError } from '@berth/core';
 import type { ExecChannel } from '@berth/core/driver';
 import type { V1Pod } from '@kubernetes/client-node';
-import { insideProcessListing, isSandboxBusy } from '@berth/sandbox-runtime';
+import { insideProcessListing, isSandboxBusy } from '@berth/sandbox-runtime/driver';
 import type { Connection } from './kubernetes-connection.js';
 import { openKubernetesExecChannel } from './kubernetes-exec-channel.js';
 import { kubernetesStatus } from './map-kubernetes-error.js';

@@ -1,5 +1,6 @@
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig, ConfigError } from '@berth/core';
-import { buildSandboxSpec, sandboxSettings } from '@berth/sandbox-runtime';
+import { sandboxSettings } from '@berth/sandbox-runtime';
+import { buildSandboxSpec } from '@berth/sandbox-runtime/driver';
 import { describe, expect, it } from 'vitest';
 import { LABELS_ANNOTATION, POD_ANNOTATION } from './kubernetes-labels.js';
 import { buildNetworkPolicies, buildSandboxClaim, buildSandboxPod } from './to-kubernetes-objects.js';

@@ -1,6 +1,6 @@
 import { ConfigError } from '@berth/core';
 import type { SandboxSpec } from '@berth/core/driver';
-import { LABELS } from '@berth/sandbox-runtime';
+import { LABELS } from '@berth/sandbox-runtime/driver';
 import type { V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import { INSTALLATION_KEY, LABELS_ANNOTATION, MANAGED_BY_KEY, MANAGED_BY_VALUE, NETWORK_KEY, POD_ANNOTATION, toKubernetesLabels } from './kubernetes-labels.js';
 

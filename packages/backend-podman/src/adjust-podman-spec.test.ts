@@ -1,6 +1,7 @@
 import { toContainerCreateOptions } from '@berth/backend-docker';
 import { createPlatformRegistry, createSandboxResolver, parseTerminalConfig, type TerminalConfig } from '@berth/core';
-import { buildSandboxSpec, sandboxSettings } from '@berth/sandbox-runtime';
+import { sandboxSettings } from '@berth/sandbox-runtime';
+import { buildSandboxSpec } from '@berth/sandbox-runtime/driver';
 import type Dockerode from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { adjustPodmanCreate, adjustPodmanHostConfig } from './adjust-podman-spec.js';

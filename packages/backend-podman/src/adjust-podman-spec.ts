@@ -1,4 +1,4 @@
-import { CHANNELS_TARGET, HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime';
+import { CHANNELS_TARGET, HOME_TARGET, WORKSPACE_TARGET } from '@berth/sandbox-runtime/driver';
 import { SandboxError } from '@berth/core';
 import type Dockerode from 'dockerode';
 import type { PodmanHost } from './read-podman-host.js';

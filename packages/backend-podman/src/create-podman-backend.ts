@@ -8,7 +8,7 @@ import {
   type DockerApiConnection,
 } from '@berth/backend-docker';
 import { EngineUnavailableError, SandboxError, type HostLogger } from '@berth/core';
-import { defineBackend, installationTag, sandboxBridgeName, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime';
+import { defineBackend, installationTag, sandboxBridgeName, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime/driver';
 import Dockerode from 'dockerode';
 import { adjustPodmanCreate, PODMAN_SANDBOX_NETWORK } from './adjust-podman-spec.js';
 import { findPodmanSocket, podmanServiceCommand } from './find-podman-socket.js';
@@ -164,7 +164,7 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
 
 /**
  * Options of {@link createPodmanBackend}; the same shape as `createDockerBackend`'s: every
- * backend's (`BackendOptions` of `@berth/sandbox-runtime`) and the Podman driver's.
+ * backend's (`BackendOptions` of `@berth/sandbox-runtime/driver`) and the Podman driver's.
  */
 export interface PodmanBackendOptions extends PodmanDriverOptions, BackendOptions {}
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { egressTableName } from '@berth/sandbox-runtime';
+import { egressTableName } from '@berth/sandbox-runtime/driver';
 import {
   ATTACK_ENGINES,
   engineClient,

@@ -14,7 +14,7 @@ import {
   type TerminalRegistryV1,
 } from '@berth/core';
 import { createBerthPlugin, type Berth, type BerthPlugin, type BerthPluginOptions, releaseDisksUnder } from '@berth/gateway-plugin';
-import { egressTableName, installationTableName, installationTag } from '@berth/sandbox-runtime';
+import { egressTableName, installationTableName, installationTag } from '@berth/sandbox-runtime/driver';
 import Dockerode from 'dockerode';
 
 /** The local base image every case runs on; no registry is reachable in CI. */
