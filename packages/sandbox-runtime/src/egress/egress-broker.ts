@@ -12,12 +12,10 @@ import type { SandboxEntry } from '../lifecycle/sandbox-entry.js';
 import type { SandboxSettings } from '../sandbox-settings.js';
 
 // The folder of an installation's egress proxy files in its sandbox root is core's
-// `EGRESS_FOLDER` (host-layout.ts): like every `.berth-` name there, it is no scope's folder, and
-// only the bundle is ever mounted into a sandbox.
-export { EGRESS_FOLDER } from '@berth/core/driver';
-export { CA_BUNDLE_FILE } from './egress-proxy/installation-bundle.js';
+// `EGRESS_FOLDER` (host-layout.ts, read by egress-proxy/installation-bundle.ts): like every
+// `.berth-` name there, it is no scope's folder, and only the bundle is ever mounted into a sandbox.
 /** Where a sandbox finds the bundle (mounted read-only). */
-export const CA_BUNDLE_TARGET = '/etc/berth/ca-bundle.pem';
+const CA_BUNDLE_TARGET = '/etc/berth/ca-bundle.pem';
 
 /** The variables that point a sandbox's tools at the proxy and at the bundle. */
 const CA_VARIABLES = ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO'] as const;

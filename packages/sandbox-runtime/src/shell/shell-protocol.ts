@@ -25,9 +25,6 @@ export { buildFallbackInput, FALLBACK_PRELUDE } from './fallback-exec-script.js'
  */
 export const SESSION_PROCESS = /^\/bin\/sh$/;
 
-/** @deprecated Spares are forked from the session's shell now and look like it: use {@link SESSION_PROCESS}. */
-export const SPARE_PROCESS = SESSION_PROCESS;
-
 /**
  * A script that exits 0 when a command runs in some Berth session of the sandbox (its state
  * folder's `pid` file names a live process), 1 otherwise. Builtins only. One line: shell/running-probe.sh.

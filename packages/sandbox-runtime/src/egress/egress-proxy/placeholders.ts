@@ -14,7 +14,7 @@ import type { HeadForm } from './secret-masker.js';
  * and says nothing of the value. It is not a secret: a placeholder is worth something only in a
  * request that arrives from its own sandbox, which the proxy tells by the connection's addresses.
  */
-export const PLACEHOLDER_PATTERN = /berth_secret_[0-9a-f]{32}/g;
+const PLACEHOLDER_PATTERN = /berth_secret_[0-9a-f]{32}/g;
 
 /** The ports a value goes to unless its variable names others. */
 const DEFAULT_PORTS: readonly number[] = [443];
