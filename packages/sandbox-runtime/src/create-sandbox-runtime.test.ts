@@ -489,19 +489,22 @@ describe('the sandbox runtime', () => {
     expect((await runtime.doExec(request('59'), { command: 'pwd; echo $KEPT' })).stdout).toBe('/\n1\n');
   });
 
-  it('restarts a running sandbox it adopted whose new shell does not answer (a gateway restarted beside a fork bomb), then runs the command there', async () => {
-    const { config, request } = setUp();
-    const driver = createFakeDriver();
-    const { logs, logger } = warnings();
-    await runtimeOver(driver, config).doExec(request('61'), { command: 'true' });
-    const [sandbox] = driver.sandboxes.values();
-    driver.stalled.add(sandbox!.id);
-    const restarted = runtimeOver(driver, config, { shellReadyTimeoutMs: 500, logger });
-    expect(await restarted.doExec(request('61'), { command: 'echo recovered' })).toMatchObject({ exitCode: 0, stdout: 'recovered\n' });
-    expect(driver.calls).toContain(`stop ${sandbox!.id}`);
-    expect(logs.join('\n')).toMatch(/no shell could answer in berth-[0-9a-f]+; restarting the sandbox/);
-    expect(creates(driver)).toHaveLength(1);
-  });
+  it(
+    'restarts a running sandbox it adopted whose new shell does not answer ' + '(a gateway restarted beside a fork bomb), then runs the command there',
+    async () => {
+      const { config, request } = setUp();
+      const driver = createFakeDriver();
+      const { logs, logger } = warnings();
+      await runtimeOver(driver, config).doExec(request('61'), { command: 'true' });
+      const [sandbox] = driver.sandboxes.values();
+      driver.stalled.add(sandbox!.id);
+      const restarted = runtimeOver(driver, config, { shellReadyTimeoutMs: 500, logger });
+      expect(await restarted.doExec(request('61'), { command: 'echo recovered' })).toMatchObject({ exitCode: 0, stdout: 'recovered\n' });
+      expect(driver.calls).toContain(`stop ${sandbox!.id}`);
+      expect(logs.join('\n')).toMatch(/no shell could answer in berth-[0-9a-f]+; restarting the sandbox/);
+      expect(creates(driver)).toHaveLength(1);
+    },
+  );
 
   it("runs one exec per command, and restarts nothing, when a new sandbox's shell never answers (an image whose shell cannot hold a session)", async () => {
     const { config, request } = setUp();

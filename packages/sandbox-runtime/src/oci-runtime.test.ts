@@ -61,7 +61,8 @@ describe('assertRuntimeOffered', () => {
 
   it('refuses a runtime the engine lacks in one line naming the key, the value, what the engine has and the fix', () => {
     expect(() => assertRuntimeOffered('nosuch', docker)).toThrow(
-      "terminal.docker_runtime is nosuch, a runtime the docker engine does not have (it has io.containerd.runc.v2, runc, runsc); set docker_runtime to one of those, or remove it to use the engine's default (runc)",
+      'terminal.docker_runtime is nosuch, a runtime the docker engine does not have (it has io.containerd.runc.v2, runc, runsc); set ' +
+        "docker_runtime to one of those, or remove it to use the engine's default (runc)",
     );
   });
 

@@ -18,9 +18,13 @@ export const TESTED_RUNTIME_RELEASES: Readonly<Record<string, string>> = { runc:
 
 /** What Berth does differently under gVisor, each keeping every guarantee: the reason it must. */
 export const GVISOR_FALLBACKS: readonly string[] = [
-  "shells start through the engine's exec, not the launcher's named pipes: gVisor does not write a pipe on a read-only bind mount (the channel folder is one), so each sandbox's first shell takes an exec (tens of milliseconds) where it took a write to a pipe",
-  "whether a sandbox is busy (idle stop, a restart for a new configuration) is read from inside it, as on Kubernetes: the engine lists only gVisor's own processes; a listing that fails still counts as busy",
-  "docker_pids_limit counts gVisor's processes on the host: some 40 of its own and, on its ptrace platform, about ten for each process in the sandbox; a sandbox that reaches it stops (its jobs end, the next command starts it again) where runc refuses the fork. The host stays bounded and other users are unaffected; raise the limit about ten-fold for as many processes as under runc",
+  "shells start through the engine's exec, not the launcher's named pipes: gVisor does not write a pipe on a read-only bind mount (the channel " +
+    "folder is one), so each sandbox's first shell takes an exec (tens of milliseconds) where it took a write to a pipe",
+  'whether a sandbox is busy (idle stop, a restart for a new configuration) is read from inside it, as on Kubernetes: the engine lists only ' +
+    "gVisor's own processes; a listing that fails still counts as busy",
+  "docker_pids_limit counts gVisor's processes on the host: some 40 of its own and, on its ptrace platform, about ten for each process in the " +
+    'sandbox; a sandbox that reaches it stops (its jobs end, the next command starts it again) where runc refuses the fork. The host stays bounded ' +
+    'and other users are unaffected; raise the limit about ten-fold for as many processes as under runc',
 ];
 
 /** The release in a runtime's version line: gVisor's date (`release-20221219.0`, `0.0~20221219.0`), else `x.y.z`. */
@@ -70,6 +74,8 @@ export function assertRuntimeOffered(configured: string | undefined, description
   if (configured === undefined || offered === undefined || offered.length === 0 || offered.includes(configured)) return;
   throw new ConfigError(
     'terminal.docker_runtime',
-    `terminal.docker_runtime is ${configured}, a runtime the ${description.engine} engine does not have (it has ${[...offered].sort().join(', ')}); set docker_runtime to one of those, or remove it to use the engine's default${description.defaultRuntime ? ` (${description.defaultRuntime})` : ''}`,
+    `terminal.docker_runtime is ${configured}, a runtime the ${description.engine} engine does not have (it has ` +
+      `${[...offered].sort().join(', ')}); set docker_runtime to one of those, or remove it to use the engine's ` +
+      `default${description.defaultRuntime ? ` (${description.defaultRuntime})` : ''}`,
   );
 }

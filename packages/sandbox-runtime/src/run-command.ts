@@ -18,7 +18,8 @@ import type { SessionRunResult } from './shell/shell-session.js';
 
 /** Said (on stderr) when a command deleted the session's state folder. */
 export const STATE_LOST_NOTICE =
-  "berth: this sandbox's shell state (its folder in /tmp) was deleted, so the cd and export of earlier commands are lost; the command ran in a new shell, in /workspace with the sandbox's variables\n";
+  "berth: this sandbox's shell state (its folder in /tmp) was deleted, so the cd and export of earlier commands are lost; the command ran in a " +
+  "new shell, in /workspace with the sandbox's variables\n";
 
 /** Said (on stderr) when a command ended its shell before its cd and export could be saved. */
 export const STATE_NOT_SAVED_NOTICE =
@@ -26,7 +27,8 @@ export const STATE_NOT_SAVED_NOTICE =
 
 /** Said (on stderr) when a command deleted its session's state folder. */
 export const STATE_DELETED_NOTICE =
-  "berth: this command deleted the sandbox's shell state (its folder in /tmp), so the cd and export of earlier commands are lost; the next command starts a new shell, in /workspace with the sandbox's variables\n";
+  "berth: this command deleted the sandbox's shell state (its folder in /tmp), so the cd and export of earlier commands are lost; the next " +
+  "command starts a new shell, in /workspace with the sandbox's variables\n";
 
 /** The sandbox name of a request: core's opaque name, under the runtime's prefix. */
 export function nameOf(context: RuntimeContext, request: SandboxRequest): string {

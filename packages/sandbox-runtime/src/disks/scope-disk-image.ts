@@ -81,7 +81,8 @@ export async function createImage(files: DiskLayout, limitMb: number, spare: Spa
           if (!full) throw error;
           throw new SandboxError(
             'DISK_TOO_SMALL',
-            `the files of ${path.basename(files.folder)} do not fit in terminal.container_disk (${limitMb} MB); raise container_disk, or remove files from ${files.folder} — nothing was changed`,
+            `the files of ${path.basename(files.folder)} do not fit in terminal.container_disk (${limitMb} MB); raise container_disk, or remove ` +
+              `files from ${files.folder} — nothing was changed`,
           );
         }
       }
@@ -142,7 +143,8 @@ export async function resize(files: DiskLayout, mounted: boolean, limitMb: numbe
     logger?.info(`berth: the disk of ${name} is now ${limitMb} MB (was ${Math.round(size / MB)} MB)`);
   } catch (error) {
     logger?.warn(
-      `berth: the disk of ${name} stays at ${Math.round(size / MB)} MB, not terminal.container_disk (${limitMb} MB): ${error instanceof Error ? error.message : String(error)}`,
+      `berth: the disk of ${name} stays at ${Math.round(size / MB)} MB, not terminal.container_disk (${limitMb} MB): ` +
+        `${error instanceof Error ? error.message : String(error)}`,
     );
   }
 }

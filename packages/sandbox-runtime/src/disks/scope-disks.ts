@@ -182,7 +182,9 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
       const holders = device ? holdersOf(device) : [];
       throw new SandboxError(
         'PURGE_INCOMPLETE',
-        `the disk image of ${name} is still attached to ${device ?? 'a loop device'} (${holders.length > 0 ? `mounted in the mount namespace of process ${holders.join(', ')}` : 'a sandbox or process elsewhere still uses it'}), so nothing was deleted; stop it and run berth rm --purge again`,
+        `the disk image of ${name} is still attached to ${device ?? 'a loop device'} ` +
+          `(${holders.length > 0 ? `mounted in the mount namespace of process ${holders.join(', ')}` : 'a sandbox or process elsewhere still uses it'}), ` +
+          `so nothing was deleted; stop it and run berth rm --purge again`,
       );
     }
     await rm(files.image, { force: true });

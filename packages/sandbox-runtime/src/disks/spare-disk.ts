@@ -53,7 +53,8 @@ export function createSpareDisks(options: { limitMb: number; logger?: HostLogger
     })()
       .catch((error: unknown) =>
         logger?.warn(
-          `berth: making a spare disk in ${disks} failed (the next new user's disk is made when needed): ${error instanceof Error ? error.message : String(error)}`,
+          `berth: making a spare disk in ${disks} failed (the next new user's disk is made when needed): ` +
+            `${error instanceof Error ? error.message : String(error)}`,
         ),
       )
       .finally(() => spareMaking.delete(disks));

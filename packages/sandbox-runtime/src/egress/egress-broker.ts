@@ -105,7 +105,10 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       .then((description) => {
         if (description.networkPool !== undefined) pool = description.networkPool;
         if (description.networkPool === undefined) {
-          return `${driver.engine} sandboxes here are not on networks of this host (rootless user-mode networking, a remote engine, or a cluster), so the proxy cannot tell them apart`;
+          return (
+            `${driver.engine} sandboxes here are not on networks of this host (rootless user-mode networking, a remote engine, or a cluster), so ` +
+            `the proxy cannot tell them apart`
+          );
         }
         if (!driver.networkAddress) return `the ${driver.engine} driver cannot say a sandbox's address`;
         return undefined;
@@ -204,7 +207,8 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       if (why) {
         throw new SandboxError(
           'EGRESS_ALLOWLIST_UNENFORCED',
-          `terminal.docker_egress is allowlist, but it cannot be enforced here: ${why.replace(/^the egress policy is not enforced: /, '')}; no sandbox starts with networking — set terminal.docker_network: false, or docker_egress: open`,
+          `terminal.docker_egress is allowlist, but it cannot be enforced here: ${why.replace(/^the egress policy is not enforced: /, '')}; no ` +
+            `sandbox starts with networking — set terminal.docker_network: false, or docker_egress: open`,
         );
       }
     },
@@ -266,7 +270,8 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       const failures =
         failed.length === 0
           ? ''
-          : `; could not listen on ${[...new Set(failed)].join(', ')}, tried again on each of those sandboxes' next command — is another Berth process of this installation serving them?`;
+          : `; could not listen on ${[...new Set(failed)].join(', ')}, tried again on each of those sandboxes' next command — is another Berth ` +
+            `process of this installation serving them?`;
       return {
         proxy: `port ${EGRESS_PROXY_PORT} on each sandbox network's gateway (${listening.length} listening in this process)${failures}`,
         unavailable: undefined,
@@ -288,7 +293,8 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
     if (why) {
       warnOnce(
         'unavailable',
-        `berth: no egress proxy for ${driver.engine} sandboxes: ${why}; brokered variables (${brokered.join(', ') || 'none'}) reach them as placeholders nothing replaces`,
+        `berth: no egress proxy for ${driver.engine} sandboxes: ${why}; brokered variables (${brokered.join(', ') || 'none'}) reach them as ` +
+          `placeholders nothing replaces`,
       );
       return;
     }
@@ -314,7 +320,8 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       notListening.set(entry, { gateway: found.gateway, code, triedAt: Date.now() });
       warnOnce(
         `listen ${found.gateway}`,
-        `berth: the egress proxy cannot listen on ${found.gateway}:${EGRESS_PROXY_PORT} (${code}); sandbox ${entry.name} goes without it for now (its brokered variables stay placeholders; tried again on its next command) — is another Berth process of this installation serving it?`,
+        `berth: the egress proxy cannot listen on ${found.gateway}:${EGRESS_PROXY_PORT} (${code}); sandbox ${entry.name} goes without it for now ` +
+          `(its brokered variables stay placeholders; tried again on its next command) — is another Berth process of this installation serving it?`,
       );
       return;
     }

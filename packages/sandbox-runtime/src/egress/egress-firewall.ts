@@ -116,7 +116,10 @@ export function egressUnenforcedReason(options: { network: boolean; poolNetworks
   const risk = 'sandboxes can reach the gateway host, private networks and cloud metadata (169.254.169.254)';
   if (!options.poolNetworks) {
     const why = 'rootless user-mode networking, a remote engine, or a cluster';
-    return `the egress policy is not enforced: ${options.engine} sandboxes here are not on networks of terminal.docker_network_pool on this host (${why}); ${risk}`;
+    return (
+      `the egress policy is not enforced: ${options.engine} sandboxes here are not on networks of terminal.docker_network_pool on this host ` +
+      `(${why}); ${risk}`
+    );
   }
   if (process.platform !== 'linux') return `the egress policy is not enforced: it needs Linux nftables; ${risk}`;
   if (process.getuid?.() !== 0)
@@ -212,7 +215,8 @@ export function createEgressFirewall(options: {
       } catch (error) {
         throw new SandboxError(
           'EGRESS_RULES_FAILED',
-          `could not install the egress rules (nft: ${(error as Error).message}); no sandbox starts with networking until they are in — check nftables, or set terminal.docker_network: false`,
+          `could not install the egress rules (nft: ${(error as Error).message}); no sandbox starts with networking until they are in — check ` +
+            `nftables, or set terminal.docker_network: false`,
         );
       }
       if (!always) logger?.info(`berth: egress exceptions of table inet ${installationTableName(tag)} changed (${exceptions.length} in force)`);
@@ -246,7 +250,8 @@ export function createEgressFirewall(options: {
     } catch (error) {
       throw new SandboxError(
         'EGRESS_RULES_FAILED',
-        `could not install the egress rules (nft: ${(error as Error).message}); no sandbox starts with networking until they are in — check nftables, or set terminal.docker_network: false`,
+        `could not install the egress rules (nft: ${(error as Error).message}); no sandbox starts with networking until they are in — check ` +
+          `nftables, or set terminal.docker_network: false`,
       );
     }
   };
@@ -272,7 +277,8 @@ export function createEgressFirewall(options: {
     );
     watcher.unref();
     logger?.info(
-      `berth: egress rules for ${options.pool} in nftables tables inet ${egressTableName(options.pool)} and inet ${tableOf()} (${JSON.parse(current).length} exception(s))`,
+      `berth: egress rules for ${options.pool} in nftables tables inet ${egressTableName(options.pool)} and inet ${tableOf()} ` +
+        `(${JSON.parse(current).length} exception(s))`,
     );
   };
 

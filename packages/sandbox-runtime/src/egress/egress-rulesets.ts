@@ -166,7 +166,8 @@ export function installationRuleset(options: {
         const addresses = outermost(list.filter((exception) => exception.port === port).map((exception) => exception.cidr));
         return ['tcp', 'udp'].map(
           (protocol) =>
-            `    meta l4proto ${protocol} ct original proto-dst ${port} ct original ip daddr { ${addresses.join(', ')} } meta mark set meta mark or ${hex(mark)} return`,
+            `    meta l4proto ${protocol} ct original proto-dst ${port} ct original ip daddr { ${addresses.join(', ')} } meta mark set meta mark ` +
+            `or ${hex(mark)} return`,
         );
       });
   const mark = (hook: string): string[] => [

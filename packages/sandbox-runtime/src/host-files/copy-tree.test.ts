@@ -7,7 +7,8 @@ import { copyTree } from './copy-tree.js';
 
 /** Makes, in the folder named by its argument, 1500 folders one in another (7500 bytes of path) and a file at the bottom. */
 const DEEP_TREE =
-  "const fs = require('fs'); fs.mkdirSync(process.argv[1], { recursive: true }); process.chdir(process.argv[1]); for (let i = 0; i < 1500; i++) { fs.mkdirSync('aaaa'); process.chdir('aaaa'); } fs.writeFileSync('f', 'bottom')";
+  "const fs = require('fs'); fs.mkdirSync(process.argv[1], { recursive: true }); process.chdir(process.argv[1]); for (let i = 0; i < 1500; i++) { " +
+  "fs.mkdirSync('aaaa'); process.chdir('aaaa'); } fs.writeFileSync('f', 'bottom')";
 
 const folders: string[] = [];
 afterEach(() => {

@@ -97,7 +97,8 @@ export async function purgeScope(options: PurgeScopeOptions): Promise<void> {
     const report = await removeTree(purgeFd, name);
     if (report.leftCount > 0) {
       throw incomplete(
-        `purged the sandbox of ${name}, but ${report.leftCount} of its files could not be deleted (${report.left.join('; ')}); they are in ${tombstoneOf(paths)}, out of any sandbox's reach — fix that and run berth rm --purge again`,
+        `purged the sandbox of ${name}, but ${report.leftCount} of its files could not be deleted (${report.left.join('; ')}); they are in ` +
+          `${tombstoneOf(paths)}, out of any sandbox's reach — fix that and run berth rm --purge again`,
       );
     }
     discard = true;
@@ -125,7 +126,8 @@ export async function finishInterruptedPurge(paths: SandboxPaths, logger?: HostL
     const report = await removeTree(purgeFd, name);
     if (report.leftCount > 0) {
       throw incomplete(
-        `an interrupted purge of ${name} left ${report.leftCount} files that cannot be deleted (${report.left.join('; ')}); fix that and run berth rm --purge again`,
+        `an interrupted purge of ${name} left ${report.leftCount} files that cannot be deleted (${report.left.join('; ')}); fix that and run ` +
+          `berth rm --purge again`,
       );
     }
   } finally {

@@ -8,7 +8,8 @@ import { removeTree } from './remove-tree.js';
 
 /** Makes, in the folder named by its argument, 1500 folders one in another (7500 bytes of path) and a file at the bottom. */
 const DEEP_TREE =
-  "const fs = require('fs'); fs.mkdirSync(process.argv[1], { recursive: true }); process.chdir(process.argv[1]); for (let i = 0; i < 1500; i++) { fs.mkdirSync('aaaa'); process.chdir('aaaa'); } fs.writeFileSync('f', 'bottom')";
+  "const fs = require('fs'); fs.mkdirSync(process.argv[1], { recursive: true }); process.chdir(process.argv[1]); for (let i = 0; i < 1500; i++) { " +
+  "fs.mkdirSync('aaaa'); process.chdir('aaaa'); } fs.writeFileSync('f', 'bottom')";
 
 const folders: string[] = [];
 afterEach(() => {
@@ -85,7 +86,8 @@ describe('removeTree', () => {
       'sh',
       [
         '-c',
-        `while :; do for d in $(seq 0 19); do mv -T d$d x$d 2>/dev/null && ln -sn ${outside.folder} d$d 2>/dev/null; rm -f d$d 2>/dev/null; mv -T x$d d$d 2>/dev/null; ln -sn ${outside.folder} l$d 2>/dev/null; done; done`,
+        `while :; do for d in $(seq 0 19); do mv -T d$d x$d 2>/dev/null && ln -sn ${outside.folder} d$d 2>/dev/null; rm -f d$d 2>/dev/null; mv -T ` +
+          `x$d d$d 2>/dev/null; ln -sn ${outside.folder} l$d 2>/dev/null; done; done`,
       ],
       { cwd: tree, stdio: 'ignore' },
     );

@@ -49,7 +49,8 @@ function flockDescriptor(fd: number, waitSeconds: number): Promise<boolean> {
         error.code === 'ENOENT'
           ? new SandboxError(
               'LOCK_UNAVAILABLE',
-              "flock (util-linux) is not installed, and Berth locks a sandbox's host files with it so that no two processes change them at once; install util-linux",
+              "flock (util-linux) is not installed, and Berth locks a sandbox's host files with it so that no two processes change them at once; " +
+                'install util-linux',
             )
           : error,
       );
@@ -112,7 +113,8 @@ export async function lockScope(paths: Pick<SandboxPaths, 'root' | 'folder'>, op
       if (Date.now() >= deadline) {
         throw new SandboxError(
           'SCOPE_BUSY',
-          `another Berth process still works on the files of ${path.basename(paths.folder)} after ${Math.round(options.waitMs / 1000)} s, so Berth could not ${options.purpose}; retry in a moment`,
+          `another Berth process still works on the files of ${path.basename(paths.folder)} after ${Math.round(options.waitMs / 1000)} s, so ` +
+            `Berth could not ${options.purpose}; retry in a moment`,
         );
       }
     }

@@ -75,7 +75,10 @@ export function describeRunningCap(
 ): string {
   if (settings.docker_max_running === 0) return 'any number of sandboxes may run at once (docker_max_running: 0)';
   if (settings.docker_max_running === 'auto' && sharedBound?.enforced) {
-    return `any number of sandboxes may run at once within their shared bound (${sharedBound.memoryMb} MB, ${sharedBound.pids} pids); when it is ${Math.round(PRESSURE_HIGH * 100)} % used, the least recently used idle ones that hold memory stop (docker_max_running: auto)`;
+    return (
+      `any number of sandboxes may run at once within their shared bound (${sharedBound.memoryMb} MB, ${sharedBound.pids} pids); when it is ` +
+      `${Math.round(PRESSURE_HIGH * 100)} % used, the least recently used idle ones that hold memory stop (docker_max_running: auto)`
+    );
   }
   const count = maxRunningOf(settings, host);
   return settings.docker_max_running === 'auto'

@@ -18,7 +18,8 @@ export function scopeHolder(options: { hostFolders: boolean; logger?: HostLogger
       isBeingPurged(paths)
         ? new SandboxError(
             'SANDBOX_PURGING',
-            `the files of ${path.basename(paths.folder)} are being deleted (berth rm --purge), so Berth did not ${purpose}; send the command again once the purge is done`,
+            `the files of ${path.basename(paths.folder)} are being deleted (berth rm --purge), so Berth did not ${purpose}; send the command ` +
+              `again once the purge is done`,
           )
         : undefined;
     const lock = await lockScope(paths, { waitMs: SCOPE_LOCK_WAIT_MS, purpose, giveUp: purging });

@@ -55,7 +55,9 @@ export function insideProcessListing(): { readonly script: string; read(stdout: 
   // The listing marks its own lines, so that it does not count itself.
   const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
   return {
-    script: `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ${marker}-running; fi; : ${marker}`,
+    script:
+      `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ` +
+      `${marker}-running; fi; : ${marker}`,
     read: (stdout) => {
       const lines = stdout.split('\n').map((line) => line.trim());
       return {

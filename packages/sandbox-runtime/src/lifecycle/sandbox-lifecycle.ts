@@ -132,7 +132,8 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
     if (existing >= limit) {
       throw new SandboxError(
         'SANDBOX_LIMIT',
-        `this gateway already has ${existing} sandboxes, the most terminal.docker_max_sandboxes (${limit}) allows; remove unused ones (berth rm), or raise terminal.docker_max_sandboxes`,
+        `this gateway already has ${existing} sandboxes, the most terminal.docker_max_sandboxes (${limit}) allows; remove unused ones (berth rm), ` +
+          `or raise terminal.docker_max_sandboxes`,
       );
     }
   };

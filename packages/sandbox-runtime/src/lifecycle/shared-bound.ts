@@ -114,7 +114,9 @@ export async function prepareSharedBound(options: PrepareSharedBoundOptions): Pr
     return {
       ...size,
       paths: [],
-      unenforced: `the ${description.engine} engine's cgroups are not this host's to bound (a rootless or remote engine): sandboxes share no bound beyond their own limits`,
+      unenforced:
+        `the ${description.engine} engine's cgroups are not this host's to bound (a rootless or remote engine): sandboxes share no bound beyond ` +
+        `their own limits`,
     };
   }
   if (cgroups.manager === 'systemd') {
@@ -124,7 +126,12 @@ export async function prepareSharedBound(options: PrepareSharedBoundOptions): Pr
       parent: slice,
       ...size,
       paths: [],
-      unenforced: `the ${description.engine} engine uses systemd's cgroups: set the shared bound with "systemctl set-property ${slice} MemoryMax=${size.memoryMb}M TasksMax=${size.pids}"${options.installationTag === undefined && settings.docker_cgroup_parent === 'auto' ? ' ({tag} is named once the first sandbox is made; berth doctor says it then)' : ''}`,
+      unenforced:
+        `the ${description.engine} engine uses systemd's cgroups: set the shared bound with ` +
+        `"systemctl set-property ${slice} MemoryMax=${size.memoryMb}M TasksMax=${size.pids}"` +
+        (options.installationTag === undefined && settings.docker_cgroup_parent === 'auto'
+          ? ' ({tag} is named once the first sandbox is made; berth doctor says it then)'
+          : ''),
     };
   }
   const root = options.cgroupRoot ?? '/sys/fs/cgroup';
@@ -170,7 +177,9 @@ export async function prepareSharedBound(options: PrepareSharedBoundOptions): Pr
       parent: `/${name}`,
       ...size,
       paths: written,
-      unenforced: `could not write the shared bound's limits under ${root} (${reason}): run the gateway as root, or make the cgroup /${name} with its limits yourself`,
+      unenforced:
+        `could not write the shared bound's limits under ${root} (${reason}): run the gateway as root, or make the cgroup /${name} with its limits ` +
+        `yourself`,
     };
   }
   return { parent: `/${name}`, ...size, paths: written, ...(version ? { version } : {}) };

@@ -64,7 +64,8 @@ export function buildSessionInit(options: {
 }): string {
   const state = `${buildEnvironmentScript(options.variables)}export __BERTH_CWD=${quoteShell(options.cwd ?? '/workspace')}`;
   const writeState = options.inherit
-    ? `if [ -s "$__berth_d/state" ]; then printf '%s\\n' ${quoteShell(buildEnvironmentScript(options.variables, options.inherit.previousNames))} >> "$__berth_d/state" || exit 97; else printf '%s\\n' "$__berth_e" > "$__berth_d/state" || exit 97; fi`
+    ? `if [ -s "$__berth_d/state" ]; then printf '%s\\n' ${quoteShell(buildEnvironmentScript(options.variables, options.inherit.previousNames))} >> ` +
+      `"$__berth_d/state" || exit 97; else printf '%s\\n' "$__berth_e" > "$__berth_d/state" || exit 97; fi`
     : `printf '%s\\n' "$__berth_e" > "$__berth_d/state" || exit 97`;
   return fillTemplate(SESSION_INIT, {
     STATE_DIR: quoteShell(options.stateDir),

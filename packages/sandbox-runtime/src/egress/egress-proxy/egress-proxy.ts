@@ -134,7 +134,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     const address = net.isIP(host) !== 0;
     if (address && !options.allowsAddress(host, port)) return `${host}:${port} is not reachable from sandboxes`;
     if (client.allow && (address || !egressDomainMatches(host, port, client.allow))) {
-      return `${host}:${port} is not on this sandbox's allow list${address ? ' (addresses never are: name the host)' : ' (a name is listed with its ports: 443 and 80, or name:port)'}`;
+      const how = address ? ' (addresses never are: name the host)' : ' (a name is listed with its ports: 443 and 80, or name:port)';
+      return `${host}:${port} is not on this sandbox's allow list${how}`;
     }
     return undefined;
   };
@@ -191,9 +192,10 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     if (checkName !== undefined && (await reader.peekByte(idleTimeoutMs, 'the first bytes of the tunnel').catch(() => undefined)) === 0x16) {
       hello = await readClientHello(reader, { wholeMs: headersTimeoutMs }).catch(() => undefined);
       if (!hello || hello.malformed || (hello.name !== undefined && canonicalHost(hello.name) !== checkName)) {
+        const named = hello?.malformed ? 'nothing readable' : (hello?.name?.slice(0, 253) ?? 'nothing');
         refusals.warn(
           `sni ${client.sandbox} ${checkName}`,
-          `berth: egress proxy: ${client.sandbox} connected for ${checkName} but named ${hello?.malformed ? 'nothing readable' : (hello?.name?.slice(0, 253) ?? 'nothing')} in TLS; refused`,
+          `berth: egress proxy: ${client.sandbox} connected for ${checkName} but named ${named} in TLS; refused`,
         );
         socket.destroy();
         return;
@@ -274,8 +276,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       const left = (open.get(client.sandbox) ?? 1) - 1;
       if (left > 0) open.set(client.sandbox, left);
       else {
-        // Its last connection closed: its kept-alive upstream connections stay a while for its
-        // next one (a CLI tool makes one request per run), then go.
+        // Its last connection closed: its kept-alive upstream connections stay a while for its next one (a CLI tool makes one request per run), then go.
         open.delete(client.sandbox);
         setTimeout(() => open.has(client.sandbox) || pool.closeIdle(client.sandbox), UPSTREAM_LINGER_MS).unref();
       }

@@ -45,7 +45,9 @@ const RESPONSE_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 't
 /** A plain answer of the proxy's own to the sandbox (its text never holds a value). */
 export function answer(socket: Duplex, status: number, reason: string, close = true): Promise<void> {
   const body = `berth egress proxy: ${reason.replace(/[^\x20-\x7e]/g, '?')}\n`;
-  const head = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${close ? 'connection: close\r\n' : ''}\r\n`;
+  const head =
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: text/plain\r\ncontent-length: ` +
+    `${Buffer.byteLength(body)}\r\n${close ? 'connection: close\r\n' : ''}\r\n`;
   return writeTo(socket, head + body).catch(() => undefined);
 }
 

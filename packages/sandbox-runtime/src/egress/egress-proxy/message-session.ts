@@ -198,13 +198,15 @@ function outgoing(
   for (const variable of substitution.refused) {
     context.refusals.warn(
       `placeholder ${context.sandbox} ${variable} ${route.host}`,
-      `berth: egress proxy: ${context.sandbox} sent the placeholder of ${variable} to ${route.host}:${route.port} where its value does not go (another host or port, plain http, or not a credential header); it went unchanged`,
+      `berth: egress proxy: ${context.sandbox} sent the placeholder of ${variable} to ${route.host}:${route.port} where its value does not go ` +
+        `(another host or port, plain http, or not a credential header); it went unchanged`,
     );
   }
   for (const name of substitution.dropped) {
     context.refusals.warn(
       `dropped ${context.sandbox} ${route.host} ${name}`,
-      `berth: egress proxy: ${context.sandbox} sent its own ${name.startsWith('?') ? `query parameter ${name.slice(1)}` : `${name} header`} to ${route.host}, where a brokered value goes; dropped`,
+      `berth: egress proxy: ${context.sandbox} sent its own ${name.startsWith('?') ? `query parameter ${name.slice(1)}` : `${name} header`} to ` +
+        `${route.host}, where a brokered value goes; dropped`,
     );
   }
   context.masks.remember(substitution.forms.filter((form) => form.replacement !== form.secret));

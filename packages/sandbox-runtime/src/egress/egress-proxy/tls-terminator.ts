@@ -83,7 +83,8 @@ export function createTlsTerminator(options: { headersTimeoutMs: number; refusal
       if (!tunnel.ca.has(tunnel.host) && !mayIssue(tunnel.sandbox)) {
         options.refusals.warn(
           `certificates ${tunnel.sandbox}`,
-          `berth: egress proxy: ${tunnel.sandbox} asks for new host names faster than ${NEW_HOSTS_PER_SECOND} a second; its connections to new names are dropped for now`,
+          `berth: egress proxy: ${tunnel.sandbox} asks for new host names faster than ${NEW_HOSTS_PER_SECOND} a second; its connections to new ` +
+            `names are dropped for now`,
         );
         socket.destroy();
         return undefined;
