@@ -1,110 +1,26 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
+import type net from 'node:net';
 import tls from 'node:tls';
-import { parseEgressDomain } from '@berth/core/driver';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadCertificateAuthority, type CertificateAuthority } from './certificate-authority.js';
-import { createEgressProxy, type EgressProxy, type ProxyClient } from './egress-proxy.js';
-import { parseHostPattern } from './host-patterns.js';
-import { placeholderFor } from './placeholders.js';
+import { describe, expect, it } from 'vitest';
 import {
-  connectThrough as through,
-  FORBIDDEN,
-  listen,
-  over,
-  received,
-  request as requestVia,
-  type Seen,
-  serve,
-  toLoopback,
-  waitFor as vitestWaitFor,
-} from './proxy-test-kit.js';
+  A,
+  apiPort,
+  B,
+  connectThrough,
+  impostorPort,
+  logs,
+  placeholderA,
+  placeholderB,
+  proxyCa,
+  request,
+  STRANGER,
+  TOKEN,
+  upstreamCa,
+  useProxy,
+} from './proxy-fixture.js';
+import { FORBIDDEN, received, type Seen, waitFor as vitestWaitFor } from './proxy-test-kit.js';
 
-/**
- * The proxy against a fake API of the test's own on loopback, with its own certificate chain
- * (another CA, trusted upstream only through `upstreamCa`). Sandboxes are told apart by their
- * addresses, as on an engine: here 127.0.0.2 (A) and 127.0.0.3 (B); 127.0.0.4 is no sandbox.
- */
-const KEY = 'test-installation-key';
-const TOKEN = 'ghp_REAL_token_value_0123456789';
-const A = '127.0.0.2';
-const B = '127.0.0.3';
-const STRANGER = '127.0.0.4';
-const placeholderA = placeholderFor(KEY, 'sandbox-a', 'GITHUB_TOKEN');
-const placeholderB = placeholderFor(KEY, 'sandbox-b', 'GITHUB_TOKEN');
-
-let folder: string;
-let proxyCa: CertificateAuthority;
-let upstreamCa: CertificateAuthority;
-let untrustedCa: CertificateAuthority;
-let api: https.Server;
-let apiPort: number;
-let impostor: https.Server;
-let impostorPort: number;
-let proxy: EgressProxy;
-let proxyPort: number;
-const logs: string[] = [];
-const clients = new Map<string, ProxyClient>();
-
-const allowsAddress = (address: string): boolean => address !== FORBIDDEN;
-const connectThrough = (from: string, authority: string, port = proxyPort, at = '127.0.0.1') => through(from, authority, port, at);
-const request = (from: string, host: string, target: string, options: Parameters<typeof requestVia>[4] = {}) =>
-  requestVia({ proxyPort, apiPort, trust: proxyCa.certificatePem }, from, host, target, options);
-
-beforeAll(async () => {
-  folder = mkdtempSync(path.join(os.tmpdir(), 'berth-proxy-'));
-  proxyCa = loadCertificateAuthority(path.join(folder, 'proxy-ca'), 'berth test installation');
-  upstreamCa = loadCertificateAuthority(path.join(folder, 'upstream-ca'), 'the fake API');
-  untrustedCa = loadCertificateAuthority(path.join(folder, 'untrusted-ca'), 'nobody trusts this');
-  api = serve(upstreamCa, ['api.github.test', 'raw.githubusercontent.test', 'elsewhere.test', 'x.allowed.test']);
-  apiPort = await listen(api);
-  impostor = serve(untrustedCa, ['api.github.test']);
-  impostorPort = await listen(impostor);
-  // The fake API listens on a port of its own: the variables and the allow list name it.
-  const ports = [apiPort, impostorPort];
-  clients.set(A, {
-    sandbox: 'sandbox-a',
-    placeholders: new Map([
-      [
-        placeholderA,
-        {
-          variable: 'GITHUB_TOKEN',
-          value: TOKEN,
-          hosts: [parseHostPattern('api.github.test'), parseHostPattern('*.githubusercontent.test')],
-          headers: ['x-api-key'],
-          query: ['token'],
-          ports,
-        },
-      ],
-    ]),
-  });
-  clients.set(B, {
-    sandbox: 'sandbox-b',
-    placeholders: new Map([[placeholderB, { variable: 'GITHUB_TOKEN', value: 'ghp_B_token', hosts: [parseHostPattern('api.github.test')], ports }]]),
-    allow: [parseEgressDomain(`api.github.test:${apiPort}`), parseEgressDomain(`*.allowed.test:${apiPort}`)],
-  });
-  proxy = createEgressProxy({
-    ca: proxyCa,
-    clientOf: (remote) => clients.get(remote),
-    upstreamCa: [upstreamCa.certificatePem],
-    lookup: toLoopback,
-    allowsAddress,
-    logger: { info: (line) => logs.push(line), warn: (line) => logs.push(line) },
-    perClientConnections: 8,
-    headersTimeoutMs: 1_000,
-  });
-  proxyPort = await proxy.listen(0, '127.0.0.1');
-});
-
-afterAll(async () => {
-  await proxy?.close();
-  api?.close();
-  impostor?.close();
-  rmSync(folder, { recursive: true, force: true });
-});
+useProxy();
 
 describe('the egress proxy', () => {
   it('puts the real value where credentials go for an approved host: Bearer, Proxy-Authorization, a named header, a named query parameter, Basic', async () => {
@@ -131,25 +47,29 @@ describe('the egress proxy', () => {
     expect(Buffer.from(String(received.at(-1)!.headers.authorization).slice(6), 'base64').toString()).toBe(`x-access-token:${TOKEN}`);
   });
 
-  it("reads a host written in another case as the same host, for the check and the substitution alike (a case-variant host once bypassed a broker's host check)", async () => {
-    const answer = await request(A, 'API.GitHub.TEST', '/cased', {
-      headers: { host: 'Api.Github.Test', authorization: `Bearer ${placeholderA}` },
-      servername: 'api.github.test',
-    });
-    expect(answer.status).toBe(200);
-    expect(received.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}`);
-    // In allow-list mode the case changes nothing either way: listed stays listed, unlisted stays refused.
-    expect((await request(B, 'ELSEWHERE.TEST', '/')).status).toBe(403);
-    expect((await request(B, 'API.GITHUB.TEST', '/', { headers: { authorization: `Bearer ${placeholderB}` }, servername: 'api.github.test' })).status).toBe(
-      200,
-    );
-    expect(received.at(-1)!.headers.authorization).toBe('Bearer ghp_B_token');
-    // A value never goes to a host that only looks like the approved one in another case.
-    await request(A, 'API.GITHUB.TEST.ELSEWHERE.TEST', '/', { headers: { authorization: `Bearer ${placeholderA}` }, trust: upstreamCa.certificatePem }).catch(
-      () => undefined,
-    );
-    expect(received.filter((seen) => seen.headers.authorization === `Bearer ${TOKEN}` && seen.servername !== 'api.github.test')).toEqual([]);
-  });
+  it(
+    "reads a host written in another case as the same host, for the check and the substitution alike (a case-variant host once bypassed a broker's " +
+      'host check)',
+    async () => {
+      const answer = await request(A, 'API.GitHub.TEST', '/cased', {
+        headers: { host: 'Api.Github.Test', authorization: `Bearer ${placeholderA}` },
+        servername: 'api.github.test',
+      });
+      expect(answer.status).toBe(200);
+      expect(received.at(-1)!.headers.authorization).toBe(`Bearer ${TOKEN}`);
+      // In allow-list mode the case changes nothing either way: listed stays listed, unlisted stays refused.
+      expect((await request(B, 'ELSEWHERE.TEST', '/')).status).toBe(403);
+      expect((await request(B, 'API.GITHUB.TEST', '/', { headers: { authorization: `Bearer ${placeholderB}` }, servername: 'api.github.test' })).status).toBe(
+        200,
+      );
+      expect(received.at(-1)!.headers.authorization).toBe('Bearer ghp_B_token');
+      // A value never goes to a host that only looks like the approved one in another case.
+      await request(A, 'API.GITHUB.TEST.ELSEWHERE.TEST', '/', { headers: { authorization: `Bearer ${placeholderA}` }, trust: upstreamCa.certificatePem }).catch(
+        () => undefined,
+      );
+      expect(received.filter((seen) => seen.headers.authorization === `Bearer ${TOKEN}` && seen.servername !== 'api.github.test')).toEqual([]);
+    },
+  );
 
   it('puts the placeholder back in a response header that echoes the value', async () => {
     const answer = await request(A, 'api.github.test', '/echo-header', { headers: { authorization: `Bearer ${placeholderA}` } });
@@ -269,93 +189,5 @@ describe('the egress proxy', () => {
     secure.write('ping-through-the-tunnel');
     await vitestWaitFor(() => received.includes('ping-through-the-tunnel'));
     secure.destroy();
-  });
-
-  it('streams a large download without holding it: 64 MiB arrive whole while the heap stays small', async () => {
-    const tunnel = await connectThrough(A, `api.github.test:${apiPort}`);
-    const secure = tls.connect({ socket: tunnel.socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
-    const heapBefore = process.memoryUsage().heapUsed;
-    let peak = heapBefore;
-    const bytes = 64 * 1024 * 1024;
-    const received = await new Promise<number>((resolve, reject) => {
-      const call = https.request({ host: 'api.github.test', path: `/download?bytes=${bytes}`, agent: over(secure) }, (response) => {
-        let count = 0;
-        response.on('data', (chunk: Buffer) => {
-          count += chunk.length;
-          if (count % (8 * 1024 * 1024) < chunk.length) peak = Math.max(peak, process.memoryUsage().heapUsed);
-        });
-        response.on('end', () => resolve(count));
-      });
-      call.on('error', reject);
-      call.end();
-    });
-    expect(received).toBe(bytes);
-    // The proxy, the fake API and the client share this process: a buffered body would be 64 MiB more.
-    expect(peak - heapBefore).toBeLessThan(32 * 1024 * 1024);
-  });
-
-  it('drops a client that never finishes its request (slowloris) and holds one sandbox to its connection limit, while another is served', async () => {
-    const slow = net.connect({ host: '127.0.0.1', port: proxyPort, localAddress: A });
-    slow.write('CONNECT api.github.test');
-    slow.resume();
-    const hoarded = Array.from({ length: 12 }, () => net.connect({ host: '127.0.0.1', port: proxyPort, localAddress: A }));
-    await Promise.all(hoarded.map((socket) => new Promise((resolve) => socket.once('connect', resolve))));
-    // B is served whatever A does.
-    expect((await request(B, 'api.github.test', '/user')).status).toBe(200);
-    await vitestWaitFor(() => slow.destroyed || slow.readableEnded, 10_000);
-    const open = proxy.connections().get('sandbox-a') ?? 0;
-    expect(open).toBeLessThanOrEqual(8);
-    for (const socket of hoarded) socket.destroy();
-    slow.destroy();
-  });
-  it('survives clients that reset their connection after a refusal, after a tunnel opened, and inside TLS', async () => {
-    const reset = async (write: string, after: 'answer' | 'at once'): Promise<void> => {
-      const socket = net.connect({ host: '127.0.0.1', port: proxyPort, localAddress: A });
-      socket.on('error', () => undefined);
-      await new Promise((resolve) => socket.once('connect', resolve));
-      socket.write(write);
-      if (after === 'answer') await new Promise((resolve) => socket.once('data', resolve));
-      socket.resetAndDestroy();
-    };
-    await reset('CONNECT 10.1.2.3:443 HTTP/1.1\r\nHost: 10.1.2.3\r\n\r\n', 'answer');
-    await reset('CONNECT nowhere.test:443 HTTP/1.1\r\n\r\n', 'at once');
-    await reset(`CONNECT api.github.test:${apiPort} HTTP/1.1\r\nHost: api.github.test\r\n\r\n`, 'answer');
-    const tunnel = await connectThrough(A, `api.github.test:${apiPort}`);
-    const secure = tls.connect({ socket: tunnel.socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
-    secure.on('error', () => undefined);
-    await new Promise((resolve) => secure.once('secureConnect', resolve));
-    tunnel.socket.resetAndDestroy();
-    // Still serving (an uncaught error would also fail this file).
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect((await request(B, 'api.github.test', '/user')).status).toBe(200);
-  });
-
-  it('drops a client that trickles its headers inside a TLS tunnel, as outside one', async () => {
-    const tunnel = await connectThrough(A, `api.github.test:${apiPort}`);
-    expect(tunnel.status).toBe(200);
-    const secure = tls.connect({ socket: tunnel.socket, servername: 'api.github.test', ca: proxyCa.certificatePem });
-    await new Promise((resolve) => secure.once('secureConnect', resolve));
-    secure.write('GET /user HTTP/1.1\r\nHost: api.github.test\r\n');
-    secure.resume();
-    const started = Date.now();
-    // headersTimeoutMs is 1 s here; the idle timeout (2 minutes) must not be what ends it.
-    await vitestWaitFor(() => secure.destroyed || secure.readableEnded, 10_000);
-    expect(Date.now() - started).toBeLessThan(10_000);
-    secure.destroy();
-  });
-
-  it('listens on each address it is given, and on one no longer once told to stop', async () => {
-    const port = await proxy.listen(0, '127.0.0.4');
-    expect(await proxy.listen(port, '127.0.0.4')).toBe(port);
-    expect(proxy.listening()).toEqual(expect.arrayContaining(['127.0.0.1', '127.0.0.4']));
-    expect((await request(A, 'api.github.test', '/user', { through: port, at: '127.0.0.4' })).status).toBe(200);
-    await proxy.unlisten('127.0.0.4');
-    expect(proxy.listening()).not.toContain('127.0.0.4');
-    const refused = await new Promise<string>((resolve) => {
-      const socket = net.connect({ host: '127.0.0.4', port });
-      socket.once('connect', () => resolve('connected'));
-      socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
-    });
-    expect(refused).toBe('ECONNREFUSED');
   });
 });
