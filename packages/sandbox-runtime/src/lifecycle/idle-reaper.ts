@@ -19,10 +19,6 @@ export interface StoppingPolicies {
 }
 
 /**
- * Builds the policies. `adopt` runs before the first reap, so sandboxes a previous gateway left
- * running are reaped too; `settled` is the queue's bookkeeping after each task; `stop` stops one.
- */
-/**
  * `entry` with its last use brought up to the one recorded beside its folders, when that is
  * later: another process of the installation (a second gateway, `berth serve`, `berth exec`)
  * records its uses there, and this process's own view of a sandbox it adopted, or used less
@@ -35,6 +31,11 @@ function withRecordedUse(context: RuntimeContext, entry: SandboxEntry): SandboxE
   return entry;
 }
 
+/**
+ * Builds the policies. `adopt` runs before the first reap, so sandboxes a previous gateway left
+ * running are reaped too; `settled` is the queue's bookkeeping after each task; `stop` stops one.
+ * The runtime's own (create-sandbox-runtime.ts): neither entry of the package exports it.
+ */
 export function createStoppingPolicies(
   context: RuntimeContext,
   options: { adopt: () => Promise<void>; stop: (entry: SandboxEntry) => Promise<void>; settled: (entry: SandboxEntry) => void; reapIntervalMs?: number },
