@@ -1,6 +1,6 @@
 /**
  * What a `docker_egress_allow` entry is, in the one place both the config check (core) and the
- * egress policy (`@berth/sandbox-runtime`'s `egress-firewall.ts`) read it.
+ * egress policy (`@berth/sandbox-runtime`'s `egress/egress-firewall.ts`) read it.
  */
 
 /** Link-local, where cloud metadata services answer: an exception opens an address here only by naming it alone. */

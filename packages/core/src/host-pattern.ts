@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 /**
  * Host patterns of the egress proxy (docs/brokered-secrets.md), in the one place both the config
  * check (`docker_secret_hosts`, `docker_egress_domains`) and the proxy (`@berth/sandbox-runtime`'s
- * `egress-proxy/`) read them: `api.github.com` is that host only; `*.example.com` is
+ * `egress/egress-proxy/`) read them: `api.github.com` is that host only; `*.example.com` is
  * any host below it (one label or more), not the domain itself. Matching is on the lower-cased
  * name without a trailing dot. Addresses are never patterns: a brokered secret or an allowed
  * domain is named, so what the sandbox connects to is checked against the name it asked for
