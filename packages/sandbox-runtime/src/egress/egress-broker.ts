@@ -3,7 +3,7 @@ import { SandboxError, type HostLogger, type SandboxRequest } from '@berth/core'
 import { type DriverDescription, type EgressDomain, loadInstallationKey, parseEgressDomain, parseHostPattern, type SandboxDriverV1 } from '@berth/core/driver';
 import { createAddressPolicy } from './egress-proxy/address-policy.js';
 import type { CertificateAuthority } from './egress-proxy/certificate-authority.js';
-import { createEgressProxy, type EgressProxy, type ProxyClient } from './egress-proxy/egress-proxy.js';
+import type { EgressProxy, ProxyClient } from './egress-proxy/egress-proxy.js';
 import { createInstallationBundles } from './egress-proxy/installation-bundle.js';
 import { placeholderFor, type BrokeredValue } from './egress-proxy/placeholders.js';
 import type { EgressException } from './resolve-egress-entry.js';
@@ -142,8 +142,11 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
   };
 
   let proxy: EgressProxy | undefined;
-  const proxyFor = (ca: CertificateAuthority): EgressProxy =>
-    (proxy ??= createEgressProxy({
+  // The proxy's module (TLS, HTTP, DNS: about 50 ms to load) is loaded when a sandbox first needs
+  // it, so a command that never attaches one (`berth ls`, `berth doctor`) does not pay for it.
+  const proxyFor = async (ca: CertificateAuthority): Promise<EgressProxy> => {
+    const { createEgressProxy } = await import('./egress-proxy/egress-proxy.js');
+    return (proxy ??= createEgressProxy({
       ca,
       clientOf: (remote, local): ProxyClient | undefined => {
         const record = byAddress.get(stripMapped(remote));
@@ -157,6 +160,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       ...(options.proxy?.upstreamCa ? { upstreamCa: options.proxy.upstreamCa } : {}),
       ...(options.proxy?.lookup ? { lookup: options.proxy.lookup } : {}),
     }));
+  };
 
   // The variables handed to a sandbox, per request and attachment: the same object for the same
   // request, so the shell's digest of it is made once.
@@ -314,7 +318,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
     }
     const installation = installationOf(entry.paths.root);
     try {
-      await proxyFor(installation.ca).listen(EGRESS_PROXY_PORT, found.gateway);
+      await (await proxyFor(installation.ca)).listen(EGRESS_PROXY_PORT, found.gateway);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
       notListening.set(entry, { gateway: found.gateway, code, triedAt: Date.now() });
