@@ -146,7 +146,7 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
   // it, so a command that never attaches one (`berth ls`, `berth doctor`) does not pay for it.
   const proxyFor = async (ca: CertificateAuthority): Promise<EgressProxy> => {
     const { createEgressProxy } = await import('./egress-proxy/egress-proxy.js');
-    return (proxy ??= createEgressProxy({
+    proxy ??= createEgressProxy({
       ca,
       clientOf: (remote, local): ProxyClient | undefined => {
         const record = byAddress.get(stripMapped(remote));
@@ -159,7 +159,8 @@ export function createEgressBroker(options: EgressBrokerOptions): EgressBroker {
       logger,
       ...(options.proxy?.upstreamCa ? { upstreamCa: options.proxy.upstreamCa } : {}),
       ...(options.proxy?.lookup ? { lookup: options.proxy.lookup } : {}),
-    }));
+    });
+    return proxy;
   };
 
   // The variables handed to a sandbox, per request and attachment: the same object for the same
