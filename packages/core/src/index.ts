@@ -16,15 +16,22 @@ export {
   isSandboxConflict,
   isSandboxGone,
   PathEscapeError,
-  SANDBOX_ERROR_CODES,
   SandboxError,
   SandboxFileError,
   SessionAttributionError,
   UnknownPlatformError,
   UnsupportedSpecificationError,
+} from './errors.js';
+export {
+  BERTH_ERROR_CODES,
+  SANDBOX_ERROR_CODES,
+  SOCKET_ERROR_CODES,
+  type BerthErrorCode,
   type SandboxErrorCode,
   type SandboxFileErrorCode,
-} from './errors.js';
+  type SocketErrorCode,
+  type SocketRequestErrorCode,
+} from './error-codes.js';
 export { describeForMessage, escapeForDisplay, formatIdentity, truncateForMessage, type Identity } from './identity.js';
 export { decodeEnvComponent, encodeEnvComponent, encodeFolderComponent } from './encode-name.js';
 export { assertBasicIdShape, assertPlatformAdapter, ENV_FORM_PATTERN, FOLDER_FORM_PATTERN, type PlatformAdapterV1 } from './platform-adapter.js';

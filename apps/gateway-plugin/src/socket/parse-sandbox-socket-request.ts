@@ -1,4 +1,4 @@
-import { BerthError, MAX_COMMAND_TIMEOUT_SECONDS, truncateForMessage } from '@berth/core';
+import { BerthError, MAX_COMMAND_TIMEOUT_SECONDS, type SocketRequestErrorCode, truncateForMessage } from '@berth/core';
 import { z } from 'zod';
 import {
   MAX_SANDBOX_SOCKET_REQUEST_BYTES,
@@ -10,7 +10,9 @@ import {
 
 /** A request on the sandbox socket that is not valid JSON, too large, or not a valid request. */
 export class SandboxSocketRequestError extends BerthError {
-  constructor(code: 'REQUEST_MALFORMED' | 'REQUEST_TOO_LARGE' | 'REQUEST_INVALID' | 'REQUEST_TIMEOUT' | 'SERVER_BUSY', message: string) {
+  declare readonly code: SocketRequestErrorCode;
+
+  constructor(code: SocketRequestErrorCode, message: string) {
     super(code, message);
   }
 }
