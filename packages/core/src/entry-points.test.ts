@@ -34,6 +34,7 @@ describe('the entry points of @berth/core', () => {
         'SANDBOX_ERROR_CODES',
         'SANDBOX_SOCKET_PROTOCOL_VERSION',
         'SESSION_ENVIRONMENT_VARIABLES',
+        'SESSION_VARIABLE_FIELDS',
         'SOCKET_ERROR_CODES',
         'SandboxError',
         'SandboxFileError',

@@ -38,7 +38,14 @@ export { assertBasicIdShape, assertPlatformAdapter, ENV_FORM_PATTERN, FOLDER_FOR
 export { createPlatformRegistry, type PlatformRegistry, type PlatformRegistryOptions } from './platform-registry.js';
 export { createIdentityLinks, type IdentityLinks } from './identity-links.js';
 export { resolveTypedIdentity } from './resolve-typed-identity.js';
-export { getActiveSession, runWithSession, SESSION_ENVIRONMENT_VARIABLES, sessionFromEnvironment, type SessionContext } from './session-context.js';
+export {
+  getActiveSession,
+  runWithSession,
+  SESSION_ENVIRONMENT_VARIABLES,
+  SESSION_VARIABLE_FIELDS,
+  sessionFromEnvironment,
+  type SessionContext,
+} from './session-context.js';
 export { classifySessionKey, type SessionKeyMeaning } from './session-key.js';
 export { assertOneSessionStore, loadedCoreCopies, type CoreCopy } from './core-copies.js';
 export { resolveScope, taskFolderName, type ResolveScopeOptions, type SandboxScope, type TaskScope, type UserScope } from './scope.js';
