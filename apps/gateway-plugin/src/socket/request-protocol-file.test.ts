@@ -9,16 +9,18 @@ import {
 } from '@berth/core';
 import { describe, expect, it } from 'vitest';
 import { MAX_SOCKET_PATH_BYTES } from './protocol.js';
+import { socketWireContract } from './wire-contract.js';
 
 // The clients in other languages hold core's request protocol as values of their own: the Python
 // bridge reads the generated JSON file, the Perl client names them. Both are checked here.
 const read = (relative: string): string => readFileSync(fileURLToPath(new URL(relative, import.meta.url)), 'utf8');
 
 describe('the request protocol outside TypeScript', () => {
-  it("the Python bridge's request_protocol.json is core's (else: pnpm exec tsx scripts/write-request-protocol.ts)", () => {
+  it("the Python bridge's request_protocol.json is the wire contract (else: pnpm exec tsx scripts/write-request-protocol.ts)", () => {
     const { $comment, ...written } = JSON.parse(read('../../../../integrations/hermes/berth_hermes/request_protocol.json')) as Record<string, unknown>;
     expect($comment).toMatch(/scripts\/write-request-protocol\.ts/);
-    expect(written).toEqual(requestProtocolConstants());
+    expect(written).toEqual(JSON.parse(JSON.stringify(socketWireContract())));
+    expect(written).toMatchObject(requestProtocolConstants());
   });
 
   it('the Perl client uses the same request bound and exit codes', () => {
