@@ -16,9 +16,11 @@ use warnings;
 use Fcntl qw(O_RDONLY O_NOFOLLOW O_DIRECTORY);
 use Socket qw(PF_UNIX SOCK_STREAM pack_sockaddr_un);
 
-# Core's request protocol (packages/core/src/request-protocol.ts): SANDBOX_SOCKET_PROTOCOL_VERSION,
-# MAX_SANDBOX_SOCKET_REQUEST_BYTES, TIMEOUT_EXIT_CODE and BERTH_FAILURE_EXIT_CODE;
-# request-protocol-file.test.ts checks them.
+# The socket's wire contract (integrations/hermes/berth_hermes/request_protocol.json, written from
+# TypeScript): protocolVersion, maxRequestBytes, timeoutExitCode and berthFailureExitCode. Named
+# here, since perl-base has no JSON module and the file is not shipped with this client;
+# request-protocol-file.test.ts checks them, the field added to a request and the answers read
+# below against that file.
 my $PROTOCOL_VERSION = 1;
 my $MAX_REQUEST_BYTES = 1024 * 1024;
 my $TIMEOUT_EXIT = 124;

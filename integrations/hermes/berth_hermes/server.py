@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
 from .berth_cli import INSTALL_HINT, MIN_NODE_MAJOR, check_node, locate_berth
-from .errors import BerthBridgeError, BerthNotInstalledError
-from .protocol import MAX_REQUEST_BYTES
+from .errors import BerthBridgeError, BerthNotInstalledError, WireErrorCode
+from .protocol import MAX_REQUEST_BYTES, REQUEST_TOO_LARGE, SOCKET_PATH
 from .socket_path import check_socket_folder, connect_to_socket, server_answers, socket_folder_fd
 
 # What other modules import from here; `locate_berth` lives in berth_cli.py.
@@ -92,7 +92,7 @@ class BerthServer:
             raise BerthBridgeError(
                 f"berth: cannot make the socket folder {self.socket.parent} ({error.strerror}); "
                 "it must be a folder of this gateway's user, or set BERTH_SOCKET",
-                code="SOCKET_PATH",
+                code=SOCKET_PATH,
             ) from None
         try:
             check_socket_folder(fd, self.socket)
@@ -221,7 +221,7 @@ class BerthServer:
             raise BerthBridgeError(
                 "berth: the command and its input are larger than 1 MiB, more than berth serve takes at once; "
                 "send the data in smaller parts",
-                code="REQUEST_TOO_LARGE",
+                code=REQUEST_TOO_LARGE,
             )
         connection = self._connect()
         answer = bytearray()
@@ -268,8 +268,10 @@ class BerthServer:
         error = response.get("error") if isinstance(response, dict) else None
         if isinstance(error, dict):
             message = str(error.get("message") or "unknown error")
+            answered = error.get("code")
             raise BerthBridgeError(
-                message if message.startswith("berth:") else f"berth: {message}", code=str(error.get("code") or "ERROR")
+                message if message.startswith("berth:") else f"berth: {message}",
+                code=WireErrorCode(str(answered)) if answered else "ERROR",
             )
         if not isinstance(response, dict) or answer_field not in response:
             raise BerthBridgeError(

@@ -13,14 +13,7 @@ import os
 import re
 from typing import Any, Callable, Mapping
 
-from .protocol import PROTOCOL_VERSION
-
-SESSION_FIELDS = {
-    "HERMES_SESSION_PLATFORM": "platform",
-    "HERMES_SESSION_USER_ID": "userId",
-    "HERMES_SESSION_CHAT_ID": "chatId",
-    "HERMES_SESSION_KEY": "sessionKey",
-}
+from .protocol import PROTOCOL_VERSION, SESSION_VARIABLE_FIELDS
 
 PROBE_TASK_ID = "prompt-backend-probe"
 """The task id of the system prompt's one probe of the terminal backend (agent/prompt_builder.py:1061)."""
@@ -86,7 +79,8 @@ def read_session() -> dict[str, str]:
       else the context holds, so a job never shares a sandbox with a chat or another job.
     - Else the message's session ContextVars, read with Hermes' ``get_session_env`` (the ContextVar
       when it was ever set in this context, even to ``""``; else ``os.environ``,
-      gateway/session_context.py:304-327), every field Hermes gives, each as given.
+      gateway/session_context.py:304-327), every field Hermes gives, each as given; which variable
+      is which field is the wire contract's (``protocol.SESSION_VARIABLE_FIELDS``).
     Never taken from Berth's own process environment.
     """
     job = current_cron_job()
@@ -94,7 +88,7 @@ def read_session() -> dict[str, str]:
         return {"sessionKey": f"cron:{job}"}
     get_session_env = _session_env()
     session: dict[str, str] = {}
-    for name, field in SESSION_FIELDS.items():
+    for name, field in SESSION_VARIABLE_FIELDS.items():
         value = str(get_session_env(name, "") or "").strip()
         if value:
             session[field] = value

@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 
 from .errors import BerthBridgeError
+from .protocol import SOCKET_PATH
 
 
 def socket_folder_fd(socket: Path, *, create: bool) -> int:
@@ -47,7 +48,7 @@ def check_socket_folder(fd: int, socket: Path) -> None:
             f"{'writable by other users' if others_write else f'owned by uid {info.st_uid}'}, "
             "so the socket could be replaced; remove it (the bridge makes it again, mode 0700) "
             "or set BERTH_SOCKET to a path of your own",
-            code="SOCKET_PATH",
+            code=SOCKET_PATH,
         )
 
 
@@ -91,14 +92,14 @@ def connect_to_socket(socket: Path) -> sockets.socket:
         if not stat.S_ISSOCK(info.st_mode):
             raise BerthBridgeError(
                 f"berth: {socket} is not a socket; remove it or set BERTH_SOCKET to another path",
-                code="SOCKET_PATH",
+                code=SOCKET_PATH,
             )
         if info.st_uid != os.geteuid():
             # Whoever owns it could collect every command and its input.
             raise BerthBridgeError(
                 f"berth: the socket {socket} belongs to uid {info.st_uid}, not to this gateway's user; "
                 "remove it or set BERTH_SOCKET to a path of your own",
-                code="SOCKET_PATH",
+                code=SOCKET_PATH,
             )
         check_socket_folder(fd, socket)
         connection = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)

@@ -20,6 +20,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PACKAGE_ROOT))
 from berth_hermes import files, inbound, outbound  # noqa: E402 - once sys.path holds the package
 from berth_hermes.errors import BerthBridgeError  # noqa: E402 - once sys.path holds the package
+from berth_hermes.protocol import wire_error_code  # noqa: E402 - once sys.path holds the package
 
 EXTENSIONS = outbound._HERMES_MEDIA_EXTENSIONS
 
@@ -31,7 +32,9 @@ def fetch_table(table: dict[str, str]):
         asked.append(path)
         if path in table:
             return table[path]
-        raise BerthBridgeError(f"berth: {path} is not in your sandbox; check the name", code="FILE_NOT_FOUND")
+        raise BerthBridgeError(
+            f"berth: {path} is not in your sandbox; check the name", code=wire_error_code("FILE_NOT_FOUND")
+        )
 
     return fetch, asked
 
@@ -168,7 +171,9 @@ def test_an_attachment_berth_refuses_leaves_one_line_in_its_place(tmp_path):
     cached.write_text("hello")
 
     def refuse(session, source, target):
-        raise BerthBridgeError("berth: notes is 60 MB, over terminal.docker_file_limit (50 MB)", code="FILE_TOO_LARGE")
+        raise BerthBridgeError(
+            "berth: notes is 60 MB, over terminal.docker_file_limit (50 MB)", code=wire_error_code("FILE_TOO_LARGE")
+        )
 
     result = asyncio.run(inbound.bring_attachments_in(
         refuse, f"saved at: {cached}", [str(cached)], home, inbound.PutAttachments()))

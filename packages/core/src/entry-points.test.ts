@@ -9,6 +9,7 @@ describe('the entry points of @berth/core', () => {
     expect(Object.keys(core).sort()).toEqual(
       [
         'AmbiguousVariableError',
+        'BERTH_ERROR_CODES',
         'BERTH_FAILURE_EXIT_CODE',
         'BerthError',
         'ConfigError',
@@ -33,6 +34,8 @@ describe('the entry points of @berth/core', () => {
         'SANDBOX_ERROR_CODES',
         'SANDBOX_SOCKET_PROTOCOL_VERSION',
         'SESSION_ENVIRONMENT_VARIABLES',
+        'SESSION_VARIABLE_FIELDS',
+        'SOCKET_ERROR_CODES',
         'SandboxError',
         'SandboxFileError',
         'SessionAttributionError',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BerthError, isRetryableSandboxError, isSandboxConflict, isSandboxGone, SANDBOX_ERROR_CODES, SandboxError, sandboxErrorCode } from './errors.js';
+import { SANDBOX_ERROR_CODES } from './error-codes.js';
+import { BerthError, isRetryableSandboxError, isSandboxConflict, isSandboxGone, SandboxError, sandboxErrorCode } from './errors.js';
 
 describe('sandbox error codes', () => {
   it('retries only what never started: a gone sandbox or a conflict, unless the maker says otherwise', () => {

@@ -1,3 +1,5 @@
+import { type BerthErrorCode, SANDBOX_ERROR_CODES, type SandboxErrorCode, type SandboxFileErrorCode } from './error-codes.js';
+
 /**
  * The mark every Berth error carries: the names of its classes, from its own up to `BerthError`.
  * It lives under a `Symbol.for` key, so `instanceof` works across copies of `@berth/core` loaded
@@ -11,10 +13,10 @@ const ERROR_CLASSES = Symbol.for('dev.berth.error-classes');
  * `instanceof BerthError` (and every subclass) holds for errors made by any copy of core.
  */
 export class BerthError extends Error {
-  /** A stable, machine-readable code such as `CONFIG_INVALID`. */
-  readonly code: string;
+  /** A stable, machine-readable code such as `CONFIG_INVALID`: one of `BERTH_ERROR_CODES` (error-codes.ts). */
+  readonly code: BerthErrorCode;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: BerthErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
@@ -116,53 +118,6 @@ export class ImageNotFoundError extends BerthError {
 }
 
 /**
- * Every code a {@link SandboxError} may carry: a typed union, so that a misspelt code does not
- * compile. What a caller may do after each one is decided once, below ({@link isRetryableSandboxError}).
- */
-export const SANDBOX_ERROR_CODES = [
-  // What a driver maps its engine's answers to (404, 409, the rest), in its one mapping place.
-  'SANDBOX_GONE',
-  'SANDBOX_CONFLICT',
-  'ENGINE_ERROR',
-  // The sandbox's persistent shell.
-  'SANDBOX_SESSION_CLOSED',
-  'SANDBOX_SESSION_BUSY',
-  'SANDBOX_SHELL_UNUSABLE',
-  // The runtime's own refusals and failures.
-  'BACKEND_CLOSED',
-  'COMMAND_INVALID',
-  'SANDBOX_LIMIT',
-  'SANDBOX_NAME_TAKEN',
-  'SANDBOX_PURGING',
-  'SCOPE_BUSY',
-  'LOCK_FAILED',
-  'LOCK_UNAVAILABLE',
-  'PURGE_INCOMPLETE',
-  'PURGE_NEEDS_PATHS',
-  'DISK_CLEANUP',
-  'DISK_TOO_SMALL',
-  'HOST_UNSUPPORTED',
-  // Networks and egress.
-  'EGRESS_ALLOW_UNRESOLVED',
-  'EGRESS_RULES_FAILED',
-  'EGRESS_ALLOWLIST_UNENFORCED',
-  'NETWORK_NAME_TAKEN',
-  'NETWORK_POOL_FULL',
-  // A backend's options, its engine and the container spec it builds.
-  'OPTIONS_INVALID',
-  'ENGINE_NOT_PODMAN',
-  'CONTAINER_HOST_INVALID',
-  'SANDBOX_PATH_UNSUPPORTED',
-  'SPEC_INVALID',
-  'SPEC_UNSUPPORTED',
-  // An engine that made a sandbox under another runtime than the one asked for.
-  'RUNTIME_IGNORED',
-] as const;
-
-/** One of {@link SANDBOX_ERROR_CODES}. */
-export type SandboxErrorCode = (typeof SANDBOX_ERROR_CODES)[number];
-
-/**
  * The codes of an operation that never reached a command in the sandbox: the sandbox was gone
  * (removed, stopped, the engine restarted) or another process held its name or was removing it.
  * Bringing the sandbox back and running the command once more cannot run it twice.
@@ -215,9 +170,6 @@ export function isRetryableSandboxError(error: unknown): boolean {
   const code = sandboxErrorCode(error);
   return code !== undefined && NEVER_STARTED_CODES.has(code);
 }
-
-/** Every code a {@link SandboxFileError} may carry. */
-export type SandboxFileErrorCode = 'FILE_REFUSED' | 'FILE_TOO_LARGE' | 'FILE_NOT_FOUND' | 'FILE_EXISTS' | 'FILE_CHANGED';
 
 /**
  * A file could not go between a chat and a sandbox (an attachment put in, a file named for

@@ -16,22 +16,36 @@ export {
   isSandboxConflict,
   isSandboxGone,
   PathEscapeError,
-  SANDBOX_ERROR_CODES,
   SandboxError,
   SandboxFileError,
   SessionAttributionError,
   UnknownPlatformError,
   UnsupportedSpecificationError,
+} from './errors.js';
+export {
+  BERTH_ERROR_CODES,
+  SANDBOX_ERROR_CODES,
+  SOCKET_ERROR_CODES,
+  type BerthErrorCode,
   type SandboxErrorCode,
   type SandboxFileErrorCode,
-} from './errors.js';
+  type SocketErrorCode,
+  type SocketRequestErrorCode,
+} from './error-codes.js';
 export { describeForMessage, escapeForDisplay, formatIdentity, truncateForMessage, type Identity } from './identity.js';
 export { decodeEnvComponent, encodeEnvComponent, encodeFolderComponent } from './encode-name.js';
 export { assertBasicIdShape, assertPlatformAdapter, ENV_FORM_PATTERN, FOLDER_FORM_PATTERN, type PlatformAdapterV1 } from './platform-adapter.js';
 export { createPlatformRegistry, type PlatformRegistry, type PlatformRegistryOptions } from './platform-registry.js';
 export { createIdentityLinks, type IdentityLinks } from './identity-links.js';
 export { resolveTypedIdentity } from './resolve-typed-identity.js';
-export { getActiveSession, runWithSession, SESSION_ENVIRONMENT_VARIABLES, sessionFromEnvironment, type SessionContext } from './session-context.js';
+export {
+  getActiveSession,
+  runWithSession,
+  SESSION_ENVIRONMENT_VARIABLES,
+  SESSION_VARIABLE_FIELDS,
+  sessionFromEnvironment,
+  type SessionContext,
+} from './session-context.js';
 export { classifySessionKey, type SessionKeyMeaning } from './session-key.js';
 export { assertOneSessionStore, loadedCoreCopies, type CoreCopy } from './core-copies.js';
 export { resolveScope, taskFolderName, type ResolveScopeOptions, type SandboxScope, type TaskScope, type UserScope } from './scope.js';

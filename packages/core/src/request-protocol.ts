@@ -2,8 +2,10 @@
 // config, `berth serve`'s parser, `sandboxCommandArgv`, the two `berth exec` parsers, the Perl
 // client and the Python bridge. It imports nothing, so the spawned clients that must not load
 // the rest of core (zod and yaml cost about 100 ms) take it from `@berth/core/request-protocol`.
-// Python and Perl read these values from `integrations/hermes/berth_hermes/request_protocol.json`,
-// written from `requestProtocolConstants()` and checked against it by a unit test.
+// `requestProtocolConstants()` goes into the socket's wire contract,
+// `integrations/hermes/berth_hermes/request_protocol.json` (scripts/write-request-protocol.ts),
+// which the Python bridge reads; the Perl client names the values it needs, and a unit test
+// (apps/gateway-plugin/src/socket/request-protocol-file.test.ts) checks them against that file.
 
 /** The version of `berth serve`'s socket protocol; a request carries it as `v`. */
 export const SANDBOX_SOCKET_PROTOCOL_VERSION = 1;
@@ -66,7 +68,7 @@ export interface RequestProtocolConstants {
   readonly attachmentsFolder: string;
 }
 
-/** What `request_protocol.json` holds for the Python bridge and the Perl client. */
+/** The limits the wire contract (`request_protocol.json`) holds for the Python bridge and the Perl client. */
 export function requestProtocolConstants(): RequestProtocolConstants {
   return {
     protocolVersion: SANDBOX_SOCKET_PROTOCOL_VERSION,

@@ -1,6 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { getActiveSession, getActiveSessionUserId, runWithSession, sessionFromEnvironment } from './session-context.js';
+import {
+  getActiveSession,
+  getActiveSessionUserId,
+  runWithSession,
+  SESSION_ENVIRONMENT_VARIABLES,
+  SESSION_VARIABLE_FIELDS,
+  sessionFromEnvironment,
+} from './session-context.js';
 
 describe('session context', () => {
   it('is empty outside a session', () => {
@@ -48,5 +55,18 @@ describe('session context', () => {
       chatId: '-100',
     });
     expect(sessionFromEnvironment({})).toBeUndefined();
+  });
+
+  it('reads each variable of the mapping into its field, and an empty one as unset', () => {
+    expect(SESSION_ENVIRONMENT_VARIABLES).toEqual(['HERMES_SESSION_PLATFORM', 'HERMES_SESSION_USER_ID', 'HERMES_SESSION_CHAT_ID', 'HERMES_SESSION_KEY']);
+    const environment = Object.fromEntries(Object.entries(SESSION_VARIABLE_FIELDS).map(([variable, field]) => [variable, `${field}-value`]));
+    expect(sessionFromEnvironment(environment)).toEqual({
+      platform: 'platform-value',
+      userId: 'userId-value',
+      chatId: 'chatId-value',
+      sessionKey: 'sessionKey-value',
+    });
+    expect(sessionFromEnvironment({ HERMES_SESSION_KEY: 'cron:job', HERMES_SESSION_PLATFORM: '' })).toEqual({ sessionKey: 'cron:job' });
+    expect(sessionFromEnvironment({ HERMES_SESSION_CHAT_ID: '', HERMES_SESSION_USER_ID: '' })).toBeUndefined();
   });
 });

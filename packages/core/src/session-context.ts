@@ -41,24 +41,33 @@ export function getActiveSessionUserId(): string | undefined {
   return `${session.platform.toLowerCase()}:${String(session.userId)}`;
 }
 
+/**
+ * Which session variable of the Python gateway that inspired Berth is which field of a session
+ * (and of a request to `berth serve`, which carries the same names): what
+ * {@link sessionFromEnvironment} reads, and what the Hermes bridge sends from Hermes' session
+ * (through the wire contract, docs/gateway-plugin.md).
+ */
+export const SESSION_VARIABLE_FIELDS = {
+  HERMES_SESSION_PLATFORM: 'platform',
+  HERMES_SESSION_USER_ID: 'userId',
+  HERMES_SESSION_CHAT_ID: 'chatId',
+  HERMES_SESSION_KEY: 'sessionKey',
+} as const satisfies Readonly<Record<string, keyof SessionContext>>;
+
 /** The Python gateway's session variables, as {@link sessionFromEnvironment} reads them. */
-export const SESSION_ENVIRONMENT_VARIABLES = ['HERMES_SESSION_PLATFORM', 'HERMES_SESSION_USER_ID', 'HERMES_SESSION_CHAT_ID', 'HERMES_SESSION_KEY'] as const;
+export const SESSION_ENVIRONMENT_VARIABLES = Object.keys(SESSION_VARIABLE_FIELDS) as readonly (keyof typeof SESSION_VARIABLE_FIELDS)[];
 
 /**
  * The session a host describes through the environment variables of the Python gateway that
- * inspired Berth (`HERMES_SESSION_PLATFORM`, `HERMES_SESSION_USER_ID`, `HERMES_SESSION_CHAT_ID`,
- * `HERMES_SESSION_KEY`), every one that is set, or `undefined` when none is. Which of them name a
- * sandbox is `resolveScope`'s decision (a chat without a platform, say, is refused there).
+ * inspired Berth ({@link SESSION_VARIABLE_FIELDS}), every one that is set, or `undefined` when
+ * none is. Which of them name a sandbox is `resolveScope`'s decision (a chat without a platform,
+ * say, is refused there).
  */
 export function sessionFromEnvironment(environment: Readonly<Record<string, string | undefined>> = process.env): SessionContext | undefined {
-  const platform = environment.HERMES_SESSION_PLATFORM;
-  const userId = environment.HERMES_SESSION_USER_ID;
-  const sessionKey = environment.HERMES_SESSION_KEY;
-  if (!platform && !userId && !sessionKey && !environment.HERMES_SESSION_CHAT_ID) return undefined;
-  return {
-    ...(platform ? { platform } : {}),
-    ...(userId ? { userId } : {}),
-    ...(environment.HERMES_SESSION_CHAT_ID ? { chatId: environment.HERMES_SESSION_CHAT_ID } : {}),
-    ...(sessionKey ? { sessionKey } : {}),
-  };
+  const session: Record<string, string> = {};
+  for (const [variable, field] of Object.entries(SESSION_VARIABLE_FIELDS)) {
+    const value = environment[variable];
+    if (value) session[field] = value;
+  }
+  return Object.keys(session).length > 0 ? session : undefined;
 }

@@ -1,5 +1,5 @@
-import { BerthError, MAX_COMMAND_TIMEOUT_SECONDS, truncateForMessage } from '@berth/core';
-import { z } from 'zod';
+import { BerthError, type SocketRequestErrorCode, truncateForMessage } from '@berth/core';
+import type { z } from 'zod';
 import {
   MAX_SANDBOX_SOCKET_REQUEST_BYTES,
   SANDBOX_SOCKET_PROTOCOL_VERSION,
@@ -7,49 +7,16 @@ import {
   type SandboxSocketFileRequest,
   type SandboxSocketRequest,
 } from './protocol.js';
+import { execRequestSchema, getFileRequestSchema, putFileRequestSchema } from './socket-schemas.js';
 
 /** A request on the sandbox socket that is not valid JSON, too large, or not a valid request. */
 export class SandboxSocketRequestError extends BerthError {
-  constructor(code: 'REQUEST_MALFORMED' | 'REQUEST_TOO_LARGE' | 'REQUEST_INVALID' | 'REQUEST_TIMEOUT' | 'SERVER_BUSY', message: string) {
+  declare readonly code: SocketRequestErrorCode;
+
+  constructor(code: SocketRequestErrorCode, message: string) {
     super(code, message);
   }
 }
-
-// NUL never belongs in an id, a path or a shell command line; refusing it here keeps it from
-// reaching the engine or an error message.
-const text = (max: number) =>
-  z
-    .string()
-    .min(1, 'must not be empty')
-    .max(max, `must be at most ${max} characters`)
-    .refine((value) => !value.includes('\u0000'), 'must not contain NUL');
-
-// Whose sandbox: the same fields in every kind of request.
-const target = {
-  v: z.literal(SANDBOX_SOCKET_PROTOCOL_VERSION),
-  sessionKey: text(1024).optional(),
-  platform: text(64).optional(),
-  userId: text(1024).optional(),
-  chatId: text(1024).optional(),
-  taskId: text(1024).optional(),
-  sessionRequired: z.boolean().optional(),
-  stopOnLeave: z.boolean().optional(),
-};
-
-const hostPath = text(4096).refine((value) => value.startsWith('/'), 'must be an absolute host path');
-
-const putFileSchema = z.strictObject({ ...target, op: z.literal('put-file'), source: hostPath, path: text(4096) });
-const getFileSchema = z.strictObject({ ...target, op: z.literal('get-file'), path: text(4096), target: hostPath });
-
-const requestSchema = z.strictObject({
-  ...target,
-  op: z.literal('exec').optional(),
-  command: text(MAX_SANDBOX_SOCKET_REQUEST_BYTES),
-  cwd: text(4096).optional(),
-  timeout: z.number().positive('must be more than 0').max(MAX_COMMAND_TIMEOUT_SECONDS, `must be at most ${MAX_COMMAND_TIMEOUT_SECONDS} seconds`).optional(),
-  stdin: z.string().max(MAX_SANDBOX_SOCKET_REQUEST_BYTES).optional(),
-  reply: z.enum(['json', 'framed']).optional(),
-});
 
 const fieldsOf = (schema: { shape: object }) => Object.keys(schema.shape).join(', ');
 
@@ -108,7 +75,7 @@ function validate<T>(schema: z.ZodType & { shape: object }, value: unknown): T {
  * whatever the host sent.
  */
 export function parseSandboxSocketRequest(line: string): SandboxSocketRequest {
-  return validate<SandboxSocketRequest>(requestSchema, parseLine(line));
+  return validate<SandboxSocketRequest>(execRequestSchema, parseLine(line));
 }
 
 /**
@@ -118,7 +85,7 @@ export function parseSandboxSocketRequest(line: string): SandboxSocketRequest {
 export function parseSandboxSocketLine(line: string): SandboxSocketAnyRequest {
   const value = parseLine(line);
   const op = value !== null && typeof value === 'object' ? (value as { op?: unknown }).op : undefined;
-  if (op === 'put-file') return validate<SandboxSocketFileRequest>(putFileSchema, value);
-  if (op === 'get-file') return validate<SandboxSocketFileRequest>(getFileSchema, value);
-  return validate<SandboxSocketRequest>(requestSchema, value);
+  if (op === 'put-file') return validate<SandboxSocketFileRequest>(putFileRequestSchema, value);
+  if (op === 'get-file') return validate<SandboxSocketFileRequest>(getFileRequestSchema, value);
+  return validate<SandboxSocketRequest>(execRequestSchema, value);
 }

@@ -1,7 +1,8 @@
 // Types and limits only: the spawned client imports this file, and it must load nothing but
 // Node's own modules (no zod, no @berth/core) to answer in tens of milliseconds. The limits are
 // core's request protocol (`@berth/core/request-protocol`, which imports nothing; the build
-// bundles it into this package).
+// bundles it into this package); core's main entry gives types only, which the build erases.
+import type { SocketErrorCode } from '@berth/core';
 import type { SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protocol';
 
 export { MAX_SANDBOX_SOCKET_REQUEST_BYTES, SANDBOX_SOCKET_PROTOCOL_VERSION } from '@berth/core/request-protocol';
@@ -129,10 +130,13 @@ export interface SandboxSocketResult {
   readonly scope: string;
 }
 
-/** Why a request was not run: `code` is stable, `message` is one line naming the culprit. */
+/**
+ * Why a request was not run: `code` is stable (a Berth error's own, or `INTERNAL` for a failure
+ * that was not one), `message` is one line naming the culprit.
+ */
 export interface SandboxSocketErrorResponse {
   readonly v: typeof SANDBOX_SOCKET_PROTOCOL_VERSION;
-  readonly error: { readonly code: string; readonly message: string };
+  readonly error: { readonly code: SocketErrorCode; readonly message: string };
 }
 
 /** The one JSON line `berth serve` answers with. */

@@ -8,6 +8,7 @@ import { taskFolderName } from '@berth/core';
 import { BERTH_CLI as CLI } from '../testing/run-berth-cli.js';
 import { type ClientRun as Run, keyOf, spawnArgv, useServeHarness } from '../testing/serve-harness.js';
 import { sandboxCommandArgv } from './sandbox-command-argv.js';
+import { errorAnswerSchema, execResultSchema, fileResultSchema } from './socket-schemas.js';
 
 // `berth serve` and spawned `berth exec --socket` clients as a host runs them: the built
 // dist/cli.js in subprocesses, against the real engine (testing/serve-harness.ts). The Perl
@@ -126,6 +127,16 @@ describe('berth serve and berth exec --socket', () => {
     expect(parsed.error.message).toMatch(message);
     expect(existsSync(path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace', 'pwned'))).toBe(false);
     expect(await exec(keyOf(alice), 'echo still-here')).toMatchObject({ status: 0, stdout: 'still-here\n' });
+  });
+
+  it("answers in the wire contract's shapes: a command's result, a file's, a refusal", async () => {
+    const answer = async (request: object): Promise<unknown> =>
+      JSON.parse(await rawRequest(socket, `${JSON.stringify({ v: 1, sessionKey: keyOf(alice), ...request })}\n`));
+    expect(execResultSchema.parse(await answer({ command: 'echo contract' }))).toMatchObject({ exitCode: 0, stdout: 'contract\n', timedOut: false });
+    const source = path.join(root, 'contract-note.txt');
+    writeFileSync(source, 'note\n');
+    expect(fileResultSchema.parse(await answer({ op: 'put-file', source, path: '/workspace/contract-note.txt' }))).toMatchObject({ bytes: 5 });
+    expect(errorAnswerSchema.parse(await answer({ command: 'true', timeout: 0 }))).toMatchObject({ error: { code: 'REQUEST_INVALID' } });
   });
 
   it('exits 125 with one line for a bad id, creating nothing', async () => {

@@ -59,7 +59,8 @@ function attempt(adapter: PlatformAdapterV1, raw: unknown): Outcome {
  */
 function isIdentityError(error: unknown): error is IdentityError {
   return (
-    error instanceof IdentityError || (error instanceof Error && error.name === 'IdentityError' && (error as { code?: unknown }).code === 'IDENTITY_INVALID')
+    error instanceof IdentityError ||
+    (error instanceof Error && error.name === 'IdentityError' && (error as Partial<IdentityError>).code === 'IDENTITY_INVALID')
   );
 }
 
