@@ -103,6 +103,10 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
   // The engine's version, runtimes and size, asked once a minute at most (describe-engine.ts).
   const describe = reusedDescription(() => call('read the engine version', (connected) => describeEngine(engine, connected)));
+  // Without the runtimes' versions (a process each): what a status line asks.
+  const describeBriefly = reusedDescription(() =>
+    call('read the engine version', (connected) => describeEngine(engine, connected, { runtimeVersions: false })),
+  );
 
   return {
     specificationVersion: 'v1',
@@ -119,7 +123,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     ping: () => call('reach the engine', ({ reads }) => reads.ping()),
 
-    describe,
+    describe: (describeOptions) => (describeOptions?.runtimeVersions === false ? describeBriefly() : describe()),
 
     hasImage: (image) =>
       call(`inspect image ${image}`, async ({ reads }) => {

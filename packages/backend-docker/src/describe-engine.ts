@@ -10,6 +10,7 @@ const DESCRIBE_REUSE_MS = 60_000;
 export async function describeEngine(
   engine: string,
   { reads, endpoint, discovery, warnings, networkPool }: Pick<DockerApiConnection, 'reads' | 'endpoint' | 'discovery' | 'warnings' | 'networkPool'>,
+  options: { readonly runtimeVersions?: boolean } = {},
 ): Promise<DriverDescription> {
   const [version, info] = await Promise.all([
     reads.version(),
@@ -28,7 +29,7 @@ export async function describeEngine(
     .map(([name]) => name);
   // A unix socket is an engine on this host: its runtimes' binaries are this host's too.
   const local = endpoint.startsWith('/') || endpoint.startsWith('unix:') || reads.local;
-  const runtimeVersions = local ? await readRuntimeVersions(info.Runtimes ?? {}) : {};
+  const runtimeVersions = local && options.runtimeVersions !== false ? await readRuntimeVersions(info.Runtimes ?? {}) : {};
   const host = info.MemTotal && info.NCPU ? { host: { memoryMb: Math.floor(info.MemTotal / 1024 / 1024), cpus: info.NCPU } } : {};
   return {
     engine,

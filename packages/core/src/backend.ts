@@ -165,8 +165,12 @@ export interface SandboxBackendV1 {
   list(): Promise<SandboxInfo[]>;
   /** Removes a scope's sandbox; with `purge`, its workspace and home too. */
   remove(scopeKey: string, options?: { purge?: boolean; paths?: SandboxPaths }): Promise<void>;
-  /** The engine in use (throws `EngineUnavailableError` when it does not answer); with `image`, whether it is there. */
-  describe(options?: { image?: string }): Promise<BackendDescription>;
+  /**
+   * The engine in use (throws `EngineUnavailableError` when it does not answer); with `image`,
+   * whether it is there; with `runtimeVersions: false`, perhaps without the runtimes' versions
+   * and what they tell (`runtime.release`, gVisor), which only a status line may do without.
+   */
+  describe(options?: { image?: string; runtimeVersions?: boolean }): Promise<BackendDescription>;
   /** Releases connections and timers; sandboxes keep running. */
   close(): Promise<void>;
 }

@@ -176,7 +176,11 @@ export interface SandboxDriverV1 {
   readonly specRevision: string;
   /** Throws `EngineUnavailableError` naming the endpoint when the engine does not answer. */
   ping(): Promise<void>;
-  describe(): Promise<DriverDescription>;
+  /**
+   * With `runtimeVersions: false` the caller needs no `runtimeVersions` (a status line: `berth
+   * ls`), so a driver need not ask each runtime's binary (a process each); it may give them anyway.
+   */
+  describe(options?: { readonly runtimeVersions?: boolean }): Promise<DriverDescription>;
   /** Whether the image is on the engine (never pulls). */
   hasImage(image: string): Promise<boolean>;
   /** Makes sure the image is present, pulling it with progress; `ImageNotFoundError` naming it when it cannot. */

@@ -323,7 +323,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     reap: () => policies.reap(),
 
     async describe(describeOptions = {}): Promise<BackendDescription> {
-      const driverDescription = await driver.describe();
+      const driverDescription = await driver.describe(describeOptions.runtimeVersions === false ? { runtimeVersions: false } : undefined);
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
       const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);

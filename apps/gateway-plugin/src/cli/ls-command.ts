@@ -15,7 +15,7 @@ export async function runLsCommand(io: CliIo, options: CliOptions): Promise<numb
   const { backend } = berth;
   try {
     // The engine's description (for the last line) is asked while the sandboxes are listed.
-    const describing = options.json || config.backend === 'kubernetes' ? undefined : backend.describe().catch(() => undefined);
+    const describing = options.json || config.backend === 'kubernetes' ? undefined : backend.describe({ runtimeVersions: false }).catch(() => undefined);
     const containers = (await backend.list()).map(toSandboxRecord);
     // Scopes that hold only files (no container) are listed too, so they can be found and removed.
     const filesOnly =
