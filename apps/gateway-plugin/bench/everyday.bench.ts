@@ -5,6 +5,8 @@
  * (the floor of any Node command). Runs are interleaved, so every command sees the same machine
  * load. Prints a table of medians and writes JSON to bench-results/. Run with
  * `pnpm --filter @berth/gateway-plugin bench:everyday` after a build. BENCH_RUNS (9) runs of each.
+ * BENCH_BASELINE_CLI names another build's `dist/cli.js` (an older checkout's, say): each command
+ * then also runs through it, interleaved, so the two are compared in one sitting.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -20,6 +22,8 @@ const runs = Number(process.env.BENCH_RUNS ?? 9);
 const sandboxes = Number(process.env.BENCH_SANDBOXES ?? 10);
 const cli = path.join(import.meta.dirname, '..', 'dist', 'cli.js');
 if (!existsSync(cli)) throw new Error(`${cli} is missing; run "pnpm --filter @berth/gateway-plugin build" first`);
+const baseline = process.env.BENCH_BASELINE_CLI;
+if (baseline && !existsSync(baseline)) throw new Error(`BENCH_BASELINE_CLI ${baseline} does not exist; name another build's dist/cli.js`);
 
 const root = await mkdtemp(path.join(tmpdir(), 'berth-everyday-bench-'));
 const environment = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: path.join(root, 'hermes'), TERMINAL_SANDBOX_DIR: path.join(root, 'sandboxes') };
@@ -37,13 +41,17 @@ function timedRun(args: readonly string[]): Promise<number> {
   });
 }
 
+const everyday: ReadonlyArray<readonly [string, readonly string[]]> = [
+  ['--version', ['--version']],
+  ['env --platform telegram --user 1', ['env', '--platform', 'telegram', '--user', '1']],
+  ['ls', ['ls']],
+  ['ls --json', ['ls', '--json']],
+  ['doctor', ['doctor']],
+];
 const commands: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['node -e 0', ['-e', '0']],
-  ['berth --version', [cli, '--version']],
-  ['berth env --platform telegram --user 1', [cli, 'env', '--platform', 'telegram', '--user', '1']],
-  ['berth ls', [cli, 'ls']],
-  ['berth ls --json', [cli, 'ls', '--json']],
-  ['berth doctor', [cli, 'doctor']],
+  ...everyday.map(([what, args]) => [`berth ${what}`, [cli, ...args]] as const),
+  ...(baseline ? everyday.map(([what, args]) => [`baseline ${what}`, [baseline, ...args]] as const) : []),
 ];
 
 try {
@@ -66,6 +74,7 @@ try {
     sandboxes,
     runs,
     image,
+    ...(baseline ? { baseline } : {}),
     commands: rows.map((row) => ({ what: row.what, medianMs: round(row.medianMs, 1), p90Ms: round(row.p90Ms, 1), minMs: round(row.minMs, 1) })),
   };
   const outputDir = path.join(import.meta.dirname, '..', 'bench-results');
