@@ -15,6 +15,6 @@ export { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from
 export { channelsFolderOf, openFifoChannel } from './shell/fifo-channel.js';
 export { helperScriptCommand } from './shell/shell-words.js';
 export { FILE_EXIT, fileExitName, type FileExitName } from './files/file-exit-codes.js';
-export { fileProgram } from './files/file-programs.js';
+export { FILE_PROGRAMS } from './files/file-programs.js';
 export { ChunkedReadError, readInChunks, type ChunkedReadRefusal, type FileProgramResult, type ReadInChunksOptions } from './files/read-in-chunks.js';
 export { FILE_ROOTS, SANDBOX_LAYOUT } from './files/sandbox-layout.js';
