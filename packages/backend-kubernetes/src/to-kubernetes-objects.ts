@@ -1,6 +1,6 @@
 import { ConfigError } from '@berth/core';
 import type { SandboxSpec } from '@berth/core/driver';
-import { LABELS } from '@berth/sandbox-runtime/driver';
+import { HOME_TARGET, LABELS, WORKSPACE_TARGET } from '@berth/sandbox-runtime/driver';
 import type { V1NetworkPolicy, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import { INSTALLATION_KEY, LABELS_ANNOTATION, MANAGED_BY_KEY, MANAGED_BY_VALUE, NETWORK_KEY, POD_ANNOTATION, toKubernetesLabels } from './kubernetes-labels.js';
 
@@ -89,8 +89,8 @@ export function buildSandboxPod(spec: SandboxSpec, options: ClusterObjectOptions
             requests: { cpu: cpuQuantity(limits.cpus / 10), memory: `${Math.max(16, Math.round(limits.memoryMb / 10))}Mi` },
           },
           volumeMounts: [
-            { name: 'files', mountPath: '/workspace', subPath: 'workspace' },
-            { name: 'files', mountPath: '/root', subPath: 'home' },
+            { name: 'files', mountPath: WORKSPACE_TARGET, subPath: 'workspace' },
+            { name: 'files', mountPath: HOME_TARGET, subPath: 'home' },
             { name: 'tmp', mountPath: '/tmp' },
           ],
         },

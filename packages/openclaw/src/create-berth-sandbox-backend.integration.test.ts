@@ -193,6 +193,26 @@ describe('the berth sandbox backend, as OpenClaw drives it', () => {
     await expect(bridge.readFile({ filePath: '/workspace/notes' })).rejects.toMatchObject({ code: 'EISDIR' });
   });
 
+  it("reads with the file kit's rules: no link out of /workspace, no hard link, a link within /workspace followed", async () => {
+    const made = await handles.alice!.runShellCommand({
+      script:
+        'printf mine > /workspace/kit-plain.txt; ln -sf /proc/1/environ /workspace/kit-environ; printf home > /root/kit-home.txt; ' +
+        'ln -sf /root/kit-home.txt /workspace/kit-home; ln -f /workspace/kit-plain.txt /workspace/kit-twice; ln -sf kit-own.txt /workspace/kit-in; printf own > /workspace/kit-own.txt',
+    });
+    expect(made).toMatchObject({ code: 0 });
+    for (const filePath of ['/workspace/kit-environ', '/workspace/kit-home']) {
+      await expect(bridge.readFile({ filePath })).rejects.toMatchObject({
+        code: 'EACCES',
+        message: expect.stringMatching(/leads outside the sandbox's \/workspace/),
+      });
+    }
+    await expect(bridge.readFile({ filePath: '/workspace/kit-twice' })).rejects.toMatchObject({
+      code: 'EACCES',
+      message: expect.stringMatching(/more than one hard link/),
+    });
+    expect((await bridge.readFile({ filePath: '/workspace/kit-in' })).toString()).toBe('own');
+  });
+
   it("maps OpenClaw's host workspace paths onto /workspace and refuses paths outside it", async () => {
     expect(bridge.resolvePath({ filePath: path.join(hostWorkspace, 'x', 'y.txt') })).toEqual({ containerPath: '/workspace/x/y.txt', relativePath: 'x/y.txt' });
     expect(bridge.resolvePath({ filePath: 'y.txt', cwd: path.join(hostWorkspace, 'x') })).toEqual({

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, linkSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -118,6 +118,61 @@ describe("the fs bridge's bounds", () => {
     await expect(bridge.copyFile!({ sourcePath: '/workspace/plain', destinationPath: '/workspace/pipe' })).rejects.toThrow(/not a regular file/);
     await expect(bridge.writeFile({ filePath: '/workspace/pipe', data: 'x' })).rejects.toThrow(/not a regular file/);
     await expect(bridge.readFile({ filePath: '/workspace/pipe' })).rejects.toThrow(/not a regular file/);
+  });
+});
+
+describe("the fs bridge's reads: the file kit's rules", () => {
+  const folder = mkdtempSync(path.join(tmpdir(), 'berth-fs-bridge-kit-'));
+  const outside = mkdtempSync(path.join(tmpdir(), 'berth-fs-bridge-outside-'));
+  afterAll(() => {
+    rmSync(folder, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
+  });
+  const toHost = (value: string) => value.replace(/^\/workspace(?=\/|$)/, folder);
+  const hostShell: SandboxShell = {
+    outputLimit: 1024 * 1024,
+    run: async (script, options = {}) => {
+      const result = spawnSync('sh', ['-c', script, 'berth-openclaw', ...(options.args ?? []).map(toHost)], { input: options.stdin ?? '', timeout: 20_000 });
+      return {
+        exitCode: result.status ?? 124,
+        stdout: result.stdout.toString('utf8'),
+        stderr: result.stderr.toString('utf8'),
+        timedOut: false,
+        truncated: false,
+      };
+    },
+  };
+
+  it('refuses a link that leads out of /workspace and a file with more than one hard link, on the descriptor', async () => {
+    const bridge = createSandboxFsBridge({ shell: hostShell, hostWorkspaceDir: '/srv/w' });
+    writeFileSync(path.join(outside, 'secret'), 'not yours');
+    symlinkSync(path.join(outside, 'secret'), path.join(folder, 'link-out'));
+    writeFileSync(path.join(folder, 'twice'), 'x');
+    linkSync(path.join(folder, 'twice'), path.join(folder, 'twice-again'));
+    await expect(bridge.readFile({ filePath: '/workspace/link-out' })).rejects.toMatchObject({
+      code: 'EACCES',
+      message: expect.stringMatching(/leads outside the sandbox's \/workspace/),
+    });
+    await expect(bridge.readFile({ filePath: '/workspace/twice' })).rejects.toMatchObject({
+      code: 'EACCES',
+      message: expect.stringMatching(/more than one hard link/),
+    });
+    writeFileSync(path.join(folder, 'plain'), 'mine');
+    symlinkSync(path.join(folder, 'plain'), path.join(folder, 'link-in'));
+    expect((await bridge.readFile({ filePath: '/workspace/link-in' })).toString()).toBe('mine');
+  });
+
+  it('refuses, in one line, a sandbox whose printed size is not the bytes it sends', async () => {
+    for (const [stdout, pattern] of [
+      [`5\n${Buffer.alloc(40).toString('base64')}`, /was not its size and exactly that many bytes/],
+      [`100\n${Buffer.from('short').toString('base64')}`, /changed size while it was read \(100 then 5 bytes\)/],
+      [`${2 ** 30}\n`, /^File exceeds/],
+    ] as const) {
+      const lying: SandboxShell = { outputLimit: 1024 * 1024, run: async () => ({ exitCode: 0, stdout, stderr: '', timedOut: false, truncated: false }) };
+      const bridge = createSandboxFsBridge({ shell: lying, hostWorkspaceDir: '/srv/w' });
+      await expect(bridge.readFile({ filePath: '/workspace/a' })).rejects.toThrow(pattern);
+      await expect(bridge.readFile({ filePath: '/workspace/a' })).rejects.toThrow(/^[^\n]+$/);
+    }
   });
 });
 

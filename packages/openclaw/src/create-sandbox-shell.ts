@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { SessionContext } from '@berth/core';
-import { type Berth, helperScriptCommand } from '@berth/gateway-plugin';
+import { type Berth, helperScriptCommand, SANDBOX_LAYOUT } from '@berth/gateway-plugin';
 
 /** What one script produced in the sandbox; stdout and stderr already masked like any command's. */
 export interface SandboxScriptResult {
@@ -61,7 +61,7 @@ export function createSandboxShell(options: CreateSandboxShellOptions): SandboxS
       // The image's own /bin/sh and tools, not what the user's PATH or preload would give (docs/security.md).
       const command = helperScriptCommand(script, 'berth-openclaw', runOptions.args ?? [], { decodeStdin });
       const running = berth.executeRequest(request, command, {
-        cwd: '/workspace',
+        cwd: SANDBOX_LAYOUT.workspace,
         ...(stdin !== undefined ? { stdin } : {}),
         ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
       });

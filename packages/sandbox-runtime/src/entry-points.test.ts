@@ -9,16 +9,23 @@ describe('the entry points of @berth/sandbox-runtime', () => {
   it('@berth/sandbox-runtime gives what hosts use', () => {
     expect(Object.keys(runtime).sort()).toEqual(
       [
+        'ChunkedReadError',
         'EGRESS_PROXY_PORT',
+        'FILE_EXIT',
+        'FILE_PROGRAMS',
+        'FILE_ROOTS',
+        'SANDBOX_LAYOUT',
         'capacityReport',
         'channelsFolderOf',
         'createSandboxRuntime',
         'describeRunningCap',
         'egressRuleset',
+        'fileExitName',
         'helperScriptCommand',
         'loadCertificateAuthority',
         'localHostSize',
         'openFifoChannel',
+        'readInChunks',
         'releaseDisksUnder',
         'sandboxSettings',
       ].sort(),

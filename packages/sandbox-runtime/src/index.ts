@@ -1,7 +1,8 @@
 // `@berth/sandbox-runtime`: what hosts use — the runtime and its settings, what `berth ls` and
 // `doctor` say of capacity, a helper script's command, the disks to release before a sandbox
 // root is removed, the egress proxy's hooks, port, ruleset and CA (the attack suite reads them),
-// and a sandbox's FIFO channel (the plugin's bench). What only drivers use is
+// a sandbox's FIFO channel (the plugin's bench), and the in-sandbox file kit (files/: the layout,
+// the exit-code table, the chunked read the host checks). What only drivers use is
 // `@berth/sandbox-runtime/driver` (driver.ts); a name is in one entry only (src/entry-points.test.ts).
 export { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions } from './create-sandbox-runtime.js';
 export { releaseDisksUnder } from './disks/scope-disks.js';
@@ -13,3 +14,7 @@ export type { ProgressEvent } from './runtime-context.js';
 export { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 export { channelsFolderOf, openFifoChannel } from './shell/fifo-channel.js';
 export { helperScriptCommand } from './shell/shell-words.js';
+export { FILE_EXIT, fileExitName, type FileExitName } from './files/file-exit-codes.js';
+export { FILE_PROGRAMS } from './files/file-programs.js';
+export { ChunkedReadError, readInChunks, type ChunkedReadRefusal, type FileProgramResult, type ReadInChunksOptions } from './files/read-in-chunks.js';
+export { FILE_ROOTS, SANDBOX_LAYOUT } from './files/sandbox-layout.js';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SandboxInfo, SandboxPaths, SandboxScope } from '@berth/core';
 import type { SandboxSpec } from '@berth/core/driver';
+import { SANDBOX_LAYOUT } from './files/sandbox-layout.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 import keepAlive from './shell/keep-alive.sh';
 import { fillTemplate, programLine } from './shell/program-file.js';
@@ -29,9 +30,9 @@ export const LABELS = {
 export const MANAGED_BY = 'berth';
 
 /** Where the scope's folders appear inside the sandbox. */
-export const WORKSPACE_TARGET = '/workspace';
+export const WORKSPACE_TARGET = SANDBOX_LAYOUT.workspace;
 /** The sandbox user's home. */
-export const HOME_TARGET = '/root';
+export const HOME_TARGET = SANDBOX_LAYOUT.home;
 /** Every sandbox's hostname: it says nothing about whose sandbox it is. */
 export const SANDBOX_HOSTNAME = 'sandbox';
 

@@ -68,3 +68,22 @@ describe('getSandboxFile: copies waiting on the host', () => {
     expect(readdirSync(target)).toHaveLength(1);
   });
 });
+
+describe('getSandboxFile: a sandbox that lies about a file', () => {
+  it('writes nothing on the host when the size the sandbox prints is not the bytes it sends, or over the limit', async () => {
+    const target = mkdtempSync(path.join(os.tmpdir(), 'berth-outbox-'));
+    for (const stdout of [
+      `5\n${Buffer.alloc(40).toString('base64')}`,
+      `100\n${Buffer.from('short').toString('base64')}`,
+      `${2 * 1024 * 1024}\n${megabyte(1).toString('base64')}`,
+    ]) {
+      const berth = {
+        config: { docker_file_limit: 1, docker_output_limit: 4 * 1024 * 1024 },
+        executeRequest: async () => ({ exitCode: 0, stdout, stderr: '', timedOut: false, truncated: false, durationMs: 1 }),
+      } as unknown as Berth;
+      const request = { scope: { key: 'user:telegram:1' }, environment: { secrets: [] } } as unknown as SandboxRequest;
+      await expect(getSandboxFile(berth, request, '/workspace/a.txt', target)).rejects.toThrow(/^[^\n]+$/);
+      expect(readdirSync(target)).toEqual([]);
+    }
+  });
+});

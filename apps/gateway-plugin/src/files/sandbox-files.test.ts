@@ -67,16 +67,34 @@ describe('readSandboxFile against a sandbox that lies', () => {
   });
 
   it('holds exactly the limit at most, in the chunks the limit needs, when the sandbox claims the limit', async () => {
-    const sandbox = lyingSandbox(() => ({ stdout: `${1024 * 1024}\n${zeros(CHUNK)}` }));
+    // Its last chunk carries what the size leaves: the limit exactly.
+    const last = Math.ceil((1024 * 1024) / CHUNK) - 1;
+    const sandbox = lyingSandbox((call) => ({ stdout: `${1024 * 1024}\n${zeros(call < last ? CHUNK : 1024 * 1024 - last * CHUNK)}` }));
     const file = await readSandboxFile(sandbox.berth, sandbox.request, '/workspace/a');
     expect(file.bytes.length).toBe(1024 * 1024);
     expect(sandbox.calls()).toBe(Math.ceil((1024 * 1024) / CHUNK));
+    // A last chunk as full as the others would be more bytes than the limit: refused, not cut.
+    const over = lyingSandbox(() => ({ stdout: `${1024 * 1024}\n${zeros(CHUNK)}` }));
+    await expect(readSandboxFile(over.berth, over.request, '/workspace/a')).rejects.toThrow(
+      /^\/workspace\/a could not be read exactly from the sandbox \(it said 1048576 bytes and sent more\); it was not sent$/,
+    );
+    expect(over.calls()).toBe(Math.ceil((1024 * 1024) / CHUNK));
   });
 
-  it('never keeps more than the size said, however many bytes a chunk carries', async () => {
+  it('never keeps more than the size said, however many bytes a chunk carries: a size smaller than the bytes sent is refused', async () => {
     const sandbox = lyingSandbox(() => ({ stdout: `5\n${zeros(40_000)}` }));
-    const file = await readSandboxFile(sandbox.berth, sandbox.request, '/workspace/a');
-    expect(file.bytes.length).toBe(5);
+    await expect(readSandboxFile(sandbox.berth, sandbox.request, '/workspace/a')).rejects.toMatchObject({
+      code: 'FILE_REFUSED',
+      message: expect.stringMatching(/^[^\n]*it said 5 bytes and sent more[^\n]*$/),
+    });
+  });
+
+  it('refuses a size larger than the bytes sent', async () => {
+    const sandbox = lyingSandbox(() => ({ stdout: `100\n${Buffer.from('short').toString('base64')}` }));
+    await expect(readSandboxFile(sandbox.berth, sandbox.request, '/workspace/a')).rejects.toMatchObject({
+      code: 'FILE_CHANGED',
+      message: expect.stringMatching(/^[^\n]*changed while it was read \(100 then 5 bytes\)[^\n]*$/),
+    });
   });
 
   it('stops reading once the client that asked for the file has left', async () => {

@@ -1,3 +1,4 @@
+import { SANDBOX_LAYOUT } from '../files/sandbox-layout.js';
 import commandChild from './command-child.sh';
 import { fillTemplate, programText } from './program-file.js';
 import sessionInit from './session-init.sh';
@@ -62,7 +63,7 @@ export function buildSessionInit(options: {
   /** Take over a retired session's state folder: its cd and exports go on, with today's variables over them. */
   inherit?: { readonly previousNames: readonly string[] };
 }): string {
-  const state = `${buildEnvironmentScript(options.variables)}export __BERTH_CWD=${quoteShell(options.cwd ?? '/workspace')}`;
+  const state = `${buildEnvironmentScript(options.variables)}export __BERTH_CWD=${quoteShell(options.cwd ?? SANDBOX_LAYOUT.workspace)}`;
   const writeState = options.inherit
     ? `if [ -s "$__berth_d/state" ]; then printf '%s\\n' ${quoteShell(buildEnvironmentScript(options.variables, options.inherit.previousNames))} >> ` +
       `"$__berth_d/state" || exit 97; else printf '%s\\n' "$__berth_e" > "$__berth_d/state" || exit 97; fi`
