@@ -32,6 +32,7 @@ import { existingInstallationTag, installationTag } from './egress/egress-names.
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
+const BRIEFLY = { runtimeVersions: false } as const; // describe(): only runtimeFacts needs the runtimes' versions (a process each)
 
 /** Options of {@link createSandboxRuntime}. */
 export interface SandboxRuntimeOptions {
@@ -96,11 +97,10 @@ export interface SandboxRuntime extends SandboxBackendV1 {
 }
 
 /**
- * The sandbox runtime: every policy Berth applies to sandboxes, once, over a small driver —
- * one sandbox per scope, commands of a scope queued, creation single-flight and bounded,
- * adoption by name and labels, recreation when the settings changed (once idle) or the sandbox
- * went away, a persistent shell per sandbox with a kill shell for timeouts, idle and
- * least-recently-used stopping, secrets masked in every result, inventory and purge.
+ * The sandbox runtime: every policy Berth applies to sandboxes, once, over a small driver — one sandbox per scope, commands of
+ * a scope queued, creation single-flight and bounded, adoption by name and labels, recreation when the settings changed (once
+ * idle) or the sandbox went away, a persistent shell per sandbox with a kill shell for timeouts, idle and least-recently-used
+ * stopping, secrets masked in every result, inventory and purge.
  */
 export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRuntime {
   const { driver, settings } = options;
@@ -111,7 +111,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   const broker = createEgressBroker({
     settings,
     driver,
-    describe: () => driver.describe(),
+    describe: () => driver.describe(BRIEFLY),
     exceptions: () => firewallInForce?.exceptions() ?? [],
     unenforced: async () => (await egressFirewall()).unenforced,
     logger: options.logger,
@@ -156,8 +156,9 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   if (context.disks.unenforced) options.logger?.warn(`berth: ${context.disks.unenforced}`);
   let closed = false;
   let removed = false; // a sandbox, by this process: close() then looks whether the egress table may go
-  // What depends on the engine's description, made once; asked again after a failure.
-  const onceDescribed = <T>(make: (description: DriverDescription) => Promise<T> | T) => madeOnce(() => driver.describe().then(make));
+  // What depends on the engine's description, made once; asked again after a failure. (`BRIEFLY` but for the runtime's facts.)
+  const onceDescribed = <T>(make: (description: DriverDescription) => Promise<T> | T, full?: 'with runtime versions') =>
+    madeOnce(() => driver.describe(full ? undefined : BRIEFLY).then(make));
   // The egress policy, once the engine has said where its sandbox networks are.
   const egress = onceDescribed((description) => {
     const firewall: EgressFirewall = description.egressEnforcedBy
@@ -186,7 +187,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   });
   const sharedBound = bound.get;
   // The runtime sandboxes run under (gVisor or not), once the engine has said.
-  const ociRuntime = onceDescribed((description) => runtimeFacts(description, settings.docker_runtime));
+  const ociRuntime = onceDescribed((description) => runtimeFacts(description, settings.docker_runtime), 'with runtime versions');
 
   const lifecycle = createSandboxLifecycle(context);
   const inventory = createInventory(context, lifecycle);
@@ -239,7 +240,6 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   };
 
   const inQueue = <T>(entry: SandboxEntry, task: () => Promise<T>): Promise<T> => enqueue(entry, task, () => settled(entry));
-
   const capabilities: BackendCapabilities = {
     persistentSession: settings.docker_exec_mode !== 'exec',
     networkIsolation: driver.capabilities.networkIsolation,
@@ -323,7 +323,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     reap: () => policies.reap(),
 
     async describe(describeOptions = {}): Promise<BackendDescription> {
-      const driverDescription = await driver.describe(describeOptions.runtimeVersions === false ? { runtimeVersions: false } : undefined);
+      const driverDescription = await driver.describe(describeOptions.runtimeVersions === false ? BRIEFLY : undefined);
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
       const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);

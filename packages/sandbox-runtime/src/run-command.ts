@@ -50,7 +50,7 @@ export function createCommandRunner(
   // want of an engine, or for a docker_runtime it does not have, leaves the sandbox root as it was.
   const name = async (entry: SandboxEntry, request: SandboxRequest): Promise<void> => {
     if (entry.name !== '') return;
-    if (settings.docker_runtime !== undefined) assertRuntimeOffered(settings.docker_runtime, await context.driver.describe());
+    if (settings.docker_runtime !== undefined) assertRuntimeOffered(settings.docker_runtime, await context.driver.describe({ runtimeVersions: false }));
     if (!hasInstallationKey(request.paths.root)) await context.driver.ping();
     entry.name = nameOf(context, request);
   };

@@ -46,7 +46,7 @@ export function createStoppingPolicies(
   let hostSize: Promise<HostSize> | undefined;
   const sizeOfHost = (): Promise<HostSize> => {
     hostSize ??= context.driver
-      .describe()
+      .describe({ runtimeVersions: false })
       .then((description) => ({ ...localHostSize(), ...(description.host ?? {}) }))
       .catch(() => localHostSize());
     return hostSize;
