@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, EngineUnavailableError } from '@berth/core';
+import { ConfigError, EngineUnavailableError, expandHome } from '@berth/core';
 import { KubeConfig } from '@kubernetes/client-node';
 
 /** Where the service account of a pod keeps its token (in-cluster discovery). */
@@ -25,10 +25,6 @@ export interface FindKubernetesClusterOptions {
   readonly context?: string;
   /** The gateway's environment (`KUBECONFIG`, `HOME`, `KUBERNETES_SERVICE_HOST`). */
   readonly environment?: Readonly<Record<string, string | undefined>>;
-}
-
-function expandHome(file: string, home: string | undefined): string {
-  return file === '~' || file.startsWith('~/') ? path.join(home ?? '~', file.slice(1)) : file;
 }
 
 function load(file: string, how: string): KubeConfig {
@@ -60,7 +56,7 @@ export function findKubernetesCluster(options: FindKubernetesClusterOptions = {}
     kubeConfig = options.kubeConfig;
     how = 'the kubeConfig option';
   } else if (options.kubeconfig) {
-    const file = expandHome(options.kubeconfig, environment.HOME);
+    const file = expandHome(options.kubeconfig, environment);
     if (!existsSync(file))
       throw new ConfigError(
         'terminal.kubernetes_kubeconfig',

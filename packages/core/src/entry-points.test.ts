@@ -59,6 +59,7 @@ describe('the entry points of @berth/core', () => {
         'encodeEnvComponent',
         'encodeFolderComponent',
         'escapeForDisplay',
+        'expandHome',
         'formatIdentity',
         'getActiveSession',
         'hermesHome',

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultConfigPath } from './config.js';
 import { ConfigError } from './errors.js';
-import { disksFolderOf, hermesHome, resolveSandboxDir, sandboxRootOf } from './host-layout.js';
+import { disksFolderOf, expandHome, hermesHome, resolveSandboxDir, sandboxRootOf } from './host-layout.js';
 import { resolveSandboxPaths } from './sandbox-paths.js';
 import type { SandboxScope } from './scope.js';
 
@@ -16,6 +16,14 @@ describe('the host layout', () => {
     expect(hermesHome({ HOME: '/home/u' })).toBe('/home/u/.hermes');
     expect(defaultConfigPath({ HERMES_HOME: '~/h', HOME: '/home/u' })).toBe('/home/u/h/config.yaml');
     expect(resolveSandboxDir(undefined, { HERMES_HOME: '~/h', HOME: '/home/u' })).toBe('/home/u/h/sandboxes');
+  });
+
+  it("reads ~ alone or before / as the home folder ($HOME, else the account's), and leaves every other path as it is", () => {
+    expect(expandHome('~/.kube/config', { HOME: '/home/u' })).toBe('/home/u/.kube/config');
+    expect(expandHome('~', { HOME: '/home/u' })).toBe('/home/u');
+    expect(expandHome('~/x', {})).toBe(path.join(os.homedir(), 'x'));
+    expect(expandHome('~/x', { HOME: '' })).toBe(path.join(os.homedir(), 'x'));
+    for (const other of ['~other/x', 'a/~/b', '/srv/~', 'relative', '']) expect(expandHome(other, { HOME: '/home/u' })).toBe(other);
   });
 
   it('puts scope folders under {sandbox_dir}/docker and their disks under {sandbox_dir}/disks/docker', () => {

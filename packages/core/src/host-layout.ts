@@ -49,8 +49,13 @@ export const CHANNELS_FOLDER = '.berth-channels';
 /** The file in a scope's folder whose modification time is when its sandbox was last used. */
 export const LAST_USED_FILE = '.berth-last-used';
 
-/** `path` with a leading `~` taken as the user's home (`$HOME`, else the account's), as Python's `expanduser` does. */
-function expandHome(where: string, environment: NodeJS.ProcessEnv): string {
+/**
+ * `where` with a leading `~` (alone, or before `/`) taken as the user's home: `$HOME` of
+ * `environment`, else the account's, as Python's `expanduser` does; any other path as it is. The
+ * one reading of `~` in a host path Berth is given (`HERMES_HOME`, `sandbox_dir`, OpenClaw's
+ * `configFile` and `socket`, `kubernetes_kubeconfig`); a path inside a sandbox is another thing.
+ */
+export function expandHome(where: string, environment: Readonly<Record<string, string | undefined>> = process.env): string {
   return where === '~' || where.startsWith('~/') ? path.join(environment.HOME || homedir(), where.slice(1)) : where;
 }
 

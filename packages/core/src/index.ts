@@ -50,7 +50,7 @@ export { classifySessionKey, type SessionKeyMeaning } from './session-key.js';
 export { assertOneSessionStore, loadedCoreCopies, type CoreCopy } from './core-copies.js';
 export { resolveScope, taskFolderName, type ResolveScopeOptions, type SandboxScope, type TaskScope, type UserScope } from './scope.js';
 export type { SandboxPaths } from './sandbox-paths.js';
-export { hermesHome, INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER, resolveSandboxDir, sandboxRootOf } from './host-layout.js';
+export { expandHome, hermesHome, INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER, resolveSandboxDir, sandboxRootOf } from './host-layout.js';
 export { defaultConfigPath, describeIgnoredKeys, loadConfig, parseTerminalConfig, type LoadedConfig } from './config.js';
 export { IGNORED_GATEWAY_KEYS, terminalConfigSchema, type TerminalConfig, type TerminalConfigInput } from './terminal-config-schema.js';
 export {

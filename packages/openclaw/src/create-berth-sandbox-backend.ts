@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { HostLogger } from '@berth/core';
+import { expandHome, type HostLogger } from '@berth/core';
 import { createBerth as createGatewayBerth, outboxBudgetOf, putHostFile, readSandboxFile, type Berth, type CreateBerthOptions } from '@berth/gateway-plugin';
 import { serveSandboxes, type SandboxSocketServer } from '@berth/gateway-plugin/socket';
 import { SANDBOX_WORKSPACE } from './create-sandbox-fs-bridge.js';
@@ -118,7 +118,7 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
       let socket: string;
       if (config.plugin.socket) {
         const configured = config.plugin.socket;
-        socket = configured === '~' || configured.startsWith('~/') ? path.join(environment.HOME || homedir(), configured.slice(1)) : path.resolve(configured);
+        socket = path.resolve(expandHome(configured, environment));
       } else {
         // A fresh folder only this process can enter: nobody can have planted a socket there.
         ownedFolder = mkdtempSync(path.join(tmpdir(), 'berth-openclaw-'));

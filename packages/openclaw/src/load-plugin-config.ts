@@ -1,6 +1,5 @@
-import { homedir } from 'node:os';
 import path from 'node:path';
-import { ConfigError, describeForMessage, loadConfig, parseTerminalConfig, type TerminalConfig } from '@berth/core';
+import { ConfigError, describeForMessage, expandHome, loadConfig, parseTerminalConfig, type TerminalConfig } from '@berth/core';
 import { z } from 'zod';
 
 /** Where the plugin's settings live in `openclaw.json`. */
@@ -40,11 +39,6 @@ export interface LoadedPluginConfig {
   readonly source: string;
 }
 
-function expandHome(file: string, environment: Readonly<Record<string, string | undefined>>): string {
-  if (file === '~' || file.startsWith('~/')) return path.join(environment.HOME || homedir(), file.slice(1));
-  return path.resolve(file);
-}
-
 /**
  * Validates `plugins.entries.berth.config` and loads the `terminal:` settings it names: its
  * own `terminal` section, or the Berth config file `configFile`, or the default Berth config
@@ -75,7 +69,7 @@ export function loadPluginConfig(pluginConfig: unknown, environment: Readonly<Re
     return { plugin, terminal: parseTerminalConfig(plugin.terminal, `${PLUGIN_CONFIG_KEY}.terminal`), source: `${PLUGIN_CONFIG_KEY}.terminal` };
   }
   const loaded = loadConfig({
-    ...(plugin.configFile ? { file: expandHome(plugin.configFile, environment) } : {}),
+    ...(plugin.configFile ? { file: path.resolve(expandHome(plugin.configFile, environment)) } : {}),
     environment: environment as NodeJS.ProcessEnv,
   });
   return { plugin, terminal: loaded.config, source: loaded.file ?? 'the defaults (no Berth config file)' };
