@@ -6,6 +6,7 @@ import {
   type BackendOptions,
   type SandboxRuntime,
 } from '@berth/sandbox-runtime/driver';
+import { DEFAULT_NETWORK_POOL } from '@berth/core/driver';
 import { createRequire } from 'node:module';
 import type Dockerode from 'dockerode';
 import { z } from 'zod';
@@ -23,7 +24,7 @@ export interface DockerDriverOptions {
   readonly socketPath?: string;
   /** The gateway's environment, read for `DOCKER_HOST`. @default process.env */
   readonly environment?: Readonly<Record<string, string | undefined>>;
-  /** The IPv4 range each sandbox's own /29 network is taken from (`terminal.docker_network_pool`). @default '10.217.0.0/16' */
+  /** The IPv4 range each sandbox's own /29 network is taken from (`terminal.docker_network_pool`). @default DEFAULT_NETWORK_POOL (core) */
   readonly networkPool?: string;
   /** Labels on every network Berth makes (a test run's marker, say). */
   readonly labels?: Readonly<Record<string, string>>;
@@ -60,7 +61,7 @@ export function createDockerDriver(options: DockerDriverOptions = {}) {
       const dockerClient = (): Dockerode => (client ??= new (loadDockerode())(found.connection));
       const reads = client ? dockerodeReads(client) : createEngineReads(found.connection);
       const endpoint = options.docker ? 'the given client' : found.endpoint;
-      const pool = options.networkPool ?? '10.217.0.0/16';
+      const pool = options.networkPool ?? DEFAULT_NETWORK_POOL;
       // A Unix socket is an engine on this host: its bridges are this host's, and so is the firewall.
       const { socketPath } = reads;
       return {

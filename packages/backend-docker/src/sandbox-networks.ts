@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { SandboxError } from '@berth/core';
+import { DEFAULT_NETWORK_POOL } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { isProcessIdentityGone, LABELS, MANAGED_BY, processIdentity } from '@berth/sandbox-runtime/driver';
 import { engineMessage, engineStatus, isConflict, isGone, mapDockerError } from './map-docker-error.js';
@@ -139,7 +140,7 @@ export function createSandboxNetworks(options: {
   if (!pool || pool.prefix > SUBNET_PREFIX) {
     throw new SandboxError(
       'OPTIONS_INVALID',
-      `terminal.docker_network_pool ${JSON.stringify(options.pool)} is not an IPv4 range of /${SUBNET_PREFIX} or larger, e.g. 10.217.0.0/16`,
+      `terminal.docker_network_pool ${JSON.stringify(options.pool)} is not an IPv4 range of /${SUBNET_PREFIX} or larger, e.g. ${DEFAULT_NETWORK_POOL}`,
     );
   }
   const count = 2 ** (SUBNET_PREFIX - pool.prefix);

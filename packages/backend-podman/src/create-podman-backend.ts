@@ -8,6 +8,7 @@ import {
   type DockerApiConnection,
 } from '@berth/backend-docker';
 import { EngineUnavailableError, SandboxError, type HostLogger } from '@berth/core';
+import { DEFAULT_NETWORK_POOL } from '@berth/core/driver';
 import { defineBackend, installationTag, sandboxBridgeName, type BackendOptions, type SandboxRuntime } from '@berth/sandbox-runtime/driver';
 import Dockerode from 'dockerode';
 import { adjustPodmanCreate, PODMAN_SANDBOX_NETWORK } from './adjust-podman-spec.js';
@@ -29,7 +30,7 @@ export interface PodmanDriverOptions {
   readonly environment?: Readonly<Record<string, string | undefined>>;
   /** Where the driver says what it cannot apply on this host. */
   readonly logger?: HostLogger;
-  /** Rootful: the IPv4 range each sandbox's own /29 network is taken from (`terminal.docker_network_pool`). @default '10.217.0.0/16' */
+  /** Rootful: the IPv4 range each sandbox's own /29 network is taken from (`terminal.docker_network_pool`). @default DEFAULT_NETWORK_POOL (core) */
   readonly networkPool?: string;
   /** Labels on every network Berth makes (a test run's marker, say). */
   readonly labels?: Readonly<Record<string, string>>;
@@ -109,7 +110,7 @@ export function createPodmanDriver(options: PodmanDriverOptions = {}): PodmanDri
   // firewall rules).
   const networking = (docker: Dockerode, endpoint: string, host: PodmanHost): Pick<DockerApiConnection, 'networks' | 'networkPool'> => {
     if (host.rootless) return { networks: fixedSandboxNetwork(PODMAN_SANDBOX_NETWORK) };
-    const pool = options.networkPool ?? '10.217.0.0/16';
+    const pool = options.networkPool ?? DEFAULT_NETWORK_POOL;
     const local = typeof (docker.modem as { socketPath?: unknown }).socketPath === 'string';
     const networks = createSandboxNetworks({
       docker,

@@ -1,6 +1,7 @@
 // The driver contract (`SandboxDriverV1` and its parts), and `@berth/core/driver`: this module is
 // also the entry of what only drivers and the sandbox runtime use — the host layout's inner names,
-// the installation key and the sandbox names made with it, egress entries, the masking bound.
+// the installation key and the sandbox names made with it, egress entries, the default network
+// pool, the masking bound.
 // Hosts, plugins and platform adapters import `@berth/core`.
 import { UnsupportedSpecificationError } from './errors.js';
 
@@ -255,4 +256,5 @@ export {
 } from './host-pattern.js';
 export { CREDENTIAL_HEADERS, type BrokeredHosts } from './brokered-hosts.js';
 export { MIN_SECRET_LENGTH } from './redact.js';
+export { DEFAULT_NETWORK_POOL } from './terminal-config-schema.js';
 export { base64Runs } from './secret-forms.js';

@@ -93,6 +93,7 @@ describe('the entry points of @berth/core', () => {
       [
         'CHANNELS_FOLDER',
         'CREDENTIAL_HEADERS',
+        'DEFAULT_NETWORK_POOL',
         'DEFAULT_EGRESS_PORTS',
         'EGRESS_FOLDER',
         'LAST_USED_FILE',

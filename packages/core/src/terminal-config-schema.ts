@@ -10,6 +10,12 @@ const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** The user-variable prefix: upper-case words joined by `_`. */
 const ENV_PREFIX = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*$/;
 
+/**
+ * The IPv4 range each sandbox's own /29 network is taken from when `docker_network_pool` says
+ * none: the schema's default, and a driver's when it is made without the setting.
+ */
+export const DEFAULT_NETWORK_POOL = '10.217.0.0/16';
+
 const variableName = z.string().regex(VARIABLE_NAME, { message: 'expected a variable name like GITHUB_TOKEN' });
 
 /**
@@ -91,9 +97,9 @@ export const terminalConfigSchema = z
     docker_network_pool: z
       .string()
       .regex(/^(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\/(?:[89]|1\d|2[0-9])$/, {
-        message: 'expected an IPv4 range of /29 or larger, like 10.217.0.0/16',
+        message: `expected an IPv4 range of /29 or larger, like ${DEFAULT_NETWORK_POOL}`,
       })
-      .default('10.217.0.0/16'),
+      .default(DEFAULT_NETWORK_POOL),
     timeout: z.number().positive().max(MAX_COMMAND_TIMEOUT_SECONDS).default(DEFAULT_COMMAND_TIMEOUT_SECONDS),
     lifetime_seconds: z.number().int().min(0).max(31_536_000).default(300),
     sandbox_dir: z.string().min(1).optional(),
