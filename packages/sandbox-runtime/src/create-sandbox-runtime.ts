@@ -1,28 +1,20 @@
 import path from 'node:path';
-import {
-  SandboxError,
-  type BackendCapabilities,
-  type BackendDescription,
-  type HostLogger,
-  type SandboxBackendV1,
-  type SandboxPaths,
-  type SandboxRequest,
-} from '@berth/core';
+import { SandboxError, type BackendCapabilities, type BackendDescription, type SandboxBackendV1, type SandboxPaths, type SandboxRequest } from '@berth/core';
 import { assertSandboxDriver, type DriverDescription, type SandboxDriverV1 } from '@berth/core/driver';
 import { madeOnce } from './made-once.js';
 import { backendDescription } from './backend-description.js';
 import { scopeHolder } from './lifecycle/hold-scope.js';
-import { createEgressBroker, type EgressProxyHooks } from './egress/egress-broker.js';
+import { createEgressBroker } from './egress/egress-broker.js';
 import { createEgressFirewall, ENFORCED_BY_ENGINE, type EgressFirewall } from './egress/egress-firewall.js';
 import { createScopeDisks } from './disks/scope-disks.js';
 import { createStoppingPolicies } from './lifecycle/idle-reaper.js';
 import { createInventory } from './lifecycle/inventory.js';
 import { touchLastUsed } from './lifecycle/last-used-file.js';
 import { createCommandRunner, nameOf } from './run-command.js';
-import type { ProgressEvent, RuntimeContext } from './runtime-context.js';
+import type { RuntimeContext } from './runtime-context.js';
 import { createLimiter, enqueue, newEntry, type SandboxEntry } from './lifecycle/sandbox-entry.js';
 import { createSandboxLifecycle } from './lifecycle/sandbox-lifecycle.js';
-import type { SandboxSettings } from './sandbox-settings.js';
+import type { SandboxRuntimeOptions } from './sandbox-runtime-options.js';
 import { createShellSessions, dropShells } from './shell/shell-sessions.js';
 import { SHELL_READY_TIMEOUT_MS } from './shell/shell-session.js';
 import { purgeScope } from './host-files/purge-scope.js';
@@ -33,54 +25,6 @@ import { existingInstallationTag, installationTag } from './egress/egress-names.
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
 const BRIEFLY = { runtimeVersions: false } as const; // describe(): only runtimeFacts needs the runtimes' versions (a process each)
-
-/** Options of {@link createSandboxRuntime}. */
-export interface SandboxRuntimeOptions {
-  /** The engine driver (Docker, Podman, Kubernetes, or a third party's). */
-  readonly driver: SandboxDriverV1;
-  /** The settings (see `sandboxSettings`). */
-  readonly settings: SandboxSettings;
-  /** Overrides `settings.docker_image`. */
-  readonly image?: string;
-  /** Where Berth logs what it does; never a secret value. */
-  readonly logger?: HostLogger;
-  /** Progress of pulls, creates and starts, for a user waiting on a first command. */
-  readonly onProgress?: (event: ProgressEvent) => void;
-  /** Prefix of sandbox names; core's keyed digest of the scope follows. @default 'berth-' */
-  readonly namePrefix?: string;
-  /** Labels added to every sandbox, and required of every sandbox this runtime lists, adopts or reaps. */
-  readonly labels?: Readonly<Record<string, string>>;
-  /**
-   * The folder of this installation's sandboxes (`{sandbox_dir}/docker`, a request's
-   * `paths.root`). When given, the runtime lists, adopts, reaps, stops and removes only the
-   * sandboxes whose workspace is inside it, so two gateways on one engine never touch each
-   * other's sandboxes, even those of the same user. Without it, the roots of the requests it
-   * served are its own (none before the first): a backend made without it never lists, reaps or
-   * stops another installation's sandboxes either, but it finds the sandboxes an earlier
-   * process left only once a request of theirs came in.
-   */
-  readonly sandboxRoot?: string;
-  /** Milliseconds between automatic reaps while `lifetime_seconds` is set; 0: only explicit `reap()`. @default a quarter of the lifetime, 1 s to 60 s */
-  readonly reapIntervalMs?: number;
-  /** How many sandboxes may be created and started at once; more wait. @default 4 */
-  readonly createConcurrency?: number;
-  /** How long a sandbox's new shell may take to answer before it is deemed unable to hold a session. @default 10 000 */
-  readonly shellReadyTimeoutMs?: number;
-  /**
-   * How long the first shells of a sandbox just (re)started wait for its launcher to read its
-   * FIFO before they go through the engine's exec: on a busy machine a new sandbox takes a
-   * while to reach it. @default 5 000
-   */
-  readonly firstLaunchWaitMs?: number;
-  /** Where the cgroup file system is mounted, for the one bound all sandboxes share. @default /sys/fs/cgroup */
-  readonly cgroupRoot?: string;
-  /**
-   * What the egress proxy (brokered variables, allow-list mode) trusts upstream besides the
-   * host's store, and how it resolves names: for tests and embeddings. A gateway trusts a
-   * company's CA through `NODE_EXTRA_CA_CERTS`, as any Node process does.
-   */
-  readonly egressProxy?: EgressProxyHooks;
-}
 
 /** A backend made of the runtime's policies over a driver, with what tests and tools also use. */
 export interface SandboxRuntime extends SandboxBackendV1 {

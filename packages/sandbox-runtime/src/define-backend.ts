@@ -1,7 +1,8 @@
 import { SandboxError, type HostLogger } from '@berth/core';
 import type { SandboxDriverV1 } from '@berth/core/driver';
 import { z } from 'zod';
-import { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions } from './create-sandbox-runtime.js';
+import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runtime.js';
+import type { SandboxRuntimeOptions } from './sandbox-runtime-options.js';
 import type { EgressProxyHooks } from './egress/egress-broker.js';
 import type { ProgressEvent } from './runtime-context.js';
 import { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';

@@ -4,7 +4,8 @@
 // a sandbox's FIFO channel (the plugin's bench), and the in-sandbox file kit (files/: the layout,
 // the exit-code table, the chunked read the host checks). What only drivers use is
 // `@berth/sandbox-runtime/driver` (driver.ts); a name is in one entry only (src/entry-points.test.ts).
-export { createSandboxRuntime, type SandboxRuntime, type SandboxRuntimeOptions } from './create-sandbox-runtime.js';
+export { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runtime.js';
+export type { SandboxRuntimeOptions } from './sandbox-runtime-options.js';
 export { releaseDisksUnder } from './disks/scope-disks.js';
 export type { EgressProxyHooks } from './egress/egress-broker.js';
 export { EGRESS_PROXY_PORT, egressRuleset } from './egress/egress-firewall.js';
