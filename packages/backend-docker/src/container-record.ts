@@ -24,7 +24,7 @@ export function stateOf(state: { Running?: boolean; Paused?: boolean; Status?: s
 }
 
 /** A container's name without the engine's leading slash. */
-export const nameOf = (name: string | undefined): string => (name ?? '').replace(/^\//, '');
+export const withoutSlash = (name: string | undefined): string => (name ?? '').replace(/^\//, '');
 
 /**
  * A sandbox's own network: the one its label names, or, for a sandbox of an earlier release, the
@@ -33,6 +33,6 @@ export const nameOf = (name: string | undefined): string => (name ?? '').replace
 export function ownNetworkOf(info: Dockerode.ContainerInspectInfo): string | undefined {
   const labelled = info.Config?.Labels?.[LABELS.network];
   if (labelled) return labelled;
-  const name = nameOf(info.Name);
+  const name = withoutSlash(info.Name);
   return info.HostConfig?.NetworkMode === name ? name : undefined;
 }

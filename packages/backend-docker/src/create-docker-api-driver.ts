@@ -6,7 +6,7 @@ import { insideProcessListing, isSandboxBusy, LABELS, RUNNING_PROBE } from '@ber
 import { openExecChannel, runCollecting } from './open-exec-channel.js';
 import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
-import { nameOf, ownNetworkOf, stateOf } from './container-record.js';
+import { ownNetworkOf, stateOf, withoutSlash } from './container-record.js';
 import { toContainerCreateOptions } from './to-container-options.js';
 import { describeEngine, reusedDescription } from './describe-engine.js';
 import type { EngineReads } from './engine-reads.js';
@@ -164,7 +164,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
     inspect: (nameOrId) =>
       call(`inspect container ${nameOrId}`, async ({ reads }) => {
         const info = await inspectRaw(reads, nameOrId);
-        return info ? { id: info.Id, name: nameOf(info.Name), state: stateOf(info.State), labels: info.Config.Labels ?? {} } : undefined;
+        return info ? { id: info.Id, name: withoutSlash(info.Name), state: stateOf(info.State), labels: info.Config.Labels ?? {} } : undefined;
       }),
 
     list: (labels) =>
@@ -172,7 +172,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         const containers = await reads.listContainers(Object.entries(labels).map(([key, value]) => `${key}=${value}`));
         return containers.map((container) => ({
           id: container.Id,
-          name: nameOf(container.Names?.[0]),
+          name: withoutSlash(container.Names?.[0]),
           state: stateOf(container.State),
           labels: container.Labels ?? {},
         }));

@@ -10,7 +10,8 @@ import { createScopeDisks } from './disks/scope-disks.js';
 import { createStoppingPolicies } from './lifecycle/idle-reaper.js';
 import { createInventory } from './lifecycle/inventory.js';
 import { touchLastUsed } from './lifecycle/last-used-file.js';
-import { createCommandRunner, nameOf } from './run-command.js';
+import { containerName } from './container-name.js';
+import { createCommandRunner } from './run-command.js';
 import type { RuntimeContext } from './runtime-context.js';
 import { createLimiter, enqueue, newEntry, type SandboxEntry } from './lifecycle/sandbox-entry.js';
 import { createSandboxLifecycle } from './lifecycle/sandbox-lifecycle.js';
@@ -198,7 +199,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     name: driver.engine,
     capabilities,
     driver,
-    containerName: (request) => nameOf(context, request),
+    containerName: (request) => containerName(request, context.namePrefix),
 
     async doExec(request, exec) {
       assertOpen();

@@ -7,7 +7,8 @@ import {
   type ExecResult,
   type SandboxRequest,
 } from '@berth/core';
-import { hasInstallationKey, sandboxName } from '@berth/core/driver';
+import { hasInstallationKey } from '@berth/core/driver';
+import { containerName } from './container-name.js';
 import { maskOutput } from './output/mask-output.js';
 import { assertRuntimeOffered } from './oci-runtime.js';
 import { createStreamMasker } from './output/stream-masker.js';
@@ -30,11 +31,6 @@ export const STATE_DELETED_NOTICE =
   "berth: this command deleted the sandbox's shell state (its folder in /tmp), so the cd and export of earlier commands are lost; the next " +
   "command starts a new shell, in /workspace with the sandbox's variables\n";
 
-/** The sandbox name of a request: core's opaque name, under the runtime's prefix. */
-export function nameOf(context: RuntimeContext, request: SandboxRequest): string {
-  return sandboxName({ root: request.paths.root, scopeKey: request.scope.key, prefix: context.namePrefix });
-}
-
 /**
  * Runs one command in its sandbox: names the sandbox, gets it ready, runs the command, retries
  * once when the sandbox or its shell was gone before the command started (it cannot have run),
@@ -52,7 +48,7 @@ export function createCommandRunner(
     if (entry.name !== '') return;
     if (settings.docker_runtime !== undefined) assertRuntimeOffered(settings.docker_runtime, await context.driver.describe({ runtimeVersions: false }));
     if (!hasInstallationKey(request.paths.root)) await context.driver.ping();
-    entry.name = nameOf(context, request);
+    entry.name = containerName(request, context.namePrefix);
   };
 
   return async (entry, request, exec) => {

@@ -44,7 +44,7 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
   const locks = new Map<string, Promise<string>>();
   const lastUsed = new Map<string, number>();
   // The readable slug names the platform and the id; without the flaw, a digest of the scope key.
-  const nameOf = (scope: SandboxScope) =>
+  const containerNameOf = (scope: SandboxScope) =>
     `berth-testkit-flawed-${flaws.has('readable-names') ? scope.slug : createHash('sha256').update(scope.key).digest('hex').slice(0, 16)}`;
   const limit = config.docker_output_limit;
   const cap = (buffer: Buffer) => {
@@ -63,7 +63,7 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
     const next = previous
       .catch(() => '')
       .then(async () => {
-        const name = nameOf(request.scope);
+        const name = containerNameOf(request.scope);
         const found = await runDocker(['inspect', '-f', '{{.Id}} {{.State.Running}}', name]);
         if (found.code === 0) {
           const [id, running] = found.out.toString().trim().split(' ');
@@ -141,7 +141,7 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
       const seconds = exec.timeout ?? config.timeout;
       const script = `exec timeout -s KILL ${seconds} sh -c "$1"`;
       const result = await runDocker(
-        ['exec', '-i', ...(exec.cwd ? ['-w', exec.cwd] : []), ...env, nameOf(request.scope), 'sh', '-c', script, 'x', exec.command],
+        ['exec', '-i', ...(exec.cwd ? ['-w', exec.cwd] : []), ...env, containerNameOf(request.scope), 'sh', '-c', script, 'x', exec.command],
         exec.stdin ?? '',
       );
       const timedOut = result.code === 137 && Date.now() - started >= seconds * 1000;

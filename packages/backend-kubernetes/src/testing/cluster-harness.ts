@@ -40,7 +40,8 @@ export interface ClusterHarness {
   cleanup(): Promise<void>;
 }
 
-const nameOf = (idOrName: string): string => idOrName.split('@')[0]!;
+/** The Pod name in a sandbox id (`name@uid`) or a name. */
+const podNameOf = (idOrName: string): string => idOrName.split('@')[0]!;
 
 /** Fails with a message saying how to start the cluster, instead of skipping. */
 async function loadAdmin(): Promise<KubeConfig> {
@@ -79,7 +80,7 @@ export async function createClusterHarness(label: string): Promise<ClusterHarnes
   });
   const pod = async (idOrName: string): Promise<V1Pod | undefined> => {
     try {
-      return await admin.readNamespacedPod({ name: nameOf(idOrName), namespace });
+      return await admin.readNamespacedPod({ name: podNameOf(idOrName), namespace });
     } catch (error) {
       if ((error as { code?: number }).code === 404) return undefined;
       throw error;
@@ -93,7 +94,7 @@ export async function createClusterHarness(label: string): Promise<ClusterHarnes
     driverConfig,
     pod,
     async deletePod(idOrName) {
-      await admin.deleteNamespacedPod({ name: nameOf(idOrName), namespace, gracePeriodSeconds: 0 });
+      await admin.deleteNamespacedPod({ name: podNameOf(idOrName), namespace, gracePeriodSeconds: 0 });
     },
     async dockerRecordOf(uid) {
       const ids = (await run('docker', ['ps', '-aq', '--filter', `label=io.kubernetes.pod.uid=${uid}`])).stdout.split('\n').filter(Boolean);
