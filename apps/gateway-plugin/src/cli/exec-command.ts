@@ -1,4 +1,4 @@
-import { describeIgnoredKeys, INTERRUPTED_EXIT_CODE, TIMEOUT_EXIT_CODE, type SandboxRequest } from '@berth/core';
+import { describeIgnoredKeys, INTERRUPTED_EXIT_CODE, type SandboxRequest } from '@berth/core';
 import { type Berth, createBerth } from '../create-berth.js';
 import { progressReporter, type CliIo } from './cli-io.js';
 import { cliTarget } from './cli-target.js';
@@ -73,7 +73,7 @@ export async function runExecCommand(io: CliIo, options: CliOptions, commandWord
         io.stderr.write(`berth: interrupted (${interrupted}); the command was stopped, the sandbox of ${request.scope.key} stays\n`);
         return INTERRUPTED_EXIT_CODE;
       }
-      return result.timedOut ? TIMEOUT_EXIT_CODE : result.exitCode;
+      return result.exitCode;
     } finally {
       await berth.close();
     }

@@ -1,4 +1,4 @@
-import { BERTH_FAILURE_EXIT_CODE, TIMEOUT_EXIT_CODE } from '@berth/core/request-protocol';
+import { BERTH_FAILURE_EXIT_CODE } from '@berth/core/request-protocol';
 
 /** 128 + SIGINT, as core's INTERRUPTED_EXIT_CODE (this client loads only the request protocol). */
 const INTERRUPTED_EXIT_CODE = 130;
@@ -51,10 +51,7 @@ export async function runSocketExecCommand(argv: readonly string[], io: CliIo, r
     }
     io.stdout.write(result.stdout);
     io.stderr.write(result.stderr);
-    if (result.timedOut) {
-      io.stderr.write(`berth: the command was killed at its timeout${request.timeout !== undefined ? ` of ${request.timeout} s` : ''}\n`);
-      return TIMEOUT_EXIT_CODE;
-    }
+    if (result.timedOut) io.stderr.write(`berth: the command was killed at its timeout${request.timeout !== undefined ? ` of ${request.timeout} s` : ''}\n`);
     return Number.isInteger(result.exitCode) && result.exitCode >= 0 && result.exitCode <= 255 ? result.exitCode : 1;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

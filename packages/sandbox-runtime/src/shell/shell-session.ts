@@ -18,6 +18,7 @@ export class SessionClosedError extends SandboxError {
 
 /** What one framed command produced, before decoding and masking. */
 export interface SessionRunResult {
+  /** The command's exit status: `TIMEOUT_EXIT_CODE` (124) when it was killed at its timeout, 130 when stopped through its signal. */
   readonly status: number;
   readonly stdout: HeadTailBuffer;
   readonly stderr: HeadTailBuffer;
@@ -272,7 +273,7 @@ export class ShellSession {
         if (--pending === 0) {
           settle({
             result: {
-              status: interrupted ? INTERRUPTED_EXIT_CODE : status,
+              status: timedOut ? TIMEOUT_EXIT_CODE : interrupted ? INTERRUPTED_EXIT_CODE : status,
               stdout,
               stderr,
               timedOut,
