@@ -61,7 +61,7 @@ export interface ExecuteTarget {
 /** Options of {@link Berth.execute}. */
 export interface BerthExecuteOptions extends ExecuteTarget {
   readonly cwd?: string;
-  /** Seconds; `terminal.timeout` when absent. */
+  /** Seconds; absent, the backend applies `terminal.timeout` (core's `ExecRequest.timeout`). */
   readonly timeout?: number;
   readonly stdin?: string;
   /** Stops the command (exit 130); see `ExecRequest.signal`. */
@@ -121,7 +121,7 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
   const executeRequest: Berth['executeRequest'] = (sandboxRequest, command, executeOptions = {}) =>
     backend.doExec(sandboxRequest, {
       command,
-      timeout: executeOptions.timeout ?? config.timeout,
+      ...(executeOptions.timeout !== undefined ? { timeout: executeOptions.timeout } : {}),
       ...(executeOptions.cwd !== undefined ? { cwd: executeOptions.cwd } : {}),
       ...(executeOptions.stdin !== undefined ? { stdin: executeOptions.stdin } : {}),
       ...(executeOptions.signal ? { signal: executeOptions.signal } : {}),

@@ -18,7 +18,11 @@ export interface ExecRequest {
   readonly command: string;
   /** Working directory inside the sandbox; the session's current one when omitted. */
   readonly cwd?: string;
-  /** Seconds before the command's whole process tree is killed (exit 124). */
+  /**
+   * Seconds before the command's whole process tree is killed (exit 124). Absent: the backend
+   * applies `terminal.timeout` (the runtime: its settings' `timeout`, default
+   * `DEFAULT_COMMAND_TIMEOUT_SECONDS`); its callers pass on only a timeout they were given.
+   */
   readonly timeout?: number;
   /** Standard input; `/dev/null` when omitted. */
   readonly stdin?: string | Uint8Array;

@@ -25,6 +25,7 @@ const TARGETED = {
   'no-mask': 'masks secret values in stdout and stderr by default',
   'naive-purge': 'purge deletes the scope',
   'readable-names': 'sandbox names and hostnames say nothing about whose sandbox it is',
+  'no-default-timeout': 'kills a command that gives no timeout at terminal.timeout',
 } as const;
 
 /** Flaws the flawed backend always has, and the tests that catch them. */

@@ -44,8 +44,8 @@ export interface TestBackendOptions {
   readonly name: string;
   /**
    * Creates a backend for a config. Called once per config variant the suite needs (the default
-   * one, and variants with `docker_network: false`, `docker_user_sandbox: false` and
-   * `lifetime_seconds: 1`), plus once more to test adoption.
+   * one, and variants with `docker_network: false`, `docker_user_sandbox: false`,
+   * `lifetime_seconds: 1` and `timeout: 2`), plus once more to test adoption.
    */
   readonly create: (config: TerminalConfig) => SandboxBackend | Promise<SandboxBackend>;
   /**

@@ -8,7 +8,7 @@ import { createRedactor, type SandboxBackend, type SandboxInfo, type SandboxScop
  * always there: the timeout kills only the command's own shell, and output is cut before it is
  * masked.
  */
-export type BackendFlaw = 'capabilities' | 'env-in-config' | 'shared-network' | 'no-mask' | 'naive-purge' | 'readable-names';
+export type BackendFlaw = 'capabilities' | 'env-in-config' | 'shared-network' | 'no-mask' | 'naive-purge' | 'readable-names' | 'no-default-timeout';
 
 /** Runs the docker CLI; never throws, returns the exit code and both streams. */
 export function runDocker(
@@ -138,7 +138,8 @@ export function createFlawedDockerBackend(config: TerminalConfig, flaws: Readonl
       await acquire(request);
       lastUsed.set(request.scope.key, Date.now());
       const env = Object.entries(request.environment.variables).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-      const seconds = exec.timeout ?? config.timeout;
+      // The flaw: a command that gives no timeout runs as long as it likes, whatever terminal.timeout says.
+      const seconds = exec.timeout ?? (flaws.has('no-default-timeout') ? 86_400 : config.timeout);
       const script = `exec timeout -s KILL ${seconds} sh -c "$1"`;
       const result = await runDocker(
         ['exec', '-i', ...(exec.cwd ? ['-w', exec.cwd] : []), ...env, containerNameOf(request.scope), 'sh', '-c', script, 'x', exec.command],

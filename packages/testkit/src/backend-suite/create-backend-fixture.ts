@@ -45,7 +45,7 @@ export const HOOK_TIMEOUT_MS = 180_000;
  * The configs the suite runs under. Each gets its own backend instance and its own users, so
  * no container is ever asked to change its config mid-run.
  */
-export type SuiteVariant = 'main' | 'offline' | 'legacy' | 'idle';
+export type SuiteVariant = 'main' | 'offline' | 'legacy' | 'idle' | 'shortTimeout';
 
 const VARIANT_OVERRIDES: Record<SuiteVariant, Partial<TerminalConfigInput>> = {
   main: {},
@@ -53,10 +53,12 @@ const VARIANT_OVERRIDES: Record<SuiteVariant, Partial<TerminalConfigInput>> = {
   offline: { docker_network: false, docker_mask_secrets: false },
   legacy: { docker_user_sandbox: false },
   idle: { lifetime_seconds: 1 },
+  // Commands that give no timeout of their own are killed at terminal.timeout: this one.
+  shortTimeout: { timeout: 2 },
 };
 
 /** The people (and tasks) of one run. Ids carry a per-run random part, so parallel runs never share one. */
-export type SuiteUserName = 'alice' | 'bob' | 'carol' | 'dave' | 'erin' | 'frank' | 'mallory' | 'olive' | 'legacyUser' | 'task';
+export type SuiteUserName = 'alice' | 'bob' | 'carol' | 'dave' | 'erin' | 'frank' | 'mallory' | 'olive' | 'trent' | 'legacyUser' | 'task';
 
 /** A user of the run, resolved by core exactly as a gateway would. */
 export interface SuiteUser {
@@ -146,6 +148,7 @@ export function createBackendFixture(options: TestBackendOptions): BackendFixtur
     frank: { variant: 'main', session: { platform: 'telegram', userId: `${numericBase}6` } },
     mallory: { variant: 'main', session: { platform: 'telegram', userId: `${numericBase}7` } },
     olive: { variant: 'offline', session: { platform: 'telegram', userId: `${numericBase}2` }, variables: { GITHUB_TOKEN: `ghp_olive_${hex(12)}` } },
+    trent: { variant: 'shortTimeout', session: { platform: 'telegram', userId: `${numericBase}9` } },
     legacyUser: { variant: 'legacy', session: { platform: 'telegram', userId: `${numericBase}8`, taskId: legacyTaskId } },
     task: { variant: 'main', taskId },
   };

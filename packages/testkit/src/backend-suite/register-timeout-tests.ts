@@ -33,5 +33,18 @@ export function registerTimeoutTests(fixture: BackendFixture): void {
       expect(await leftovers('sleep 303')).toEqual([]);
       expect(await fixture.run('alice', 'echo after-stubborn')).toMatchObject({ exitCode: 0, stdout: 'after-stubborn\n' });
     });
+
+    it('kills a command that gives no timeout at terminal.timeout, and a timeout a command gives wins over it', { timeout: TEST_TIMEOUT_MS }, async () => {
+      const seconds = fixture.config('shortTimeout').timeout;
+      // The sandbox made first, so that the duration below is the command's alone.
+      expect(await fixture.run('trent', 'true')).toMatchObject({ exitCode: 0 });
+      const killed = await fixture.run('trent', 'sleep 25');
+      expect(killed, `a command without a timeout, with terminal.timeout ${seconds} s`).toMatchObject({ exitCode: 124, timedOut: true });
+      expect(killed.durationMs).toBeGreaterThanOrEqual(seconds * 1000 - 100);
+      expect(killed.durationMs).toBeLessThan(20_000);
+      // Longer than terminal.timeout, shorter than its own.
+      const given = await fixture.run('trent', `sleep ${seconds + 2}; echo done`, { timeout: seconds + 28 });
+      expect(given, 'a command with a timeout of its own').toMatchObject({ exitCode: 0, stdout: 'done\n', timedOut: false });
+    });
   });
 }
