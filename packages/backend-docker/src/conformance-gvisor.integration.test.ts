@@ -106,12 +106,12 @@ describe('docker (gVisor): the kernel between users', () => {
       const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Processes?: string[][] };
       expect((top.Processes ?? []).some((row) => /sleep 3600/.test(row.join(' ')))).toBe(false);
       // Idle once the first command's shell has settled (busy is the safe answer meanwhile).
-      await vi.waitFor(async () => expect(await backend.driver.isBusy(id), 'idle').toBe(false), { timeout: 20_000, interval: 500 });
+      await vi.waitFor(async () => expect(await backend.isBusy(id), 'idle').toBe(false), { timeout: 20_000, interval: 500 });
       const running = backend.doExec(request, { command: ': > /workspace/started; sleep 5; echo done' });
       await vi.waitFor(() => access(path.join(request.paths.workspace, 'started')), { timeout: 30_000, interval: 50 });
-      expect(await backend.driver.isBusy(id), 'running sleep 5').toBe(true);
+      expect(await backend.isBusy(id), 'running sleep 5').toBe(true);
       expect((await running).stdout).toBe('done\n');
-      await vi.waitFor(async () => expect(await backend.driver.isBusy(id), 'idle again').toBe(false), { timeout: 20_000, interval: 500 });
+      await vi.waitFor(async () => expect(await backend.isBusy(id), 'idle again').toBe(false), { timeout: 20_000, interval: 500 });
       await backend.remove(request.scope.key);
     } finally {
       await backend.close();

@@ -2,8 +2,8 @@ import { EngineUnavailableError, ImageNotFoundError, isSandboxConflict, isSandbo
 import type { DriverCapabilities, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
 import { engineMessage, isAlreadyDone, type EngineErrorContext } from './map-docker-error.js';
-import { insideProcessListing, isSandboxBusy, LABELS, RUNNING_PROBE } from '@berth/sandbox-runtime/driver';
-import { openExecChannel, runCollecting } from './open-exec-channel.js';
+import { LABELS } from '@berth/sandbox-runtime/driver';
+import { openExecChannel } from './open-exec-channel.js';
 import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { ownNetworkOf, stateOf, withoutSlash } from './container-record.js';
@@ -304,41 +304,22 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     rename: (id, name) => call(`rename container ${id}`, async ({ docker }) => void (await docker.getContainer(id).rename({ name }))),
 
-    async isBusy(id) {
-      try {
-        return await call(`list the processes of ${id}`, async ({ docker, reads, runtimeOf }) => {
-          // Under gVisor the user's processes live in its own kernel, and the engine's list is
-          // wrong (it reads gVisor's own process ids as the host's: seen naming the host's init):
-          // the processes are listed from inside, with the runtime's probe in the same exec.
-          const runtime = runtimeOf ? await runtimeOf(id) : (await reads.inspectContainer(id)).HostConfig.Runtime;
-          const versions = runtime ? (await describe().catch(() => undefined))?.runtimeVersions : undefined;
-          if (runtime && /^runsc\b/.test(versions?.[runtime] ?? '')) {
-            const listing = insideProcessListing();
-            const { stdout, exitCode } = await runCollecting(docker, id, ['/bin/sh', '-c', listing.script]);
-            if (exitCode !== 0) return true;
-            const inside = listing.read(stdout);
-            return isSandboxBusy({ commands: inside.commands, engineProcess: ENGINE_PROCESS }, inside.running);
-          }
-          const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
-          const column = Math.max(
-            0,
-            (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)),
-          );
-          const commands = (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? '');
-          // The runtime decides; this driver lists, and runs the runtime's probe when it is asked to.
-          return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, async () => {
-            const probe = await openExecChannel(docker, id, ['/bin/sh', '-c', RUNNING_PROBE]);
-            probe.onStdout(() => undefined);
-            probe.onStderr(() => undefined);
-            await new Promise<void>((resolve) => probe.onClose(resolve));
-            return (await probe.exitCode()) !== 1;
-          });
-        });
-      } catch {
-        // Unknown means busy: never destroy work on a guess.
-        return true;
-      }
-    },
+    // The engine's list of the sandbox's processes; the runtime decides whether it is busy.
+    listProcesses: (id) =>
+      call(`list the processes of ${id}`, async ({ docker, reads, runtimeOf }) => {
+        // Under gVisor the user's processes live in its own kernel, and the engine's list is
+        // wrong (it reads gVisor's own process ids as the host's: seen naming the host's init):
+        // no commands, so the runtime lists them from inside.
+        const runtime = runtimeOf ? await runtimeOf(id) : (await reads.inspectContainer(id)).HostConfig.Runtime;
+        const versions = runtime ? (await describe().catch(() => undefined))?.runtimeVersions : undefined;
+        if (runtime && /^runsc\b/.test(versions?.[runtime] ?? '')) return { engineProcess: ENGINE_PROCESS };
+        const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
+        const column = Math.max(
+          0,
+          (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)),
+        );
+        return { commands: (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? ''), engineProcess: ENGINE_PROCESS };
+      }),
 
     openChannel: (id, command, channelOptions) =>
       call(`run a command in container ${id}`, async ({ docker }) => {

@@ -217,14 +217,14 @@ describe('recovery', () => {
     const request = harness.request({ platform: 'telegram', userId: '2014' });
     const backend = harness.backend();
     const id = await backend.doAcquire(request);
-    expect(await backend.driver.isBusy(id), 'idle, with a spare shell waiting for the next command').toBe(false);
+    expect(await backend.isBusy(id), 'idle, with a spare shell waiting for the next command').toBe(false);
     // The loop says it started with a builtin redirection (no fork), and the check waits for that, not for a time.
     const running = backend.doExec(request, { command: ': > /workspace/started; while [ ! -f /workspace/stop ]; do :; done; echo stopped' });
     await vi.waitFor(() => access(path.join(request.paths.workspace, 'started')), { timeout: 30_000, interval: 50 });
-    expect(await backend.driver.isBusy(id), 'a builtin loop forks nothing, so only the session knows it runs').toBe(true);
+    expect(await backend.isBusy(id), 'a builtin loop forks nothing, so only the session knows it runs').toBe(true);
     await writeFile(path.join(request.paths.workspace, 'stop'), '');
     expect((await running).stdout).toBe('stopped\n');
-    expect(await backend.driver.isBusy(id)).toBe(false);
+    expect(await backend.isBusy(id)).toBe(false);
     await backend.close();
   });
 });

@@ -62,19 +62,3 @@ export async function openExecChannel(
     },
   };
 }
-
-/** How long a listing run in a sandbox may take before the sandbox counts as busy. */
-const LISTING_TIMEOUT_MS = 10_000;
-
-/** Runs a command in a container and collects its output (the busy check's listing). */
-export async function runCollecting(docker: Dockerode, id: string, command: string[]): Promise<{ stdout: string; exitCode: number | undefined }> {
-  const channel = await openExecChannel(docker, id, command);
-  let stdout = '';
-  channel.onStdout((chunk) => (stdout += chunk.toString('utf8')));
-  channel.onStderr(() => undefined);
-  const closed = new Promise<void>((resolve) => channel.onClose(resolve));
-  const timer = setTimeout(() => channel.destroy(), LISTING_TIMEOUT_MS);
-  await closed;
-  clearTimeout(timer);
-  return { stdout, exitCode: await channel.exitCode() };
-}

@@ -13,7 +13,7 @@ import {
   toKubernetesLabels,
 } from './kubernetes-labels.js';
 import { isConflict } from './map-kubernetes-error.js';
-import { isPodBusy, openPodChannel } from './pod-exec.js';
+import { listPodProcesses, openPodChannel } from './pod-exec.js';
 import { probeNetworkPolicy, type NetworkPolicyProbe } from './probe-network-policy.js';
 import { createClaim, deleteKeptClaims, dropRecord, readClaim, recordOf } from './sandbox-claims.js';
 import { deletePod, parseId, readPod, runPod, toSandbox } from './sandbox-pods.js';
@@ -227,14 +227,7 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
       );
     },
 
-    async isBusy(id) {
-      try {
-        return await call(`list the processes of ${id}`, (connected) => isPodBusy(connected, namespace, parseId(id).name));
-      } catch {
-        // Unknown means busy: never destroy work on a guess.
-        return true;
-      }
-    },
+    listProcesses: (id) => call(`list the processes of ${id}`, (connected) => listPodProcesses(connected, namespace, parseId(id).name)),
 
     openChannel: (id, command, channelOptions) =>
       call(`run a command in sandbox ${id}`, (connected) => openPodChannel(connected, namespace, id, command, channelOptions)),

@@ -1,51 +1,26 @@
 import { SandboxError } from '@berth/core';
-import type { ExecChannel } from '@berth/core/driver';
-import type { V1Pod } from '@kubernetes/client-node';
-import { insideProcessListing, isSandboxBusy } from '@berth/sandbox-runtime/driver';
+import type { DriverProcessList, ExecChannel } from '@berth/core/driver';
 import type { Connection } from './kubernetes-connection.js';
 import { openKubernetesExecChannel } from './kubernetes-exec-channel.js';
 import { kubernetesStatus } from './map-kubernetes-error.js';
 import { podEnded } from './pod-watch.js';
 import { parseId, readPod, sleep, stateOf } from './sandbox-pods.js';
 
-// Commands in a sandbox's Pod over the exec WebSocket: the runtime's channels, and the process
-// list the busy check reads.
+// Commands in a sandbox's Pod over the exec WebSocket (the runtime's channels), and what the
+// driver can say of the Pod's processes.
 
 /** The engine's own process in a pod (its pause container's, where the pod shares its process namespace). */
 const ENGINE_PROCESS = /^\/pause$/;
 
-/** One command in a running Pod, its output collected (for the busy check and the probe). */
-async function runInPod(
-  connected: Connection,
-  namespace: string,
-  pod: V1Pod,
-  command: readonly string[],
-  timeoutMs: number,
-): Promise<{ stdout: string; exitCode: number | undefined }> {
-  const name = pod.metadata!.name!;
-  const channel = await openKubernetesExecChannel({ kubeConfig: connected.cluster.kubeConfig, namespace, pod: name, command, watch: () => () => undefined });
-  let stdout = '';
-  channel.onStdout((chunk) => (stdout += chunk.toString('utf8')));
-  channel.onStderr(() => undefined);
-  const closed = new Promise<void>((resolve) => channel.onClose(resolve));
-  const timer = setTimeout(() => channel.destroy(), timeoutMs);
-  await closed;
-  clearTimeout(timer);
-  return { stdout, exitCode: await channel.exitCode() };
-}
-
-/** Whether the sandbox's running Pod is busy: its processes listed, and the runtime's probe run, in one exec; the runtime decides. */
-export async function isPodBusy(connected: Connection, namespace: string, name: string): Promise<boolean> {
+/**
+ * The processes of the sandbox's Pod as the driver can list them: none when it has no running
+ * Pod; else only the engine's own process named, since the pod's processes are seen from inside
+ * alone (the runtime lists them through an exec channel and decides).
+ */
+export async function listPodProcesses(connected: Connection, namespace: string, name: string): Promise<DriverProcessList> {
   const pod = await readPod(connected.core, namespace, name);
-  if (!pod || stateOf(pod) !== 'running') return false;
-  // One exec lists the processes and runs the runtime's probe; a session's shell, a waiting spare
-  // and a command made only of builtins all look like /bin/sh, which the probe tells apart.
-  const listing = insideProcessListing();
-  const { stdout, exitCode } = await runInPod(connected, namespace, pod, ['/bin/sh', '-c', listing.script], 10_000);
-  if (exitCode !== 0) return true;
-  const { commands, running } = listing.read(stdout);
-  // The runtime decides; this driver lists, with the runtime's probe in the same exec.
-  return isSandboxBusy({ commands, engineProcess: ENGINE_PROCESS }, running);
+  if (!pod || stateOf(pod) !== 'running') return { commands: [] };
+  return { engineProcess: ENGINE_PROCESS };
 }
 
 /**

@@ -27,6 +27,23 @@ export interface ExecChannel {
 /** Starts a process inside a sandbox and returns its channel. */
 export type OpenExecChannel = (command: readonly string[], options?: { workingDir?: string }) => Promise<ExecChannel>;
 
+/**
+ * The processes of a running sandbox as its driver lists them, for the runtime's one decision of
+ * whether the sandbox is busy (the driver decides nothing: which processes are idle is the
+ * runtime's, read from the shape of its own launcher).
+ */
+export interface DriverProcessList {
+  /**
+   * Each process's command line, its arguments joined by spaces, as the engine lists them (a
+   * sandbox that is not running lists none). Absent when the engine cannot see the sandbox's
+   * processes (a Kubernetes pod; gVisor, whose processes live in its own kernel): the runtime
+   * then lists them from inside, through `openChannel`.
+   */
+  readonly commands?: readonly string[];
+  /** The engine's own processes in a sandbox, which are never the user's work (an init it runs the main process under, a pod's pause). */
+  readonly engineProcess?: RegExp;
+}
+
 /** A sandbox (container, pod) as its engine reports it. */
 export interface DriverSandbox {
   /** The engine's id for it. */
@@ -151,7 +168,11 @@ export interface DriverCapabilities {
    * refuses links, records each sandbox's last use beside them and purges them.
    */
   readonly hostFolders: boolean;
-  /** `isBusy()` can tell a sandbox running commands from an idle one (else a config change waits for a restart). */
+  /**
+   * `listProcesses()` lists a running sandbox's processes, so the runtime can tell a sandbox
+   * running commands from an idle one; false: the runtime never asks, a sandbox counts as busy
+   * (a config change waits for a restart) and is stopped by its last use alone.
+   */
   readonly processList: boolean;
   /** `network: false` leaves the sandbox only loopback (absent: true). */
   readonly networkNone?: boolean;
@@ -210,8 +231,12 @@ export interface SandboxDriverV1 {
   remove(id: string): Promise<void>;
   /** Renames it (adopting a sandbox an earlier release named otherwise). */
   rename(id: string, name: string): Promise<void>;
-  /** Whether it runs anything besides its main process; `true` when the driver cannot tell. */
-  isBusy(id: string): Promise<boolean>;
+  /**
+   * The processes of the running sandbox (see {@link DriverProcessList}); whether it is busy is the
+   * runtime's decision, and what this throws counts as busy there. Called only when
+   * `capabilities.processList` is true. (Replaces `isBusy`, which each driver decided itself.)
+   */
+  listProcesses(id: string): Promise<DriverProcessList>;
   /**
    * The sandbox's address on its own network and that network's gateway, an address of the
    * engine's host, when the sandbox runs on a network of its own that is a bridge on the
@@ -233,10 +258,20 @@ export interface SandboxDriverV1 {
 /** The driver contract versions this release understands. */
 export type SandboxDriver = SandboxDriverV1;
 
-/** Throws unless `driver` implements a driver contract version this release knows. */
+/**
+ * Throws unless `driver` implements a driver contract version this release knows — a v1 driver
+ * made before `listProcesses` replaced `isBusy` included, with a `TypeError` saying what to change.
+ */
 export function assertSandboxDriver(driver: unknown): asserts driver is SandboxDriver {
-  const version = (driver as { specificationVersion?: unknown } | null)?.specificationVersion;
-  if (version !== 'v1') throw new UnsupportedSpecificationError(`sandbox driver ${String((driver as { engine?: unknown } | null)?.engine)}`, version);
+  const given = driver as { specificationVersion?: unknown; engine?: unknown; capabilities?: { processList?: unknown }; listProcesses?: unknown } | null;
+  const version = given?.specificationVersion;
+  if (version !== 'v1') throw new UnsupportedSpecificationError(`sandbox driver ${String(given?.engine)}`, version);
+  if (given?.capabilities?.processList === true && typeof given.listProcesses !== 'function') {
+    throw new TypeError(
+      `sandbox driver ${String(given.engine)} declares capabilities.processList but has no listProcesses(id); ` +
+        "SandboxDriverV1's isBusy(id) became listProcesses(id), which lists the sandbox's processes for the runtime to decide (docs/sandbox-runtime.md)",
+    );
+  }
 }
 
 // What drivers and the runtime use besides the contract: `@berth/core/driver` only.

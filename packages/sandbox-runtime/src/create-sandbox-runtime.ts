@@ -10,6 +10,7 @@ import { createScopeDisks } from './disks/scope-disks.js';
 import { createStoppingPolicies } from './lifecycle/idle-reaper.js';
 import { createInventory } from './lifecycle/inventory.js';
 import { touchLastUsed } from './lifecycle/last-used-file.js';
+import { sandboxIsBusy } from './lifecycle/is-sandbox-busy.js';
 import { containerName } from './container-name.js';
 import { createCommandRunner } from './run-command.js';
 import type { RuntimeContext } from './runtime-context.js';
@@ -37,6 +38,8 @@ export interface SandboxRuntime extends SandboxBackendV1 {
   reap(): Promise<string[]>;
   /** The opaque name a request's sandbox gets. */
   containerName(request: SandboxRequest): string;
+  /** Whether the running sandbox `id` is busy, as the runtime decides it (unknown is busy): for tests and tools. */
+  isBusy(id: string): Promise<boolean>;
   /** The driver underneath. */
   readonly driver: SandboxDriverV1;
 }
@@ -200,6 +203,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     capabilities,
     driver,
     containerName: (request) => containerName(request, context.namePrefix),
+    isBusy: (id) => sandboxIsBusy(driver, id),
 
     async doExec(request, exec) {
       assertOpen();

@@ -1,6 +1,7 @@
 import { localHostSize, maxRunningOf, PRESSURE_HIGH, type HostSize } from './capacity.js';
 import { messageOf, type RuntimeContext } from '../runtime-context.js';
 import { enqueue, type SandboxEntry } from './sandbox-entry.js';
+import { sandboxIsBusy } from './is-sandbox-busy.js';
 import { readLastUsed } from './last-used-file.js';
 import { readBoundPressure, readSandboxUsage } from './shared-bound.js';
 
@@ -150,7 +151,7 @@ export function createStoppingPolicies(
           const usage = await readSandboxUsage(bound, entry.containerId);
           if (!usage || (usage.memoryBytes < pressure.memoryLimit * 0.01 && usage.pids < pressure.pidsLimit * 0.01)) continue;
           // Never a busy one: a job of its user still running (a server, a build) is theirs to keep.
-          if (context.driver.capabilities.processList && (await context.driver.isBusy(entry.containerId).catch(() => true))) continue;
+          if (context.driver.capabilities.processList && (await sandboxIsBusy(context.driver, entry.containerId))) continue;
           const which =
             memory / pressure.memoryLimit >= pids / pressure.pidsLimit
               ? `memory ${Math.round((memory / pressure.memoryLimit) * 100)} %`

@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { insideProcessListing, isIdleProcess, isSandboxBusy } from './is-sandbox-busy.js';
+import type { DriverProcessList, ExecChannel, SandboxDriverV1 } from '@berth/core/driver';
+import { insideProcessListing, isIdleProcess, isSandboxBusy, sandboxIsBusy } from './is-sandbox-busy.js';
 import { KEEP_ALIVE_COMMAND } from '../sandbox-spec.js';
+import { RUNNING_PROBE } from '../shell/shell-protocol.js';
 
 const launcher = KEEP_ALIVE_COMMAND.join(' ');
 const DOCKER_INIT = /(^|\/)(docker-init|tini|catatonit|conmon)\b/;
@@ -72,5 +74,69 @@ describe('the process list read from inside', () => {
     } finally {
       await rm(folder, { recursive: true, force: true });
     }
+  });
+});
+
+describe('sandboxIsBusy, the one place the runtime asks a driver', () => {
+  /** An exec channel that prints `stdout` and ends with `exitCode`. */
+  const answering = (stdout: string, exitCode: number | undefined): ExecChannel => ({
+    write: () => undefined,
+    end: () => undefined,
+    destroy: () => undefined,
+    onStdout: (listener) => void setImmediate(() => listener(Buffer.from(stdout))),
+    onStderr: () => undefined,
+    onClose: (listener) => void setImmediate(() => setImmediate(listener)),
+    exitCode: async () => exitCode,
+  });
+  /** A driver that lists `listed` (or throws it) and answers every exec with `exec`; what it ran is in `ran`. */
+  const driverListing = (listed: DriverProcessList | Error, exec: { stdout?: string; exitCode?: number } = {}, processList = true) => {
+    const ran: string[][] = [];
+    const driver = {
+      capabilities: { processList, hostFolders: true, networkIsolation: true },
+      listProcesses: async () => {
+        if (listed instanceof Error) throw listed;
+        return listed;
+      },
+      openChannel: async (_id: string, command: readonly string[]) => {
+        ran.push([...command]);
+        return answering(exec.stdout ?? '', exec.exitCode);
+      },
+    } as unknown as SandboxDriverV1;
+    return { driver, ran };
+  };
+
+  it('decides from the listing alone when no session shell could hide a command', async () => {
+    const idle = driverListing({ commands: [`/sbin/docker-init -- ${launcher}`, 'sleep 3600'], engineProcess: DOCKER_INIT });
+    expect(await sandboxIsBusy(idle.driver, 'id')).toBe(false);
+    const working = driverListing({ commands: [launcher, 'sleep 3600', 'make -j2'] });
+    expect(await sandboxIsBusy(working.driver, 'id')).toBe(true);
+    expect([...idle.ran, ...working.ran]).toEqual([]);
+  });
+
+  it('runs RUNNING_PROBE in the sandbox when a session shell is listed: exit 1 is idle, anything else busy', async () => {
+    const commands = [launcher, 'sleep 3600', '/bin/sh'];
+    const waiting = driverListing({ commands }, { exitCode: 1 });
+    expect(await sandboxIsBusy(waiting.driver, 'id')).toBe(false);
+    expect(waiting.ran).toEqual([['/bin/sh', '-c', RUNNING_PROBE]]);
+    expect(await sandboxIsBusy(driverListing({ commands }, { exitCode: 0 }).driver, 'id')).toBe(true);
+    expect(await sandboxIsBusy(driverListing({ commands }, {}).driver, 'id')).toBe(true);
+  });
+
+  it('lists from inside, through the exec channel, where the engine cannot see the processes', async () => {
+    const idle = driverListing({ engineProcess: /^\/pause$/ }, { stdout: `/pause\n${launcher}\nsleep 3600\n`, exitCode: 0 });
+    expect(await sandboxIsBusy(idle.driver, 'id')).toBe(false);
+    expect(idle.ran).toHaveLength(1);
+    expect(idle.ran[0]!.slice(0, 2)).toEqual(['/bin/sh', '-c']);
+    expect(idle.ran[0]![2]).toContain(RUNNING_PROBE);
+    expect(await sandboxIsBusy(driverListing({}, { stdout: `${launcher}\npython3 train.py\n`, exitCode: 0 }).driver, 'id')).toBe(true);
+    // A listing that failed (or was cut) is unknown.
+    expect(await sandboxIsBusy(driverListing({}, { stdout: `${launcher}\n`, exitCode: 2 }).driver, 'id')).toBe(true);
+  });
+
+  it('counts as busy what it cannot tell: no process list, a listing that throws', async () => {
+    const without = driverListing({ commands: [] }, {}, false);
+    expect(await sandboxIsBusy(without.driver, 'id')).toBe(true);
+    expect(await sandboxIsBusy(driverListing(new Error('engine gone')).driver, 'id')).toBe(true);
+    expect(without.ran).toEqual([]);
   });
 });

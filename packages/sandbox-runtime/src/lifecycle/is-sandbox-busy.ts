@@ -1,10 +1,16 @@
 import { randomBytes } from 'node:crypto';
+import type { SandboxDriverV1 } from '@berth/core/driver';
 import { KEEP_ALIVE_COMMAND } from '../sandbox-spec.js';
 import { RUNNING_PROBE, SESSION_PROCESS } from '../shell/shell-protocol.js';
 
 // Whether a sandbox is busy is the runtime's decision, made here from the shape of its own
-// launcher: a driver only lists the processes (and runs RUNNING_PROBE when asked). Change
-// KEEP_ALIVE_COMMAND and what counts as idle follows, in every driver at once.
+// launcher: a driver only lists the processes (`listProcesses`), and the runtime runs what it
+// needs in the sandbox itself (RUNNING_PROBE, the listing from inside) through `openChannel`.
+// Change KEEP_ALIVE_COMMAND and what counts as idle follows, for every driver at once; and what
+// cannot be told counts as busy here, nowhere else (sandboxIsBusy).
+
+/** How long a program the busy check runs in a sandbox may take before the sandbox counts as busy. */
+const IN_SANDBOX_TIMEOUT_MS = 10_000;
 
 /** The launcher's command line as a process list shows it, up to its first statement (`/bin/sh -c trap "exit 0" TERM INT HUP;`). */
 const LAUNCHER_START = `${KEEP_ALIVE_COMMAND[0]} ${KEEP_ALIVE_COMMAND[1]} ${KEEP_ALIVE_COMMAND[2].slice(0, KEEP_ALIVE_COMMAND[2].indexOf(';') + 1)}`;
@@ -21,7 +27,7 @@ export function isIdleProcess(command: string, engineProcess?: RegExp): boolean 
   return command.includes(LAUNCHER_START) || command === LAUNCHER_SLEEP || SESSION_PROCESS.test(command) || (engineProcess?.test(command) ?? false);
 }
 
-/** What a driver lists of a running sandbox, for {@link isSandboxBusy}. */
+/** The processes of a running sandbox, for {@link isSandboxBusy}. */
 export interface SandboxProcessList {
   /** Each process's command line, its arguments joined by spaces. */
   readonly commands: readonly string[];
@@ -67,4 +73,44 @@ export function insideProcessListing(): { readonly script: string; read(stdout: 
       };
     },
   };
+}
+
+/** Runs `command` in the sandbox through the driver's exec channel; its stdout and exit code (undefined when cut at the bound). */
+async function runInSandbox(driver: SandboxDriverV1, id: string, command: readonly string[]): Promise<{ stdout: string; exitCode: number | undefined }> {
+  const channel = await driver.openChannel(id, command);
+  let stdout = '';
+  channel.onStdout((chunk) => (stdout += chunk.toString('utf8')));
+  channel.onStderr(() => undefined);
+  const closed = new Promise<void>((resolve) => channel.onClose(resolve));
+  const timer = setTimeout(() => channel.destroy(), IN_SANDBOX_TIMEOUT_MS);
+  await closed;
+  clearTimeout(timer);
+  return { stdout, exitCode: await channel.exitCode() };
+}
+
+/**
+ * Whether the driver's running sandbox `id` is busy: the one place that asks. The driver lists
+ * its processes; where its engine cannot see them, the runtime lists them from inside
+ * ({@link insideProcessListing}, one exec with the probe); else it runs {@link RUNNING_PROBE}
+ * when a session's shell could hide a command. Unknown means busy — a driver without a process
+ * list, a listing or probe that fails or is cut after 10 s — so no work is destroyed on a guess.
+ */
+export async function sandboxIsBusy(driver: SandboxDriverV1, id: string): Promise<boolean> {
+  if (!driver.capabilities.processList) return true;
+  try {
+    const { commands, engineProcess } = await driver.listProcesses(id);
+    if (commands === undefined) {
+      const listing = insideProcessListing();
+      const { stdout, exitCode } = await runInSandbox(driver, id, ['/bin/sh', '-c', listing.script]);
+      if (exitCode !== 0) return true;
+      const inside = listing.read(stdout);
+      return await isSandboxBusy({ commands: inside.commands, ...(engineProcess ? { engineProcess } : {}) }, inside.running);
+    }
+    return await isSandboxBusy(
+      { commands, ...(engineProcess ? { engineProcess } : {}) },
+      async () => (await runInSandbox(driver, id, ['/bin/sh', '-c', RUNNING_PROBE])).exitCode !== 1,
+    );
+  } catch {
+    return true;
+  }
 }

@@ -4,6 +4,7 @@ import { channelsFolderOf } from '../shell/fifo-channel.js';
 import { prepareHostFolders } from '../host-files/host-folders.js';
 import type { RuntimeContext } from '../runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';
+import { sandboxIsBusy } from './is-sandbox-busy.js';
 import { buildSandboxSpec, LABELS, MANAGED_BY } from '../sandbox-spec.js';
 
 /** How many times acquiring looks again at a sandbox that keeps changing under it. */
@@ -197,7 +198,7 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
         );
       }
       if (found.labels[LABELS.configHash] !== configHash) {
-        if (found.state === 'running' && (!driver.capabilities.processList || (await driver.isBusy(found.id)))) {
+        if (found.state === 'running' && (await sandboxIsBusy(driver, found.id))) {
           if (!entry.stale) logger?.warn(`berth: the settings of ${entry.name} changed, but it is busy; it keeps its old settings until it is idle`);
           entry.stale = true;
         } else {

@@ -20,8 +20,8 @@ export { buildFallbackInput, FALLBACK_PRELUDE } from './fallback-exec-script.js'
 
 /**
  * The command line of a Berth session's shell as a process list shows it — and of its spares
- * (forked from it) and of a command made only of builtins running in one — so a driver that
- * finds one asks {@link RUNNING_PROBE} before calling the sandbox idle.
+ * (forked from it) and of a command made only of builtins running in one — so the busy check,
+ * finding one, asks {@link RUNNING_PROBE} before calling the sandbox idle.
  */
 export const SESSION_PROCESS = /^\/bin\/sh$/;
 

@@ -13,12 +13,15 @@ export interface FakeSandbox {
   readonly processes: Set<ChildProcess>;
 }
 
+/** The command line of the user's work in a sandbox of {@link FakeDriver.busy}, as `listProcesses` lists it. */
+export const FAKE_WORK = 'node server.js';
+
 /** A driver over an in-memory engine whose execs are real host shells: the policies' test bench. */
 export interface FakeDriver extends SandboxDriverV1 {
   readonly sandboxes: Map<string, FakeSandbox>;
   /** Every call, e.g. `create berth-…`, in order. */
   readonly calls: string[];
-  /** Ids `isBusy` answers true for. */
+  /** Ids of sandboxes that run work of their user's: `listProcesses` lists a process of theirs ({@link FAKE_WORK}). */
   readonly busy: Set<string>;
   /** Whether the engine answers. */
   reachable: boolean;
@@ -156,8 +159,13 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
       if (byNameOrId(name)) throw new SandboxError('SANDBOX_CONFLICT', `the name ${name} is taken`);
       sandbox.name = name;
     },
-    async isBusy(id) {
-      return driver.busy.has(id);
+    // A running sandbox lists its main process (the spec's command: the runtime's launcher) and,
+    // when busy, its user's work; not the execs, which are host shells the runtime opened.
+    async listProcesses(id) {
+      const sandbox = sandboxes.get(id);
+      if (!sandbox) throw gone(id);
+      if (sandbox.state !== 'running') return { commands: [] };
+      return { commands: [...(sandbox.spec.command ? [sandbox.spec.command.join(' ')] : []), ...(driver.busy.has(id) ? [FAKE_WORK] : [])] };
     },
     async openChannel(id, command): Promise<ExecChannel> {
       const sandbox = sandboxes.get(id);
