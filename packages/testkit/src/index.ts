@@ -8,4 +8,5 @@ export {
   type PlatformAdapterVectors,
   type TestPlatformAdapterOptions,
 } from './test-platform-adapter.js';
+export { DRIVER_TEST_TIMEOUT_MS, testDriver, type DriverTestContext, type TestDriverOptions } from './test-driver.js';
 export { whileSaturating } from './while-saturating.js';

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EngineUnavailableError, SandboxError } from '@berth/core';
 import type { DriverSandbox, ExecChannel, SandboxDriverV1, SandboxSpec } from '@berth/core/driver';
+import { WORKSPACE_TARGET } from '../sandbox-spec.js';
 
 /** One sandbox of the fake engine. */
 export interface FakeSandbox {
@@ -44,7 +45,14 @@ export interface FakeDriver extends SandboxDriverV1 {
 }
 
 /** Creates the fake driver; sandboxes are shared by every runtime given this driver (a restart). */
-export function createFakeDriver(options: { processList?: boolean; hostFolders?: boolean } = {}): FakeDriver {
+export function createFakeDriver(
+  options: {
+    processList?: boolean;
+    hostFolders?: boolean;
+    /** The images the engine has; absent: every image. */
+    images?: readonly string[];
+  } = {},
+): FakeDriver {
   const sandboxes = new Map<string, FakeSandbox>();
   const calls: string[] = [];
   const failures = new Map<string, Error>();
@@ -95,8 +103,8 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
     async describe() {
       return { engine: 'fake', endpoint: 'fake://engine', discovery: 'given', version: '1', apiVersion: '1', warnings: [] };
     },
-    async hasImage() {
-      return true;
+    async hasImage(image) {
+      return options.images?.includes(image) ?? true;
     },
     async prepareImage() {},
     async inspect(key) {
@@ -167,13 +175,17 @@ export function createFakeDriver(options: { processList?: boolean; hostFolders?:
       if (sandbox.state !== 'running') return { commands: [] };
       return { commands: [...(sandbox.spec.command ? [sandbox.spec.command.join(' ')] : []), ...(driver.busy.has(id) ? [FAKE_WORK] : [])] };
     },
-    async openChannel(id, command): Promise<ExecChannel> {
+    async openChannel(id, command, channelOptions): Promise<ExecChannel> {
       const sandbox = sandboxes.get(id);
       if (!sandbox) throw gone(id);
       if (sandbox.state !== 'running') throw new SandboxError('SANDBOX_GONE', `sandbox ${sandbox.name} is not running`);
       // detached: the shell leads its own process group, as an engine's exec does.
       const [file = '/bin/sh', ...args] = driver.stalled.has(id) && command.length === 1 ? ['sleep', '3600'] : command;
-      const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd: '/tmp', detached: true });
+      // The fake's /workspace is the host's /tmp, where its shells always started; any other
+      // working folder is the host's own.
+      const workingDir = channelOptions?.workingDir;
+      const cwd = workingDir === undefined || workingDir === WORKSPACE_TARGET ? '/tmp' : workingDir;
+      const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], cwd, detached: true });
       sandbox.processes.add(child);
       const closeListeners: Array<() => void> = [];
       let closed = false;
