@@ -1,24 +1,14 @@
 import { INTERRUPTED_EXIT_CODE, REDACTED } from '@berth/core';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { TEST_TIMEOUT_MS, type BackendFixture } from './create-backend-fixture.js';
+import { processesLeft } from './processes-left.js';
 
 /**
  * Registers the tests of a command stopped while it runs (`ExecRequest.signal`, what `berth exec`
  * sends on Ctrl-C) and of its output seen as it comes (`ExecRequest.onOutput`, what streams it).
  */
 export function registerInterruptTests(fixture: BackendFixture): void {
-  /** The `ps` lines still matching `pattern` after up to `graceMs`, polled. */
-  const leftovers = async (pattern: string, graceMs = 5_000): Promise<string[]> => {
-    const deadline = Date.now() + graceMs;
-    for (;;) {
-      const listing = await fixture.run('alice', 'ps');
-      expect(listing.exitCode).toBe(0);
-      const lines = listing.stdout.split('\n').filter((line) => line.includes(pattern));
-      if (lines.length === 0 || Date.now() > deadline) return lines;
-      await sleep(250);
-    }
-  };
+  const leftovers = (pattern: string): Promise<string[]> => processesLeft(fixture, pattern);
 
   describe('interrupts and live output', () => {
     it(`stops an aborted command with its children (exit ${INTERRUPTED_EXIT_CODE}) and keeps the sandbox usable`, { timeout: TEST_TIMEOUT_MS }, async () => {

@@ -1,20 +1,10 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { TEST_TIMEOUT_MS, type BackendFixture } from './create-backend-fixture.js';
+import { processesLeft } from './processes-left.js';
 
 /** Registers the tests that a timeout kills a command's whole process tree and leaves the sandbox usable. */
 export function registerTimeoutTests(fixture: BackendFixture): void {
-  /** The `ps` lines still matching `pattern` after up to `graceMs`, polled. */
-  const leftovers = async (pattern: string, graceMs = 5_000): Promise<string[]> => {
-    const deadline = Date.now() + graceMs;
-    for (;;) {
-      const listing = await fixture.run('alice', 'ps');
-      expect(listing.exitCode).toBe(0);
-      const lines = listing.stdout.split('\n').filter((line) => line.includes(pattern));
-      if (lines.length === 0 || Date.now() > deadline) return lines;
-      await sleep(250);
-    }
-  };
+  const leftovers = (pattern: string): Promise<string[]> => processesLeft(fixture, pattern);
 
   describe('timeouts', () => {
     it('kills the children and grandchildren of a timed-out command (exit 124) and keeps the sandbox usable', { timeout: TEST_TIMEOUT_MS }, async () => {
