@@ -38,8 +38,8 @@ export interface ExecRequest {
   readonly onOutput?: (stream: 'stdout' | 'stderr', text: string) => void;
 }
 
-/** The exit status of a command stopped through {@link ExecRequest.signal}: 128 + SIGINT. */
-export const INTERRUPTED_EXIT_CODE = 130;
+/** The exit status of a command stopped through {@link ExecRequest.signal}: 128 + SIGINT (request-protocol.ts, which the spawned client reads too). */
+export { INTERRUPTED_EXIT_CODE } from './request-protocol.js';
 
 /** What a command produced. */
 export interface ExecResult {

@@ -22,6 +22,9 @@ export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 180;
 /** The exit status of a command killed at its timeout, as coreutils' `timeout` gives. */
 export const TIMEOUT_EXIT_CODE = 124;
 
+/** The exit status of a command stopped while it ran (Ctrl-C, `ExecRequest.signal`): 128 + SIGINT, as a shell gives. */
+export const INTERRUPTED_EXIT_CODE = 130;
+
 /** The exit status of a client (`berth`, the Perl client) when Berth itself fails, not the command. */
 export const BERTH_FAILURE_EXIT_CODE = 125;
 

@@ -1,7 +1,4 @@
-import { BERTH_FAILURE_EXIT_CODE } from '@berth/core/request-protocol';
-
-/** 128 + SIGINT, as core's INTERRUPTED_EXIT_CODE (this client loads only the request protocol). */
-const INTERRUPTED_EXIT_CODE = 130;
+import { BERTH_FAILURE_EXIT_CODE, INTERRUPTED_EXIT_CODE } from '@berth/core/request-protocol';
 import { takeRequestFile } from '../socket/request-file.js';
 import { requestSandboxExec } from '../socket/request-sandbox-exec.js';
 import type { SandboxSocketRequest } from '../socket/protocol.js';
