@@ -8,7 +8,7 @@ import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
 import { ownNetworkOf, stateOf, withoutSlash } from './container-record.js';
 import { toContainerCreateOptions } from './to-container-options.js';
-import { describeEngine, reusedDescription } from './describe-engine.js';
+import { describeEngine, reusedDescriptions } from './describe-engine.js';
 import type { EngineReads } from './engine-reads.js';
 
 /** How long after a new sandbox started the spare network for the next one is made. */
@@ -101,12 +101,9 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
   // Networks taken by prepare() for the create() that follows, by sandbox name.
   const taken = new Map<string, Promise<{ mode: string; pool: boolean }>>();
 
-  // The engine's version, runtimes and size, asked once a minute at most (describe-engine.ts).
-  const describe = reusedDescription(() => call('read the engine version', (connected) => describeEngine(engine, connected)));
-  // Without the runtimes' versions (a process each): what a status line asks.
-  const describeBriefly = reusedDescription(() =>
-    call('read the engine version', (connected) => describeEngine(engine, connected, { runtimeVersions: false })),
-  );
+  // The engine's version, runtimes and size, asked once a minute at most (describe-engine.ts);
+  // a status line asks without the runtimes' versions (a process each).
+  const describe = reusedDescriptions((asked) => call('read the engine version', (connected) => describeEngine(engine, connected, asked)));
 
   return {
     specificationVersion: 'v1',
@@ -123,7 +120,7 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
 
     ping: () => call('reach the engine', ({ reads }) => reads.ping()),
 
-    describe: (describeOptions) => (describeOptions?.runtimeVersions === false ? describeBriefly() : describe()),
+    describe: (describeOptions) => describe(describeOptions),
 
     hasImage: (image) =>
       call(`inspect image ${image}`, async ({ reads }) => {

@@ -51,22 +51,39 @@ export async function describeEngine(
 }
 
 /**
- * `describeNow`'s answer, reused for a minute: the runtime's egress policy, its capacity policy
- * and a status each want it as a gateway starts, and Podman answers each /info and /version in
- * about a second, running its package manager dozens of times. A failure is not kept; each
- * caller gets lists of its own.
+ * The engine's description, asked at most once a minute: the runtime's egress policy, its capacity
+ * policy and a status each want it as a gateway starts, and Podman answers each /info and /version
+ * in about a second, running its package manager dozens of times. A brief description (no runtime
+ * versions, a process each) is the full one when that is fresh or on its way, so `berth doctor`
+ * asks the engine once. A failure is not kept; each caller gets lists of its own.
  */
-export function reusedDescription(describeNow: () => Promise<DriverDescription>): () => Promise<DriverDescription> {
-  let described: { at: number; answer: Promise<DriverDescription> } | undefined;
-  return () => {
-    if (!described || performance.now() - described.at >= DESCRIBE_REUSE_MS) {
-      const answer = describeNow();
-      described = { at: performance.now(), answer };
-      answer.catch(() => {
-        if (described?.answer === answer) described = undefined;
-      });
-    }
-    return described.answer.then((description) => ({
+export function reusedDescriptions(
+  describeNow: (options: { readonly runtimeVersions: boolean }) => Promise<DriverDescription>,
+): (options?: { readonly runtimeVersions?: boolean }) => Promise<DriverDescription> {
+  type Kept = { at: number; answer: Promise<DriverDescription> };
+  const kept: { full?: Kept; brief?: Kept } = {};
+  const fresh = (entry: Kept | undefined): entry is Kept => entry !== undefined && performance.now() - entry.at < DESCRIBE_REUSE_MS;
+  const ask = (kind: 'full' | 'brief'): Promise<DriverDescription> => {
+    const answer = describeNow({ runtimeVersions: kind === 'full' });
+    const entry = { at: performance.now(), answer };
+    kept[kind] = entry;
+    answer.catch(() => {
+      if (kept[kind] === entry) delete kept[kind];
+    });
+    return answer;
+  };
+  return (options) => {
+    const full = options?.runtimeVersions !== false;
+    const answer = full
+      ? fresh(kept.full)
+        ? kept.full.answer
+        : ask('full')
+      : fresh(kept.full)
+        ? kept.full.answer
+        : fresh(kept.brief)
+          ? kept.brief.answer
+          : ask('brief');
+    return answer.then((description) => ({
       ...description,
       warnings: [...description.warnings],
       ...(description.runtimes ? { runtimes: [...description.runtimes] } : {}),

@@ -272,13 +272,16 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     reap: () => policies.reap(),
 
     async describe(describeOptions = {}): Promise<BackendDescription> {
+      // The image is looked up beside the engine's description (berth doctor waits for both).
+      const image = describeOptions.image;
+      const present = image === undefined ? undefined : driver.hasImage(image);
+      present?.catch(() => undefined);
       const driverDescription = await driver.describe(describeOptions.runtimeVersions === false ? BRIEFLY : undefined);
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
       const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
       const notEnforced = [context.disks.unenforced, await context.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
       const description = backendDescription({ driver: driverDescription, settings, shared, notEnforced, egress: await broker.status() });
-      if (describeOptions.image === undefined) return description;
-      return { ...description, image: { name: describeOptions.image, present: await driver.hasImage(describeOptions.image) } };
+      return image === undefined || !present ? description : { ...description, image: { name: image, present: await present } };
     },
 
     async close() {

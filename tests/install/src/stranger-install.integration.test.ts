@@ -106,6 +106,7 @@ describe('Berth installed from its packed packages into a fresh project', () => 
       const manifest = JSON.parse(await readFile(path.join(folder, 'package.json'), 'utf8')) as Record<string, unknown> & {
         dependencies?: Record<string, string>;
         peerDependencies?: Record<string, string>;
+        berth?: { inline?: string[] };
       };
       expect((await readFile(path.join(folder, 'README.md'), 'utf8')).length, `${name} README`).toBeGreaterThan(200);
       expect(await readFile(path.join(folder, 'LICENSE'), 'utf8'), `${name} LICENSE`).toMatch(/^MIT License/);
@@ -113,6 +114,11 @@ describe('Berth installed from its packed packages into a fresh project', () => 
       expect(manifest.dependencies?.['@berth/core'], `${name} must not pin its own copy of core`).toBeUndefined();
       if (name !== '@berth/core') expect(manifest.peerDependencies?.['@berth/core'], name).toBe('>=0.1.0 <1.0.0');
       for (const [dependency, range] of Object.entries(manifest.dependencies ?? {})) expect(range, `${name} → ${dependency}`).toMatch(/^\^/);
+      // A dependency built into dist (core's yaml) travels with its licence, and is no dependency.
+      for (const inlined of manifest.berth?.inline ?? []) {
+        expect(manifest.dependencies?.[inlined], `${name} builds ${inlined} in`).toBeUndefined();
+        expect((await readFile(path.join(folder, 'dist', `LICENSE.${inlined}`), 'utf8')).length, `${name} dist/LICENSE.${inlined}`).toBeGreaterThan(100);
+      }
     }
     // npm deduplicated: one copy of core for everything.
     const { stdout } = await project.command('npm', ['ls', '@berth/core', '--all', '--parseable']).catch((error: { stdout: string }) => error);
