@@ -23,7 +23,6 @@ use Socket qw(PF_UNIX SOCK_STREAM pack_sockaddr_un);
 # below against that file.
 my $PROTOCOL_VERSION = 1;
 my $MAX_REQUEST_BYTES = 1024 * 1024;
-my $TIMEOUT_EXIT = 124;
 my $BERTH_ERROR_EXIT = 125;
 # Linux's sun_path (MAX_SOCKET_PATH_BYTES in apps/gateway-plugin/src/socket/protocol.ts): a longer
 # socket path is reached through a descriptor of its folder, as berth serve binds it.
@@ -140,10 +139,8 @@ if ($answer =~ /\ABERTH1 ([0-9]{1,3}) ([01]) ([01]) ([0-9]+) ([0-9]+)\n/) {
   binmode STDERR;
   syswrite(STDOUT, $answer, $out_bytes, $body) if $out_bytes > 0;
   syswrite(STDERR, $answer, $err_bytes, $body + $out_bytes) if $err_bytes > 0;
-  if ($timed_out) {
-    print STDERR 'berth: the command was killed at its timeout' . (defined $timeout ? " of $timeout s" : '') . "\n";
-    exit $TIMEOUT_EXIT;
-  }
+  # The status is the result's, 124 after a timeout included (the runtime decides it once).
+  print STDERR 'berth: the command was killed at its timeout' . (defined $timeout ? " of $timeout s" : '') . "\n" if $timed_out;
   exit($status <= 255 ? $status : 1);
 }
 

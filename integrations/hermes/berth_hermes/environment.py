@@ -7,7 +7,7 @@ import os
 import posixpath
 from typing import Any, Mapping, cast
 
-from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, TIMEOUT_EXIT_CODE, checked_timeout
+from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, checked_timeout
 from .server import BerthServer, CommandInterrupted, locate_berth
 from .session import PROBE_TASK_ID, probe_answer, read_session, session_request
 
@@ -131,11 +131,10 @@ def environment_class() -> type:
             except CommandInterrupted:
                 return {"output": "[Command interrupted]", "returncode": 130}
             output = _combine(str(answer.get("stdout") or ""), str(answer.get("stderr") or ""))
-            returncode = int(answer["exitCode"])
+            # The result carries the status, 124 after a timeout included (the runtime decides it once).
             if answer.get("timedOut"):
                 output = f"{output.rstrip()}\n[Command timed out after {effective_timeout}s]".lstrip("\n")
-                returncode = TIMEOUT_EXIT_CODE
-            return {"output": output, "returncode": returncode}
+            return {"output": output, "returncode": int(answer["exitCode"])}
 
         def berth_session(self) -> dict[str, str]:
             """The session this handle serves now: the one it was pinned to, else the message's (read now)."""

@@ -194,3 +194,25 @@ def test_a_field_the_contract_does_not_know_or_of_another_type_is_caught():
     for request in bad:
         with pytest.raises(AssertionError):
             _check_request(request)
+
+
+@pytest.mark.parametrize(
+    ("result", "returncode", "says_timeout"),
+    [
+        ({"exitCode": 124, "timedOut": True}, 124, True),
+        # The status is the result's alone: the flag adds the line, it does not make a status.
+        ({"exitCode": 137, "timedOut": True}, 137, True),
+        ({"exitCode": 124, "timedOut": False}, 124, False),
+        ({"exitCode": 3, "timedOut": False}, 3, False),
+    ],
+)
+def test_the_bridge_returns_the_status_the_result_carries(
+    recording_server, monkeypatch, result, returncode, says_timeout
+):
+    server, _ = recording_server
+    answer = {"v": 1, "stdout": "out", "stderr": "", "truncated": False, "durationMs": 1, "scope": "task:t1", **result}
+    monkeypatch.setattr(server, "request", lambda *_args, **_kwargs: answer)
+    handle = environment.environment_class()(server=server, cwd="/workspace", timeout=60, task_id="t1")
+    done = handle.execute("sleep 100", timeout=5)
+    assert done["returncode"] == returncode
+    assert ("[Command timed out after 5s]" in done["output"]) is says_timeout

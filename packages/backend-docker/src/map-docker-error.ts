@@ -85,8 +85,9 @@ export function mapDockerError(error: unknown, context: EngineErrorContext, stat
       { cause: error },
     );
   // A container that stopped between Berth's look and its exec: Docker 20.10 answers 500, newer
-  // engines 409. Either way the next attempt starts it again, so it counts as gone.
-  if ((status === 500 || status === 409) && /is not running|container not running/i.test(engineMessage(error))) {
+  // engines 409, Podman (4.3) 500 "can only create exec sessions on running containers", which
+  // its mapping reads as 409. Either way the next attempt starts it again, so it counts as gone.
+  if ((status === 500 || status === 409) && /is not running|container not running|exec sessions on running containers/i.test(engineMessage(error))) {
     return new SandboxError(
       'SANDBOX_GONE',
       `could not ${context.action}: the container is not running (${engineMessage(error)}); the next command starts it again`,

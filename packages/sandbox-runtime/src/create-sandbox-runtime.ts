@@ -7,7 +7,7 @@ import { scopeHolder } from './lifecycle/hold-scope.js';
 import { createEgressBroker } from './egress/egress-broker.js';
 import { createEgressFirewall, ENFORCED_BY_ENGINE, type EgressFirewall } from './egress/egress-firewall.js';
 import { createScopeDisks } from './disks/scope-disks.js';
-import { createStoppingPolicies } from './lifecycle/idle-reaper.js';
+import { createStoppingPolicies } from './lifecycle/stopping-policies.js';
 import { createInventory } from './lifecycle/inventory.js';
 import { touchLastUsed } from './lifecycle/last-used-file.js';
 import { sandboxIsBusy } from './lifecycle/is-sandbox-busy.js';

@@ -1,13 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { SandboxDriverV1 } from '@berth/core/driver';
 import { KEEP_ALIVE_COMMAND } from '../sandbox-spec.js';
+import { fillTemplate, programLine } from '../shell/program-file.js';
 import { RUNNING_PROBE, SESSION_PROCESS } from '../shell/shell-protocol.js';
+import processListing from './list-processes.sh';
 
 // Whether a sandbox is busy is the runtime's decision, made here from the shape of its own
 // launcher: a driver only lists the processes (`listProcesses`), and the runtime runs what it
 // needs in the sandbox itself (RUNNING_PROBE, the listing from inside) through `openChannel`.
 // Change KEEP_ALIVE_COMMAND and what counts as idle follows, for every driver at once; and what
 // cannot be told counts as busy here, nowhere else (sandboxIsBusy).
+
+/** The listing from inside (list-processes.sh), one line. */
+const LISTING = programLine(processListing);
 
 /** How long a program the busy check runs in a sandbox may take before the sandbox counts as busy. */
 const IN_SANDBOX_TIMEOUT_MS = 10_000;
@@ -61,9 +66,7 @@ export function insideProcessListing(): { readonly script: string; read(stdout: 
   // The listing marks its own lines, so that it does not count itself.
   const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
   return {
-    script:
-      `for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\\0\\n' '  ' < "$p/cmdline"; echo; }; done; if (${RUNNING_PROBE}); then echo ` +
-      `${marker}-running; fi; : ${marker}`,
+    script: fillTemplate(LISTING, { RUNNING_PROBE, MARKER: marker }),
     read: (stdout) => {
       const lines = stdout.split('\n').map((line) => line.trim());
       return {

@@ -1,0 +1,7 @@
+# shellcheck shell=sh
+# The busy check's listing from inside a sandbox (insideProcessListing in is-sandbox-busy.ts), a
+# template: each process's command line (NULs and newlines as spaces), one a line, then the line
+# `@MARKER@-running` when @RUNNING_PROBE@ says a command runs in a Berth session. The marker also
+# ends the program, so the listing knows its own command line. One line: an argument of `/bin/sh -c`.
+
+for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\0\n' '  ' < "$p/cmdline"; echo; }; done; if (@RUNNING_PROBE@); then echo @MARKER@-running; fi; : @MARKER@
