@@ -1,40 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes, randomInt } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { releaseDisksUnder } from '@berth/sandbox-runtime';
+import { describe, expect, it } from 'vitest';
 import { requestSandboxExec, requestSandboxFile, SandboxSocketClientError } from '../socket/request-sandbox-exec.js';
-import { requestEngine } from '../testing/engine-client.js';
-import { findEngine } from '../testing/find-engine.js';
+import { useServeHarness } from '../testing/serve-harness.js';
 
 // Files between a chat and a sandbox through `berth serve`, as the Hermes bridge sends them: the
 // built dist/cli.js as the server, the real engine. Each attack is tried as a user would try it,
 // from the user's own sandbox, and checked on the host.
-const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
-const IMAGE = 'localhost/berth-busybox:latest';
-const root = mkdtempSync(path.join(os.tmpdir(), 'berth-files-it-'));
-const home = path.join(root, 'hermes');
-const sandboxes = path.join(root, 'sandboxes');
-const socket = path.join(root, 'run', 'berth.sock');
+const { root, home, sandboxes, socket, alice, bob, tokens, serverLog } = useServeHarness({ config: ['docker_file_limit: 2'] });
 const outbox = path.join(home, 'cache', 'documents', 'berth-outbox');
-const engine = findEngine('docker');
-const uid = () => String(randomInt(100_000_000, 2_000_000_000));
-const alice = uid();
-const bob = uid();
-const tokens = { alice: `ghp_alice_${uid()}`, bob: `ghp_bob_${uid()}` };
-vi.setConfig({ testTimeout: 180_000 });
-
-const environment: Record<string, string> = {
-  PATH: process.env.PATH ?? '',
-  HOME: root,
-  HERMES_HOME: home,
-  TERMINAL_SANDBOX_DIR: sandboxes,
-  [`HERMES_USER_TELEGRAM_${alice}_GITHUB_TOKEN`]: tokens.alice,
-  [`HERMES_USER_TELEGRAM_${bob}_GITHUB_TOKEN`]: tokens.bob,
-};
 
 const session = (user: string) => ({ v: 1 as const, platform: 'telegram', userId: user, sessionRequired: true });
 const run = (user: string, command: string) => requestSandboxExec(socket, { ...session(user), command });
@@ -57,33 +32,6 @@ function outboxFiles(): Buffer[] {
   if (!existsSync(outbox)) return [];
   return readdirSync(outbox).flatMap((folder) => readdirSync(path.join(outbox, folder)).map((name) => readFileSync(path.join(outbox, folder, name))));
 }
-
-let server: ChildProcess;
-let serverLog = '';
-
-beforeAll(async () => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing; run "pnpm --filter @berth/gateway-plugin build" first`);
-  mkdirSync(home, { recursive: true });
-  writeFileSync(path.join(home, 'config.yaml'), `terminal:\n  docker_image: ${IMAGE}\n  timeout: 60\n  docker_file_limit: 2\n`);
-  server = spawn(process.execPath, [CLI, 'serve', '--socket', socket], { env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
-  server.stderr!.on('data', (chunk: Buffer) => (serverLog += chunk.toString()));
-  await new Promise<void>((resolve, reject) => {
-    server.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('listening on') && resolve());
-    server.once('exit', (code) => reject(new Error(`berth serve exited ${code}: ${serverLog.trim()}`)));
-  });
-});
-
-afterAll(async () => {
-  server?.kill('SIGTERM');
-  const response = await requestEngine(engine, 'GET', '/containers/json?all=1');
-  const containers = JSON.parse(response.body) as Array<{ Id: string; Names: string[]; Mounts?: Array<{ Source?: string }> }>;
-  for (const container of containers.filter((each) => each.Mounts?.some((mount) => mount.Source?.startsWith(root + path.sep)))) {
-    await requestEngine(engine, 'DELETE', `/containers/${container.Id}?force=1&v=1`).catch(() => {});
-    await requestEngine(engine, 'DELETE', `/networks/${container.Names[0]!.replace(/^\//, '')}`).catch(() => {});
-  }
-  await releaseDisksUnder(root);
-  rmSync(root, { recursive: true, force: true });
-});
 
 describe('files between a chat and the user sandbox (berth serve put-file, get-file)', () => {
   const attachment = randomBytes(1_500_000);
@@ -195,7 +143,7 @@ describe('files between a chat and the user sandbox (berth serve put-file, get-f
       expect(Date.now() - started).toBeLessThan(30_000);
     }
     expect(outboxFiles().length).toBe(before);
-    expect(serverLog).not.toContain(tokens.bob);
+    expect(serverLog()).not.toContain(tokens.bob);
   });
 
   it('never sends what a link swapped in while the file is read leads to', async () => {

@@ -46,8 +46,9 @@ export function spawnArgv(argv: readonly string[], input?: Buffer): Promise<{ st
  * Hermes home (the test image, a 60 s timeout) and two users with tokens of their own; before the
  * file's tests, a server on `socket`, in a folder that does not exist yet (berth serve must create
  * it with mode 0700); after them, the server stopped and the folder removed with what it holds.
+ * `config` adds lines under `terminal:` (two spaces in, as `docker_file_limit: 2`).
  */
-export function useServeHarness() {
+export function useServeHarness(options: { readonly config?: readonly string[] } = {}) {
   const root = mkdtempSync(path.join(os.tmpdir(), 'berth-sock-it-'));
   const home = path.join(root, 'hermes');
   const sandboxes = path.join(root, 'sandboxes');
@@ -106,7 +107,8 @@ export function useServeHarness() {
   beforeAll(async () => {
     if (!existsSync(BERTH_CLI)) throw new Error(`${BERTH_CLI} is missing; run "pnpm --filter @berth/gateway-plugin build" first`);
     mkdirSync(home, { recursive: true });
-    writeFileSync(path.join(home, 'config.yaml'), `terminal:\n  docker_image: ${TEST_IMAGE}\n  timeout: 60\n`);
+    const lines = [`docker_image: ${TEST_IMAGE}`, 'timeout: 60', ...(options.config ?? [])];
+    writeFileSync(path.join(home, 'config.yaml'), `terminal:\n${lines.map((line) => `  ${line}\n`).join('')}`);
     server = await startServer(socket);
   });
 
@@ -118,5 +120,8 @@ export function useServeHarness() {
     await removeTestRoot(engine, root);
   });
 
-  return { root, sandboxes, socket, alice, bob, tokens, environment, berth, exec, startServer };
+  /** What the file's server has written to stderr so far (its log). */
+  const serverLog = (): string => server?.stderr ?? '';
+
+  return { root, home, sandboxes, socket, alice, bob, tokens, environment, berth, exec, startServer, serverLog };
 }
