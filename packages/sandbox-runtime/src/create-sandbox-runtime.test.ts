@@ -304,7 +304,11 @@ describe('the sandbox runtime', () => {
       code: 'SANDBOX_LIMIT',
       message: expect.stringMatching(/already has 2 sandboxes, the most terminal\.docker_max_sandboxes \(2\) allows/),
     });
+    expect((refused as Error).message).not.toMatch(/[\r\n]/);
+    // Nothing for them: no sandbox, no create asked of the engine, no folder on the host.
     expect(driver.sandboxes.size).toBe(2);
+    expect(driver.calls.filter((call) => call.startsWith('create '))).toHaveLength(2);
+    expect(existsSync(request('29').paths.folder)).toBe(false);
     // An existing user still gets theirs.
     expect((await runtime.doExec(request('27'), { command: 'echo mine' })).stdout).toBe('mine\n');
   });
