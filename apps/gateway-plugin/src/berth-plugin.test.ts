@@ -86,9 +86,12 @@ describe('the plugin', () => {
   it('runs each message in the sandbox of the session active at that moment, concurrently', async () => {
     const { backend, terminal } = await setUp();
     const environment = await terminal.get('berth-docker').createEnvironment({ taskId: 't1' });
+    const events: string[] = [];
     backend.respond = async (request, exec) => {
+      events.push(`start ${exec.command}`);
       // The first message waits, so the second one runs while it is in flight.
       if (exec.command === 'first') await new Promise((resolve) => setTimeout(resolve, 20));
+      events.push(`end ${exec.command}`);
       return { stdout: request.scope.key };
     };
     const [first, second] = await Promise.all([
@@ -98,6 +101,9 @@ describe('the plugin', () => {
     expect(first.output).toBe('user:telegram:111');
     expect(second.output).toMatch(/^user:whatsapp:/);
     expect(second.output).not.toBe(first.output);
+    // Concurrently: the second message started while the first was in flight.
+    expect(events).toHaveLength(4);
+    expect(events.indexOf('start second'), events.join(', ')).toBeLessThan(events.indexOf('end first'));
   });
 
   it('falls back to the legacy task layout when no user is in the context', async () => {

@@ -304,7 +304,11 @@ describe('the sandbox runtime', () => {
       code: 'SANDBOX_LIMIT',
       message: expect.stringMatching(/already has 2 sandboxes, the most terminal\.docker_max_sandboxes \(2\) allows/),
     });
+    expect((refused as Error).message).not.toMatch(/[\r\n]/);
+    // Nothing for them: no sandbox, no create asked of the engine, no folder on the host.
     expect(driver.sandboxes.size).toBe(2);
+    expect(driver.calls.filter((call) => call.startsWith('create '))).toHaveLength(2);
+    expect(existsSync(request('29').paths.folder)).toBe(false);
     // An existing user still gets theirs.
     expect((await runtime.doExec(request('27'), { command: 'echo mine' })).stdout).toBe('mine\n');
   });
@@ -453,6 +457,18 @@ describe('the sandbox runtime', () => {
     const runtime = runtimeOver(driver, config);
     driver.failNext('inspect', new SandboxError('SANDBOX_GONE', 'it went'));
     expect((await runtime.doExec(request('52'), { command: 'echo ran' })).stdout).toBe('ran\n');
+    // Gone again on the retry: the error is the caller's, with no third attempt (which would run it).
+    const inspect = vi.spyOn(driver, 'inspect');
+    inspect.mockRejectedValueOnce(new SandboxError('SANDBOX_GONE', 'it went')).mockRejectedValueOnce(new SandboxError('SANDBOX_GONE', 'it went again'));
+    const marker = path.join(request('52').paths.workspace, 'ran-a-third-time');
+    await expect(runtimeOver(driver, config).doExec(request('52'), { command: `touch ${marker}` })).rejects.toMatchObject({
+      code: 'SANDBOX_GONE',
+      message: 'it went again',
+    });
+    expect(inspect).toHaveBeenCalledTimes(2);
+    expect(existsSync(marker)).toBe(false);
+    inspect.mockRestore();
+    // An error that is not "gone before it started" is not retried at all.
     driver.failNext('inspect', new SandboxError('ENGINE_ERROR', 'the engine broke'));
     const runtime2 = runtimeOver(driver, config);
     await expect(runtime2.doExec(request('52'), { command: 'true' })).rejects.toMatchObject({ code: 'ENGINE_ERROR' });

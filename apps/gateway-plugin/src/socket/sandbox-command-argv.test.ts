@@ -1,7 +1,7 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseSocketExecArguments } from '../cli/parse-socket-exec-arguments.js';
 import { parseSandboxSocketRequest } from './parse-sandbox-socket-request.js';
 import { takeRequestFile } from './request-file.js';
@@ -92,11 +92,30 @@ describe('sandboxCommandArgv', () => {
     expect(() => takeRequestFile(file)).toThrow(/not a private file of this user's/);
   });
 
-  it('picks Perl by itself when a perl with Socket is on the PATH, and Node otherwise', () => {
+  it('picks Perl by itself when a perl with Socket is on the PATH, and Node otherwise', async () => {
     const argv = sandboxCommandArgv({ socket: socketPath(), sessionKey: 'k', command: 'true' });
-    // Both answers are right, depending on the machine; which one must follow from findPerl().
+    // On this machine, which one must follow from findPerl().
     if (findPerl()) expect(argv.slice(0, 2)).toEqual([findPerl(), PERL_SOCKET_CLIENT]);
     else expect(argv[0]).toBe(process.execPath);
+    // Both, whatever this machine has: a fresh module (findPerl asks once a process) under a PATH
+    // holding a perl with Socket, then under one holding none.
+    const withPerl = mkdtempSync(path.join(tmpdir(), 'berth-argv-perl-'));
+    const withoutPerl = mkdtempSync(path.join(tmpdir(), 'berth-argv-noperl-'));
+    folders.push(withPerl, withoutPerl);
+    writeFileSync(path.join(withPerl, 'perl'), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+    for (const [folder, expected] of [
+      [withPerl, [path.join(withPerl, 'perl'), PERL_SOCKET_CLIENT]],
+      [withoutPerl, [process.execPath]],
+    ] as const) {
+      vi.resetModules();
+      vi.stubEnv('PATH', folder);
+      try {
+        const fresh = await import('./sandbox-command-argv.js');
+        expect(fresh.sandboxCommandArgv({ socket: socketPath(), sessionKey: 'k', command: 'true' }).slice(0, expected.length), folder).toEqual(expected);
+      } finally {
+        vi.unstubAllEnvs();
+      }
+    }
   });
 
   it.each([

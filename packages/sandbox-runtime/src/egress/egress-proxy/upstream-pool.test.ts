@@ -50,7 +50,18 @@ describe('the upstream pool', () => {
 
   it('never lends a connection that has bytes left over, or that the upstream wrote to while idle', async () => {
     const pool = new UpstreamPool({ perSandbox: 4, total: 4, idleMs: 10_000 });
+    // Bytes left over: the upstream sent more than the response it gave (the reader still holds
+    // them) when the lease is given back as reusable. Closed at once, never kept idle.
+    const leftover = await pool.acquire('a', 'k', connection);
+    (leftover.socket as PassThrough).write('HTTP/1.1 200 OK\r\n\r\n');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(leftover.reader.buffered).toBeGreaterThan(0);
+    leftover.release(true);
+    expect(leftover.socket.destroyed).toBe(true);
+    expect(pool.counts().get('a')).toBeUndefined();
+    // Written to while idle.
     const lease = await pool.acquire('a', 'k', connection);
+    expect(lease.socket).not.toBe(leftover.socket);
     lease.release(true);
     (lease.socket as PassThrough).write('HTTP/1.1 200 OK\r\n\r\n');
     await new Promise((resolve) => setTimeout(resolve, 20));
