@@ -1,83 +1,10 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { SandboxError } from '@berth/core';
-import { DEFAULT_NETWORK_POOL } from '@berth/core/driver';
 import type Dockerode from 'dockerode';
-import { isProcessIdentityGone, LABELS, MANAGED_BY, processIdentity } from '@berth/sandbox-runtime/driver';
-import { engineMessage, engineStatus, isConflict, isGone, mapDockerError } from './map-docker-error.js';
-
-/** The network option that names its bridge's interface (Docker's, which Podman's compatible API reads too). */
-const BRIDGE_NAME_OPTION = 'com.docker.network.bridge.name';
-
-/** Every sandbox network is a /29: its gateway, the sandbox, and nothing else. */
-const SUBNET_PREFIX = 29;
-/** Free subnets tried before giving up on a crowded pool. */
-const MAX_ATTEMPTS = 64;
-/** How old a network without its sandbox must be before it counts as an orphan. */
-const ORPHAN_AGE_MS = 10 * 60_000;
-
-/** An IPv4 CIDR as a 32-bit base address and a prefix length. */
-interface Cidr {
-  readonly base: number;
-  readonly prefix: number;
-}
-
-function parseCidr(text: string): Cidr | undefined {
-  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(text.trim());
-  if (!match) return undefined;
-  const octets = match.slice(1, 5).map(Number);
-  const prefix = Number(match[5]);
-  if (octets.some((octet) => octet > 255) || prefix > 32) return undefined;
-  const address = ((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0;
-  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-  return { base: (address & mask) >>> 0, prefix };
-}
-
-function formatAddress(address: number): string {
-  return [24, 16, 8, 0].map((shift) => (address >>> shift) & 255).join('.');
-}
-
-function overlaps(a: Cidr, b: Cidr): boolean {
-  const prefix = Math.min(a.prefix, b.prefix);
-  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
-  return (a.base & mask) >>> 0 === (b.base & mask) >>> 0;
-}
-
-/**
- * The routes of this host's network namespace that lie inside the pool: the bridges of another
- * engine (Docker and Podman on one host share the default pool) or of anything else. Neither
- * engine lists the other's networks, and Docker does not check a subnet it is given against the
- * host's routes, so a sandbox network on such a subnet would shadow one that exists. Read from
- * `/proc/net/route` (absent off Linux: nothing to add); a route wider than the pool (a default
- * route, a VPN's 10.0.0.0/8) is the operator's layout, not a taken subnet.
- */
-async function hostRoutesIn(pool: Cidr): Promise<Cidr[]> {
-  let table: string;
-  try {
-    table = await readFile('/proc/net/route', 'utf8');
-  } catch {
-    return [];
-  }
-  const routes: Cidr[] = [];
-  for (const line of table.split('\n').slice(1)) {
-    const fields = line.trim().split(/\s+/);
-    if (fields.length < 8) continue;
-    // Destination and mask are little-endian hexadecimal.
-    const destination = Buffer.from(fields[1]!, 'hex').readUInt32LE(0);
-    const mask = Buffer.from(fields[7]!, 'hex').readUInt32LE(0);
-    const prefix = mask.toString(2).replace(/0/g, '').length;
-    const route = { base: (destination & mask) >>> 0, prefix };
-    if (prefix >= pool.prefix && overlaps(route, pool)) routes.push(route);
-  }
-  return routes;
-}
-
-/** Whether the engine refused a network because its subnet is in use. */
-function isSubnetTaken(error: unknown): boolean {
-  const status = engineStatus(error);
-  const message = engineMessage(error);
-  return (status === 403 && /overlap/i.test(message)) || (status === 500 && /subnet .* is already used/i.test(message));
-}
+import { LABELS, MANAGED_BY } from '@berth/sandbox-runtime/driver';
+import { isGone, mapDockerError } from './map-docker-error.js';
+import { createSubnetNetworkMaker } from './network-subnets.js';
+import { orphanNetworkPruner } from './prune-orphan-networks.js';
 
 /** The per-sandbox networks of a Docker backend. */
 export interface SandboxNetworks {
@@ -136,122 +63,23 @@ export function createSandboxNetworks(options: {
 }): SandboxNetworks {
   const { endpoint } = options;
   const docker = (): Dockerode => (typeof options.docker === 'function' ? options.docker() : options.docker);
-  const pool = parseCidr(options.pool);
-  if (!pool || pool.prefix > SUBNET_PREFIX) {
-    throw new SandboxError(
-      'OPTIONS_INVALID',
-      `terminal.docker_network_pool ${JSON.stringify(options.pool)} is not an IPv4 range of /${SUBNET_PREFIX} or larger, e.g. ${DEFAULT_NETWORK_POOL}`,
-    );
-  }
-  const count = 2 ** (SUBNET_PREFIX - pool.prefix);
-  const maker = processIdentity();
-  const subnetAt = (index: number): Cidr => ({ base: (pool.base + index * 2 ** (32 - SUBNET_PREFIX)) >>> 0, prefix: SUBNET_PREFIX });
   const fail = (error: unknown, action: string): never => {
     throw mapDockerError(error, { engine: options.engine ?? 'docker', endpoint, action });
   };
-
-  const subnetsInUse = async (): Promise<Cidr[]> => {
-    let networks: Dockerode.NetworkInspectInfo[];
-    try {
-      networks = await docker().listNetworks();
-    } catch (error) {
-      return fail(error, 'list networks');
-    }
-    void pruneOrphans(networks);
-    const listed = networks.flatMap((network) =>
-      (network.IPAM?.Config ?? []).map((config) => parseCidr(config.Subnet ?? '')).filter((cidr): cidr is Cidr => cidr !== undefined),
-    );
-    return [...listed, ...(await hostRoutesIn(pool))];
-  };
-
-  // Orphans: Berth's networks whose sandbox is gone without Berth removing it (`docker rm -f`, a
-  // gateway killed between making the network and the container). Each holds a /29 of the pool
-  // and a bridge on the host, so they are removed in the background whenever a network is made.
-  // Only a network older than ORPHAN_AGE_MS, so that one another gateway process has just made
-  // for a container it is about to create is left alone; one removed by mistake is made again
-  // by the next prepare().
-  let pruning = false;
   // The ready spare's name, which pruning leaves alone however old it is.
   let spareName: string | undefined;
-  const pruneOrphans = async (networks: Dockerode.NetworkInspectInfo[]): Promise<void> => {
-    if (pruning) return;
-    pruning = true;
-    try {
-      // Old enough that no live process is about to use it, or made by a process that is gone
-      // (a killed gateway's spare: its maker can never take it).
-      const ours = networks.filter(
-        (network) =>
-          network.Labels?.[LABELS.managedBy] === MANAGED_BY &&
-          (Date.now() - Date.parse(network.Created) > ORPHAN_AGE_MS || isProcessIdentityGone(network.Labels[LABELS.maker] ?? '')),
-      );
-      if (ours.length === 0) return;
-      const referenced = new Set(
-        (await docker().listContainers({ all: true })).flatMap((container) => [
-          ...(container.Names ?? []).map((name) => name.replace(/^\//, '')),
-          ...(container.Labels?.[LABELS.network] ? [container.Labels[LABELS.network]] : []),
-        ]),
-      );
-      for (const network of ours) {
-        if (referenced.has(network.Name) || network.Name === spareName) continue;
-        // Refused when a container (one made by hand, say) still uses it: then it stays.
-        await docker()
-          .getNetwork(network.Id)
-          .remove()
-          .catch(() => undefined);
-      }
-    } catch {
-      // The next network made tries again.
-    } finally {
-      pruning = false;
-    }
-  };
-
-  const create = async (name: string): Promise<void> => {
-    const used = await subnetsInUse();
-    const start = Number.parseInt(createHash('sha256').update(name).digest('hex').slice(0, 8), 16) % count;
-    let attempts = 0;
-    for (let step = 0; step < count && attempts < MAX_ATTEMPTS; step++) {
-      const subnet = subnetAt((start + step) % count);
-      if (used.some((cidr) => overlaps(cidr, subnet))) continue;
-      attempts++;
-      try {
-        await docker().createNetwork({
-          Name: name,
-          Driver: 'bridge',
-          CheckDuplicate: true,
-          IPAM: { Driver: 'default', Config: [{ Subnet: `${formatAddress(subnet.base)}/${SUBNET_PREFIX}` }] },
-          Options: {
-            'com.docker.network.bridge.enable_icc': 'false',
-            ...(options.bridgeName ? { [BRIDGE_NAME_OPTION]: options.bridgeName(name) } : {}),
-            ...options.driverOptions,
-          },
-          Labels: {
-            ...options.labels,
-            [LABELS.managedBy]: MANAGED_BY,
-            [LABELS.maker]: maker,
-            ...(options.bridgeName ? { [LABELS.bridge]: options.bridgeName(name) } : {}),
-          },
-        });
-        return;
-      } catch (error) {
-        // 409: another process made this sandbox's network at the same moment.
-        if (isConflict(error)) return;
-        // The subnet was taken since the list, or is used where the list cannot see it (Docker's
-        // 403 "Pool overlaps"; Podman's 500 "subnet … is already used on the host", which also
-        // counts the routes of another engine's bridges on the same host): try the next one.
-        if (isSubnetTaken(error)) {
-          used.push(subnet);
-          continue;
-        }
-        fail(error, `create network ${name}`);
-      }
-    }
-    throw new SandboxError(
-      'NETWORK_POOL_FULL',
-      `no free /${SUBNET_PREFIX} is left in terminal.docker_network_pool ${options.pool} (room for ${count} sandboxes); ` +
-        'give a larger pool, or remove unused sandboxes with berth rm',
-    );
-  };
+  // Orphaned networks go in the background whenever the networks are listed (prune-orphan-networks.ts).
+  const pruneOrphans = orphanNetworkPruner(docker, (name) => name === spareName);
+  // A network on a free /29 of the pool (network-subnets.ts); the pool is checked here, at once.
+  const create = createSubnetNetworkMaker({
+    docker,
+    pool: options.pool,
+    labels: options.labels,
+    bridgeName: options.bridgeName,
+    driverOptions: options.driverOptions,
+    fail,
+    onListed: (networks) => void pruneOrphans(networks),
+  });
 
   const prepare = async (name: string): Promise<void> => {
     try {

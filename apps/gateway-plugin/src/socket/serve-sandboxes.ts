@@ -3,16 +3,10 @@ import net from 'node:net';
 import path from 'node:path';
 import { isBerthError, type HostLogger, type SandboxRequest, type SessionContext } from '@berth/core';
 import type { Berth } from '../create-berth.js';
-import { getSandboxFile, putHostFile } from '../files/host-files.js';
 import { parseSandboxSocketLine, SandboxSocketRequestError } from './parse-sandbox-socket-request.js';
-import {
-  encodeFramedResult,
-  MAX_SANDBOX_SOCKET_REQUEST_BYTES,
-  SANDBOX_SOCKET_PROTOCOL_VERSION,
-  type SandboxSocketAnyRequest,
-  type SandboxSocketErrorResponse,
-  type SandboxSocketResponse,
-} from './protocol.js';
+import { MAX_SANDBOX_SOCKET_REQUEST_BYTES, type SandboxSocketAnyRequest, type SandboxSocketErrorResponse } from './protocol.js';
+import { createPendingConnections } from './pending-connections.js';
+import { answer, errorResponse, runSocketRequest } from './run-socket-request.js';
 import { createServeAdmission } from './serve-admission.js';
 import { listen, oneLine, prepareSocketPath } from './socket-path.js';
 
@@ -74,12 +68,6 @@ function sessionOf(request: SandboxSocketAnyRequest): SessionContext | undefined
   return Object.keys(session).length > 0 ? session : undefined;
 }
 
-function errorResponse(error: unknown): SandboxSocketErrorResponse {
-  const code = isBerthError(error) ? error.code : 'INTERNAL';
-  const message = isBerthError(error) ? error.message : `unexpected error: ${error instanceof Error ? error.message : String(error)}`;
-  return { v: SANDBOX_SOCKET_PROTOCOL_VERSION, error: { code, message: oneLine(message) } };
-}
-
 /**
  * Serves `berth.execute()` on a Unix socket, one JSON request line per connection answered by
  * one JSON line, or by a framed result when the request asks (see `protocol.ts`), so that a process the host spawns reaches the gateway's
@@ -95,78 +83,32 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
   const maxQueued = options.maxQueued ?? 1024;
   const maxPending = options.maxPendingConnections ?? 1024;
   const pendingGrace = options.pendingGraceMs ?? 1000;
-  // Connections still sending their request, oldest first (a Map keeps insertion order).
-  const pending = new Map<net.Socket, { timer: NodeJS.Timeout; since: number }>();
+  const pending = createPendingConnections({
+    maxPending,
+    pendingGraceMs: pendingGrace,
+    readTimeoutMs: readTimeout,
+    pushOut: (connection, error) => answer(connection, errorResponse(error)),
+  });
   const bound = await prepareSocketPath(socket);
 
   const connections = new Set<net.Socket>();
   const inFlight = new Set<Promise<void>>();
 
-  const answer = (connection: net.Socket, response: SandboxSocketResponse, framed = false): void => {
-    if (connection.destroyed) return;
-    // Closed once written: the request line's bytes after a refusal are not read.
-    const bytes = framed && 'exitCode' in response ? encodeFramedResult(response) : `${JSON.stringify(response)}\n`;
-    connection.end(bytes, () => connection.destroy());
-  };
-
   const { admit, release } = createServeAdmission({ maxInFlight, maxQueuedPerScope, maxQueued });
-
-  const run = async (connection: net.Socket, request: SandboxSocketAnyRequest, sandboxRequest: SandboxRequest): Promise<void> => {
-    let response: SandboxSocketResponse;
-    // A client that leaves (its host gave up, an operator pressed Ctrl-C) stops what it asked
-    // for: its command is killed as at its timeout, a file's reading ends; nothing runs for no one.
-    const left = new AbortController();
-    connection.once('close', () => left.abort());
-    if (request.stopOnLeave) connection.once('end', () => left.abort());
-    try {
-      if (request.op === 'put-file' || request.op === 'get-file') {
-        const moved =
-          request.op === 'put-file'
-            ? await putHostFile(berth, sandboxRequest, request.source, request.path)
-            : await getSandboxFile(berth, sandboxRequest, request.path, request.target, { signal: left.signal });
-        answer(connection, { v: SANDBOX_SOCKET_PROTOCOL_VERSION, ...moved, scope: sandboxRequest.scope.key });
-        return;
-      }
-      const result = await berth.executeRequest(sandboxRequest, request.command, {
-        ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
-        ...(request.timeout !== undefined ? { timeout: request.timeout } : {}),
-        ...(request.stdin !== undefined ? { stdin: request.stdin } : {}),
-        signal: left.signal,
-      });
-      response = {
-        v: SANDBOX_SOCKET_PROTOCOL_VERSION,
-        exitCode: result.exitCode,
-        stdout: result.stdout,
-        stderr: result.stderr,
-        timedOut: result.timedOut,
-        truncated: result.truncated,
-        durationMs: result.durationMs,
-        scope: sandboxRequest.scope.key,
-      };
-    } catch (error) {
-      response = refusal(error);
-    }
-    answer(connection, response, request.op !== 'put-file' && request.op !== 'get-file' && request.reply === 'framed');
-  };
 
   const refusal = (error: unknown): SandboxSocketErrorResponse => {
     const response = errorResponse(error);
     if (!isBerthError(error)) logger?.error(`berth serve: ${response.error.message}`);
     return response;
   };
-
   // Half-open: a client may end its side after the request and still read the answer.
-  const unpend = (connection: net.Socket): void => {
-    clearTimeout(pending.get(connection)?.timer);
-    pending.delete(connection);
-  };
   const server = net.createServer({ allowHalfOpen: true }, (connection) => {
     connections.add(connection);
     connection.once('close', () => {
       connections.delete(connection);
-      unpend(connection);
+      pending.remove(connection);
     });
-    // A client that vanished is not the server's problem (its command is stopped, see run).
+    // A client that vanished is not the server's problem (its command is stopped: runSocketRequest).
     connection.on('error', () => {});
     const chunks: Buffer[] = [];
     let size = 0;
@@ -174,12 +116,12 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
     const refuse = (error: SandboxSocketRequestError): void => {
       if (received) return;
       received = true;
-      unpend(connection);
+      pending.remove(connection);
       answer(connection, errorResponse(error));
     };
     const take = (line: string): void => {
       received = true;
-      unpend(connection);
+      pending.remove(connection);
       connection.pause();
       // Whose sandbox it is, decided (and checked) before it takes a place in any queue.
       let request: SandboxSocketAnyRequest;
@@ -202,47 +144,19 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
         answer(connection, errorResponse(busy));
         return;
       }
-      const task = run(connection, request, sandboxRequest).finally(() => {
+      const task = runSocketRequest(berth, connection, request, sandboxRequest, refusal).finally(() => {
         release(scopeKey);
         inFlight.delete(task);
       });
       inFlight.add(task);
     };
-    // Room for the newcomer: the connection that has waited longest without a request goes, once
-    // it has had its grace; a burst of newcomers never pushes out one another.
-    if (pending.size >= maxPending) {
-      const [oldest] = pending.entries();
-      if (oldest && Date.now() - oldest[1].since >= pendingGrace) {
-        unpend(oldest[0]);
-        const pushedOut = new SandboxSocketRequestError(
-          'REQUEST_TIMEOUT',
-          `no whole request line while ${maxPending} other connections waited; send the request at once after connecting`,
-        );
-        answer(oldest[0], errorResponse(pushedOut));
-      } else {
-        received = true;
-        answer(
-          connection,
-          errorResponse(new SandboxSocketRequestError('SERVER_BUSY', `${maxPending} connections are sending requests at this moment; retry in a moment`)),
-        );
-        return;
-      }
+    // Its deadline starts now; no room among the connections still sending (pending-connections.ts): refused.
+    const full = pending.add(connection, refuse);
+    if (full) {
+      received = true;
+      answer(connection, errorResponse(full));
+      return;
     }
-    // A deadline for the whole request from the moment of connecting: a byte every few
-    // seconds does not keep a connection open.
-    pending.set(connection, {
-      since: Date.now(),
-      timer: setTimeout(
-        () =>
-          refuse(
-            new SandboxSocketRequestError(
-              'REQUEST_TIMEOUT',
-              `no whole request line within ${readTimeout / 1000} s of connecting; send one JSON object ending in a newline`,
-            ),
-          ),
-        readTimeout,
-      ),
-    });
     connection.on('data', (chunk: Buffer) => {
       if (received) return;
       const newline = chunk.indexOf(0x0a);
@@ -293,7 +207,6 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
           await Promise.race([Promise.allSettled([...inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, grace)))]);
           clearTimeout(timer);
         }
-        for (const { timer } of pending.values()) clearTimeout(timer);
         pending.clear();
         for (const connection of connections) connection.destroy();
         await stopped;

@@ -7,17 +7,16 @@ import { type EgressDomain, egressDomainMatches } from '@berth/core/driver';
 import { ByteReader } from './byte-reader.js';
 import { guardedLookupOf } from './address-policy.js';
 import type { CertificateAuthority } from './certificate-authority.js';
-import { readClientHello } from './client-hello.js';
+import { serveConnect, type TunnelContext } from './connect-tunnel.js';
 import { answer } from './forward-exchange.js';
-import { canonicalHost } from './host-patterns.js';
 import { HeadError, MAX_HEAD_BYTES, parseRequestHead } from './http-head.js';
 import { MaskForms } from './mask-forms.js';
 import { type ForwardedRequest, type SessionContext, serveMessages } from './message-session.js';
-import { parseAuthority } from './parse-authority.js';
-import { anyApprovedFor, type PlaceholderTable } from './placeholders.js';
+import type { PlaceholderTable } from './placeholders.js';
+import { createProxyConnections } from './proxy-connections.js';
 import { createRefusalLog } from './refusal-log.js';
 import { createTlsTerminator } from './tls-terminator.js';
-import { UpstreamPool, type UpstreamLease } from './upstream-pool.js';
+import { UpstreamPool } from './upstream-pool.js';
 
 /**
  * The egress proxy (docs/brokered-secrets.md): sandboxes' HTTP and HTTPS leave through it. It
@@ -109,9 +108,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
   const pool = new UpstreamPool({ perSandbox: options.perClientUpstream ?? 16, total: options.totalUpstream ?? 512, idleMs: UPSTREAM_LINGER_MS });
   const terminator = createTlsTerminator({ headersTimeoutMs, refusals });
   const masks = new WeakMap<ProxyClient, MaskForms>();
-  const open = new Map<string, number>();
-  let openTotal = 0;
-  const sockets = new Set<net.Socket>();
+  // How many connections each sandbox holds, and the caps (proxy-connections.ts).
+  const connections = createProxyConnections({ perClient, total, lingerMs: UPSTREAM_LINGER_MS, refusals, pool });
 
   /** A connection upstream, TLS verified against the host's store when `secure`. */
   const connectUpstream = (host: string, port: number, secure: boolean): Promise<Duplex> =>
@@ -161,90 +159,8 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     };
   };
 
-  /** An upstream connection for a tunnel passed through: the sandbox's for the tunnel's life; undefined (answered 502) when unreachable. */
-  const tunnelUpstream = async (client: ProxyClient, socket: net.Socket, host: string, port: number) => {
-    const lease = await pool
-      .acquire(client.sandbox, `tunnel ${Math.random()}`, () => connectUpstream(host, port, false))
-      .catch(async (error: Error) => {
-        refusals.warn(`unreachable ${client.sandbox} ${host}`, `berth: egress proxy: ${client.sandbox}'s tunnel to ${host}:${port} failed: ${error.message}`);
-        await answer(socket, 502, `could not reach ${host}: ${error.message}`);
-        socket.end();
-        return undefined;
-      });
-    if (lease && socket.destroyed) lease.release(false);
-    return lease && !socket.destroyed ? lease : undefined;
-  };
-
-  /**
-   * Passes a tunnel through as it is: the upstream's bytes at once (SSH speaks first), the
-   * sandbox's once, in allow-list mode, a TLS ClientHello among them names `checkName` (a listed
-   * name cannot carry an unlisted one in its SNI).
-   */
-  const passThrough = async (client: ProxyClient, socket: net.Socket, reader: ByteReader, lease: UpstreamLease, checkName?: string): Promise<void> => {
-    const upstream = lease.socket;
-    const early = lease.reader.detach();
-    if (early.length > 0) socket.write(early);
-    upstream.pipe(socket);
-    upstream.resume();
-    socket.once('close', () => lease.release(false));
-    upstream.once('close', () => socket.destroy());
-    let hello: Awaited<ReturnType<typeof readClientHello>> | undefined;
-    if (checkName !== undefined && (await reader.peekByte(idleTimeoutMs, 'the first bytes of the tunnel').catch(() => undefined)) === 0x16) {
-      hello = await readClientHello(reader, { wholeMs: headersTimeoutMs }).catch(() => undefined);
-      if (!hello || hello.malformed || (hello.name !== undefined && canonicalHost(hello.name) !== checkName)) {
-        const named = hello?.malformed ? 'nothing readable' : (hello?.name?.slice(0, 253) ?? 'nothing');
-        refusals.warn(
-          `sni ${client.sandbox} ${checkName}`,
-          `berth: egress proxy: ${client.sandbox} connected for ${checkName} but named ${named} in TLS; refused`,
-        );
-        socket.destroy();
-        return;
-      }
-    }
-    const first = Buffer.concat([hello?.bytes ?? Buffer.alloc(0), reader.detach()]);
-    if (first.length > 0) upstream.write(first);
-    socket.pipe(upstream);
-    socket.resume();
-  };
-
-  const connect = async (client: ProxyClient, socket: net.Socket, reader: ByteReader, target: string): Promise<void> => {
-    const authority = parseAuthority(target, 443);
-    if (!authority) {
-      await answer(socket, 400, 'CONNECT names no host and port');
-      socket.end();
-      return;
-    }
-    const { host, port } = authority;
-    const why = refuseLogged(client, host, port);
-    if (why) {
-      await answer(socket, 403, why);
-      socket.end();
-      return;
-    }
-    const named = net.isIP(host) === 0;
-    if (!(named && anyApprovedFor(client.placeholders, host, port))) {
-      // Not opened: its upstream first (unreachable, the sandbox is told so), then bytes both ways.
-      const lease = await tunnelUpstream(client, socket, host, port);
-      if (!lease) return;
-      socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-      await passThrough(client, socket, reader, lease, client.allow && named ? host : undefined);
-      return;
-    }
-    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    const firstByte = await reader.peekByte(headersTimeoutMs, 'the first bytes of the tunnel').catch(() => undefined);
-    if (firstByte === undefined) {
-      socket.destroy();
-      return;
-    }
-    if (firstByte === 0x16) {
-      const secure = await terminator.terminate(socket, reader.detach(), { sandbox: client.sandbox, host, ca: client.ca ?? options.ca });
-      if (secure) await serveMessages(contextOf(client), { socket: secure, reader: new ByteReader(secure) }, { host, port });
-      return;
-    }
-    // Not TLS (a protocol of the operator's on a port named for a variable): passed through, nothing substituted.
-    const lease = await tunnelUpstream(client, socket, host, port);
-    if (lease) await passThrough(client, socket, reader, lease);
-  };
+  // CONNECT: refused, passed through, or its TLS ended and its requests served (connect-tunnel.ts).
+  const tunnels: TunnelContext = { ca: options.ca, refusals, pool, terminator, headersTimeoutMs, idleTimeoutMs, connectUpstream, refuseLogged, contextOf };
 
   const accept = (socket: net.Socket): void => {
     socket.on('error', () => socket.destroy());
@@ -257,30 +173,11 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
       socket.destroy();
       return;
     }
-    const count = open.get(client.sandbox) ?? 0;
-    if (count >= perClient || openTotal >= total) {
-      refusals.warn(
-        `full ${client.sandbox}`,
-        `berth: egress proxy: ${client.sandbox} holds ${count} connections (at most ${perClient}); more are dropped until some close`,
-      );
+    if (!connections.admit(client, socket)) {
       socket.destroy();
       return;
     }
-    open.set(client.sandbox, count + 1);
-    openTotal += 1;
-    sockets.add(socket);
     socket.setTimeout(idleTimeoutMs, () => socket.destroy());
-    socket.once('close', () => {
-      sockets.delete(socket);
-      openTotal -= 1;
-      const left = (open.get(client.sandbox) ?? 1) - 1;
-      if (left > 0) open.set(client.sandbox, left);
-      else {
-        // Its last connection closed: its kept-alive upstream connections stay a while for its next one (a CLI tool makes one request per run), then go.
-        open.delete(client.sandbox);
-        setTimeout(() => open.has(client.sandbox) || pool.closeIdle(client.sandbox), UPSTREAM_LINGER_MS).unref();
-      }
-    });
     void (async () => {
       const reader = new ByteReader(socket);
       const bytes = await reader.readDelimited('\r\n\r\n', MAX_HEAD_BYTES, {
@@ -299,7 +196,7 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
         await answer(socket, 400, error.message);
         return void socket.end();
       }
-      if (method === 'CONNECT') await connect(client, socket, reader, target);
+      if (method === 'CONNECT') await serveConnect(tunnels, client, socket, reader, target);
       else await serveMessages(contextOf(client), { socket, reader }, undefined, bytes);
     })().catch(() => socket.destroy());
   };
@@ -339,12 +236,12 @@ export function createEgressProxy(options: EgressProxyOptions): EgressProxy {
     listening: () => [...listeners.keys()],
     close: async () => {
       pool.close();
-      for (const socket of sockets) socket.destroy();
+      connections.destroyAll();
       const servers = await Promise.all([...listeners.values()].map((listener) => listener.catch(() => undefined)));
       listeners.clear();
       await Promise.all(servers.map((server) => new Promise<void>((done) => (server ? server.close(() => done()) : done()))));
     },
-    connections: () => new Map(open),
+    connections: () => connections.counts(),
     upstreamConnections: () => pool.counts(),
   };
 }
