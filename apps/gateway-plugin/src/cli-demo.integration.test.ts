@@ -20,6 +20,11 @@ describe('berth demo', () => {
     expect(run.stdout).not.toMatch(/\u001b\[/);
     const after = readdirSync(os.tmpdir()).filter((name) => name.startsWith('berth-demo-') && !before.has(name));
     expect(after).toEqual([]);
+    // Behind, on the engine and on the disk: the folder the demo says it removed, and its containers.
+    const sandboxDir = /removed the demo's containers and (\S+)\n/.exec(run.stdout)?.[1];
+    expect(sandboxDir, run.stdout).toBeDefined();
+    expect(existsSync(sandboxDir!)).toBe(false);
+    expect(await containersUnder(sandboxDir!)).toEqual([]);
   });
 
   it('--json reports every attempt', async () => {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '@berth/core';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
@@ -20,7 +20,7 @@ afterAll(async () => {
   rmSync(home, { recursive: true, force: true });
 });
 
-function cli(args: readonly string[], config: string): Promise<{ status: number; stdout: string; stderr: string }> {
+function cli(args: readonly string[], config: string): Promise<{ status: number; stdout: string; stderr: string; folder: string }> {
   const folder = path.join(home, `hermes-${Math.random().toString(36).slice(2)}`);
   mkdirSync(folder, { recursive: true });
   writeFileSync(path.join(folder, 'config.yaml'), config);
@@ -29,7 +29,7 @@ function cli(args: readonly string[], config: string): Promise<{ status: number;
       process.execPath,
       [CLI, ...args],
       { env: { PATH: process.env.PATH ?? '', HOME: folder, HERMES_HOME: folder, TERMINAL_SANDBOX_DIR: path.join(folder, 'sandboxes') }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+      (error, stdout, stderr) => resolve({ status: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr, folder }),
     );
   });
 }
@@ -66,6 +66,8 @@ describe('identities an operator types are canonical or refused', () => {
     expect(run.stderr).toMatch(
       /--platform whatsapp --user 2025550123 is not written the way Berth writes that identity: it would be read as --platform whatsapp --user \+2025550123/,
     );
+    // Made nothing: the Hermes home (also the sandbox folder's parent) holds only its config.
+    expect(readdirSync(run.folder)).toEqual(['config.yaml']);
   });
 });
 

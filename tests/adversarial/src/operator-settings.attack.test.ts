@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -140,6 +140,8 @@ describe('settings that undo the isolation, and capacity', () => {
     expect(message).toMatch(/terminal\.docker_max_sandboxes \(2\)/);
     expect(await gateway.containerOf(third)).toBeUndefined();
     expect((await gateway.containers()).length).toBe(2);
+    // Nothing on the host either: no folder of theirs (workspace, home, disk).
+    expect(existsSync(gateway.folderOf(third).folder)).toBe(false);
     // Existing users are untouched.
     expect((await gateway.run(first, 'echo still')).output).toBe('still\n');
   });

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -140,10 +140,13 @@ describe('berth serve and berth exec --socket', () => {
   });
 
   it('exits 125 with one line for a bad id, creating nothing', async () => {
+    const scopes = () => (existsSync(path.join(sandboxes, 'docker')) ? readdirSync(path.join(sandboxes, 'docker')).sort() : []);
+    const before = scopes();
     const run = await berth(['exec', '--socket', socket, '--platform', 'telegram', '--user', '../etc', '--', 'true']);
     expect(run.status).toBe(125);
     expect(run.stderr).toMatch(/^berth: telegram sender "\.\.\/etc" is not a user id/);
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(scopes()).toEqual(before);
   });
 
   it('exits 125 naming the socket and how to start the server when none is there', async () => {
