@@ -74,15 +74,8 @@ export function reusedDescriptions(
   };
   return (options) => {
     const full = options?.runtimeVersions !== false;
-    const answer = full
-      ? fresh(kept.full)
-        ? kept.full.answer
-        : ask('full')
-      : fresh(kept.full)
-        ? kept.full.answer
-        : fresh(kept.brief)
-          ? kept.brief.answer
-          : ask('brief');
+    const reused = fresh(kept.full) ? kept.full : !full && fresh(kept.brief) ? kept.brief : undefined;
+    const answer = reused?.answer ?? ask(full ? 'full' : 'brief');
     return answer.then((description) => ({
       ...description,
       warnings: [...description.warnings],

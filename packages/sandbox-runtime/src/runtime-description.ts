@@ -64,7 +64,7 @@ export function createRuntimeDescriptions(options: {
       const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
       const notEnforced = [options.disksUnenforced, await options.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
       const description = backendDescription({ driver: driverDescription, settings, shared, notEnforced, egress: await options.egressStatus() });
-      return image === undefined || !present ? description : { ...description, image: { name: image, present: await present } };
+      return image === undefined || present === undefined ? description : { ...description, image: { name: image, present: await present } };
     },
   };
 }
