@@ -7,7 +7,7 @@ import { createContainerEnds, type ContainerEnds } from './container-ends.js';
 import { containerLifecycle } from './container-lifecycle.js';
 import { createEngineCalls } from './engine-calls.js';
 import type { SandboxNetworks } from './sandbox-networks.js';
-import { ownNetworkOf, stateOf, withoutSlash } from './container-record.js';
+import { ownNetworkOf, readTopListing, stateOf, withoutSlash } from './container-record.js';
 import { describeEngine, reusedDescriptions } from './describe-engine.js';
 import type { EngineReads } from './engine-reads.js';
 
@@ -172,12 +172,8 @@ export function createDockerApiDriver(options: DockerApiDriverOptions): SandboxD
         const runtime = runtimeOf ? await runtimeOf(id) : (await reads.inspectContainer(id)).HostConfig.Runtime;
         const versions = runtime ? (await describe().catch(() => undefined))?.runtimeVersions : undefined;
         if (runtime && /^runsc\b/.test(versions?.[runtime] ?? '')) return { engineProcess: ENGINE_PROCESS };
-        const top = (await docker.getContainer(id).top({ ps_args: '-o pid,args' })) as { Titles?: string[]; Processes?: string[][] };
-        const column = Math.max(
-          0,
-          (top.Titles ?? []).findIndex((title) => /^(CMD|COMMAND|ARGS)$/i.test(title)),
-        );
-        return { commands: (top.Processes ?? []).map((row) => row[column] ?? row[row.length - 1] ?? ''), engineProcess: ENGINE_PROCESS };
+        const top = (await docker.getContainer(id).top({ ps_args: '-o pid,ppid,pgid,args' })) as { Titles?: string[]; Processes?: string[][] };
+        return { ...readTopListing(top), engineProcess: ENGINE_PROCESS };
       }),
 
     openChannel: (id, command, channelOptions) =>

@@ -225,6 +225,17 @@ describe('recovery', () => {
     await writeFile(path.join(request.paths.workspace, 'stop'), '');
     expect((await running).stdout).toBe('stopped\n');
     expect(await backend.isBusy(id)).toBe(false);
+    // Jobs left in the background that look like the sandbox's own processes: a forked shell
+    // sleeping as the launcher does, and a loop of builtins in a forked shell.
+    await backend.doExec(request, { command: '(sleep 3600; echo late) > /dev/null 2>&1 &' });
+    expect(await backend.isBusy(id), 'a (sleep 3600; …) & job').toBe(true);
+    // The job's sleep ends (and the launcher starts its own again).
+    await engineExec(harness.docker, id, 'kill $(pidof sleep) 2>/dev/null; true');
+    await vi.waitFor(async () => expect(await backend.isBusy(id)).toBe(false), { timeout: 30_000, interval: 250 });
+    await backend.doExec(request, { command: '(while [ ! -f /workspace/stop-loop ]; do :; done) > /dev/null 2>&1 &' });
+    expect(await backend.isBusy(id), 'a background loop of builtins').toBe(true);
+    await writeFile(path.join(request.paths.workspace, 'stop-loop'), '');
+    await vi.waitFor(async () => expect(await backend.isBusy(id)).toBe(false), { timeout: 30_000, interval: 250 });
     await backend.close();
   });
 });

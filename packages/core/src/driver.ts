@@ -27,6 +27,13 @@ export interface ExecChannel {
 /** Starts a process inside a sandbox and returns its channel. */
 export type OpenExecChannel = (command: readonly string[], options?: { workingDir?: string }) => Promise<ExecChannel>;
 
+/** A process's id, its parent's and its process group's (the engine's or the sandbox's numbering, one for all three). */
+export interface ProcessIds {
+  readonly pid: number;
+  readonly ppid: number;
+  readonly pgid: number;
+}
+
 /**
  * The processes of a running sandbox as its driver lists them, for the runtime's one decision of
  * whether the sandbox is busy (the driver decides nothing: which processes are idle is the
@@ -40,6 +47,13 @@ export interface DriverProcessList {
    * then lists them from inside, through `openChannel`.
    */
   readonly commands?: readonly string[];
+  /**
+   * Each process's id, its parent's and its process group's, in the order of `commands` (ids as
+   * the engine lists them; a parent that is no process of the sandbox, such as the engine's shim,
+   * is any number not among the ids). Optional: with it the runtime tells a user's forked shell or
+   * sleep from the sandbox's own (a `(sleep 3600; …) &` job is work); without it, by command lines.
+   */
+  readonly ids?: readonly ProcessIds[];
   /** The engine's own processes in a sandbox, which are never the user's work (an init it runs the main process under, a pod's pause). */
   readonly engineProcess?: RegExp;
 }
@@ -275,7 +289,7 @@ export function assertSandboxDriver(driver: unknown): asserts driver is SandboxD
 }
 
 // What drivers and the runtime use besides the contract: `@berth/core/driver` only.
-export { CHANNELS_FOLDER, disksFolderOf, EGRESS_FOLDER, LAST_USED_FILE } from './host-layout.js';
+export { BOUND_HOLDERS_FOLDER, CHANNELS_FOLDER, disksFolderOf, EGRESS_FOLDER, LAST_USED_FILE } from './host-layout.js';
 export { hasInstallationKey, loadInstallationKey, readInstallationKey, sandboxName } from './sandbox-name.js';
 export { cidrWithin, isHostNameEntry, LINK_LOCAL_RANGE, splitEgressEntry } from './egress-exception.js';
 export {

@@ -91,6 +91,7 @@ describe('the entry points of @berth/core', () => {
     const values = Object.keys(driver).sort();
     expect(values).toEqual(
       [
+        'BOUND_HOLDERS_FOLDER',
         'CHANNELS_FOLDER',
         'CREDENTIAL_HEADERS',
         'DEFAULT_NETWORK_POOL',

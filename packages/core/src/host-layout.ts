@@ -12,6 +12,7 @@ import { ConfigError } from './errors.js';
 //         .berth-locks/{folder}.lock                   LOCKS_FOLDER
 //         .berth-purge/{folder}                        PURGE_FOLDER
 //         .berth-egress/ca.key, ca.pem, ca-bundle.pem  EGRESS_FOLDER (the egress proxy's CA)
+//         .berth-bound-holders/{process}               BOUND_HOLDERS_FOLDER
 //         {folder}/workspace, home                     resolveSandboxPaths() (sandbox-paths.ts)
 //         {folder}/.berth-channels/                    CHANNELS_FOLDER
 //         {folder}/.berth-last-used                    LAST_USED_FILE
@@ -36,6 +37,12 @@ export const LOCKS_FOLDER = '.berth-locks';
 
 /** The folder of purges in progress in the sandbox root; `{root}/.berth-purge/{folder}` is a scope's tombstone. */
 export const PURGE_FOLDER = '.berth-purge';
+
+/**
+ * The processes that use the installation's shared bound, one empty file each named by its
+ * process identity, in the sandbox root: the last one out may remove the bound.
+ */
+export const BOUND_HOLDERS_FOLDER = '.berth-bound-holders';
 
 /**
  * The egress proxy's folder in the sandbox root (docs/brokered-secrets.md): the installation's

@@ -138,6 +138,8 @@ export const terminalConfigSchema = z
     // auto: 90 % of the engine host's memory, and half its pid_max.
     docker_total_memory: z.union([z.literal('auto'), megabytes]).default('auto'),
     docker_total_pids: z.union([z.literal('auto'), z.number().int().min(64).max(4_194_304)]).default('auto'),
+    // The least memory a running sandbox's fair share of the bound is (docs/backend-docker.md#fair-share).
+    docker_share_floor: megabytes.default(256),
     docker_max_sandboxes: z.number().int().min(0).default(256),
     docker_remove_after_seconds: z.number().int().min(0).max(315_360_000).default(604_800),
     docker_pids_limit: z.number().int().min(16).max(1_000_000).default(512),

@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runtime.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { LABELS, MANAGED_BY } from './sandbox-spec.js';
-import { createFakeDriver, type FakeDriver } from './testing/fake-driver.js';
+import { createFakeDriver, fakeId, type FakeDriver } from './testing/fake-driver.js';
 import { hostProcessesWith } from './testing/host-processes.js';
 
 // The runtime's policies against an in-memory engine whose execs are real host shells: fast
@@ -528,7 +528,7 @@ describe('the sandbox runtime', () => {
     const { logs, logger } = warnings();
     const runtime = runtimeOver(driver, config, { shellReadyTimeoutMs: 500, logger });
     // The fake engine's first sandbox.
-    driver.stalled.add('fake-1');
+    driver.stalled.add(fakeId(1));
     expect((await runtime.doExec(request('60'), { command: 'echo by-exec' })).stdout).toBe('by-exec\n');
     expect(driver.calls.filter((call) => call.startsWith('stop '))).toEqual([]);
     expect(logs.join('\n')).toMatch(/cannot hold a session .*running one exec per command/);

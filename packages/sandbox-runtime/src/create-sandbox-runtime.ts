@@ -15,7 +15,9 @@ import { enqueue, type SandboxEntry } from './lifecycle/sandbox-entry.js';
 import { createSandboxLifecycle } from './lifecycle/sandbox-lifecycle.js';
 import type { SandboxRuntimeOptions } from './sandbox-runtime-options.js';
 import { createShellSessions, dropShells } from './shell/shell-sessions.js';
-import { releaseSharedBound } from './lifecycle/shared-bound.js';
+import { createBoundKeeper } from './lifecycle/bound-keeper.js';
+import { SHARE_FLOOR_PIDS } from './lifecycle/fair-share.js';
+import { LABELS, MANAGED_BY } from './sandbox-spec.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
@@ -79,10 +81,41 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   let closed = false;
   let removed = false; // a sandbox, by this process: close() then looks whether the egress table may go
 
-  const lifecycle = createSandboxLifecycle(context);
+  // The bound is the installation's (bound-keeper.ts): checked, and its fair-share guard running,
+  // before each start; a sandbox the guard chooses stops at once, under its running command.
+  const keeper = createBoundKeeper({
+    bound: () => descriptions.bound.get(),
+    remake: () => descriptions.remakeBound(),
+    sandboxRoot: context.sandboxRoot,
+    floors: { memoryBytes: settings.docker_share_floor * 2 ** 20, pids: Math.min(SHARE_FLOOR_PIDS, settings.docker_pids_limit) },
+    sandboxPids: settings.docker_pids_limit,
+    reclaim: async (id, why) => {
+      const found = await driver.inspect(id).catch(() => undefined);
+      if (found?.labels[LABELS.managedBy] !== MANAGED_BY) return false;
+      const entry = [...context.entries.values()].find((candidate) => candidate.containerId === found.id);
+      if (entry) {
+        entry.reclaimed = why;
+        dropShells(entry);
+        entry.running = false;
+      }
+      await driver.stop(found.id, 1).catch((error: unknown) => options.logger?.warn(`berth: could not stop ${found.name}: ${(error as Error).message}`));
+      if (entry) await broker.detach(entry);
+      return true;
+    },
+    logger: options.logger,
+    ...(options.guardIntervalMs !== undefined ? { guardIntervalMs: options.guardIntervalMs } : {}),
+  });
+  // The capacity policy runs before each start, and only then (sandbox-lifecycle.ts); it is built
+  // below, over the lifecycle's stop, and asked only once a command runs.
+  const lifecycle = createSandboxLifecycle(context, {
+    beforeStart: async (entry) => {
+      await keeper.beforeStart();
+      await policies.enforceMaxRunning(entry);
+    },
+    afterStart: () => keeper.afterStart(),
+  });
   const inventory = createInventory(context, lifecycle);
-  // Stopping a sandbox ends its shells (dropShells needs only the entry), and the capacity policy
-  // runs after each acquire of the shells: built in that order, nothing is bound late.
+  // Stopping a sandbox ends its shells (dropShells needs only the entry).
   const stopEntry = async (entry: SandboxEntry): Promise<void> => {
     await lifecycle.stop(entry, () => dropShells(entry));
     await broker.detach(entry);
@@ -98,7 +131,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     settled,
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });
-  const shells = createShellSessions(context, lifecycle, policies.enforceMaxRunning);
+  const shells = createShellSessions(context, lifecycle);
   /** Whether the installation has a sandbox on the engine (its egress table stays while it has). */
   const hasSandboxes = async (): Promise<boolean> => (await lifecycle.find()).length > 0;
   const runCommand = createCommandRunner(context, shells);
@@ -176,8 +209,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       policies.close();
       for (const entry of context.entries.values()) shells.drop(entry);
       await broker.close();
-      // The bound's cgroups go only when no sandbox is left in them (a running one keeps them).
-      await descriptions.bound.made()?.then(releaseSharedBound, () => undefined);
+      // The last process of the installation out gives the bound back, and removes it when empty.
+      await keeper.close().catch(() => undefined);
       // After a removal, the egress table goes once the spare network (its bridge kept it) is gone.
       const left = !removed || (await hasSandboxes().catch(() => true));
       await driver.close?.();

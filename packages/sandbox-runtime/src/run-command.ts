@@ -14,6 +14,16 @@ export const STATE_LOST_NOTICE =
   "berth: this sandbox's shell state (its folder in /tmp) was deleted, so the cd and export of earlier commands are lost; the command ran in a " +
   "new shell, in /workspace with the sandbox's variables\n";
 
+/** The exit status of a command whose sandbox the fair-share guard stopped under it: as a SIGKILL's. */
+export const RECLAIMED_EXIT_CODE = 137;
+
+/** The guard's line for the entry, as a line of stderr, taken once. */
+function takeReclaimed(entry: SandboxEntry): string | undefined {
+  const why = entry.reclaimed;
+  entry.reclaimed = undefined;
+  return why === undefined ? undefined : `${why}\n`;
+}
+
 /** Said (on stderr) when a command ended its shell before its cd and export could be saved. */
 export const STATE_NOT_SAVED_NOTICE =
   'berth: this command ended its shell before Berth could save its cd and export (an exit after its own trap … EXIT, or an exec), so they were not kept\n';
@@ -58,6 +68,9 @@ export function createCommandRunner(
     const taps = maskers && { onStdout: (chunk: Uint8Array) => maskers.stdout.write(chunk), onStderr: (chunk: Uint8Array) => maskers.stderr.write(chunk) };
     let result: SessionRunResult | undefined;
     let notice = '';
+    // The fair-share guard stopped this sandbox since its last command: said first, once.
+    const reclaimedBefore = takeReclaimed(entry);
+    if (reclaimedBefore) live?.('stderr', reclaimedBefore);
     for (let attempt = 0; attempt < 2 && !result; attempt++) {
       try {
         await shells.ensureReady(entry, request);
@@ -72,6 +85,14 @@ export function createCommandRunner(
       } catch (error) {
         shells.drop(entry);
         entry.running = false;
+        // Stopped under this command by the fair-share guard: the user hears why, not the engine's error.
+        const reclaimed = takeReclaimed(entry);
+        if (reclaimed) {
+          maskers?.stdout.end();
+          maskers?.stderr.end();
+          live?.('stderr', reclaimed);
+          return { exitCode: RECLAIMED_EXIT_CODE, stdout: '', stderr: reclaimed, timedOut: false, truncated: false, durationMs: performance.now() - started };
+        }
         // Retried only when it never started (the error says, as its maker decided): it cannot have run.
         if (!isRetryableSandboxError(error) || attempt === 1) throw error;
         logger?.info(`berth: sandbox ${entry.name} was gone; bringing it back`);
@@ -81,20 +102,24 @@ export function createCommandRunner(
     maskers?.stdout.end();
     maskers?.stderr.end();
     if (final.stateNotSaved) notice += STATE_NOT_SAVED_NOTICE;
+    const reclaimedNow = takeReclaimed(entry);
+    if (reclaimedNow) notice += reclaimedNow;
     if (final.stateDeleted) notice += STATE_DELETED_NOTICE;
     if (live && notice !== '' && notice !== STATE_LOST_NOTICE)
       live('stderr', notice.slice(notice.startsWith(STATE_LOST_NOTICE) ? STATE_LOST_NOTICE.length : 0));
     const stderr = maskOutput(final.stderr, secrets, settings.docker_output_limit);
+    const before = reclaimedBefore ?? '';
     return {
-      exitCode: final.status,
+      exitCode: reclaimedNow ? RECLAIMED_EXIT_CODE : final.status,
       stdout: maskOutput(final.stdout, secrets, settings.docker_output_limit),
       // A notice about an earlier loss comes first; one about this command's own doing, last.
       stderr:
-        notice === ''
+        before +
+        (notice === ''
           ? stderr
           : notice === STATE_LOST_NOTICE
             ? `${notice}${stderr}`
-            : `${stderr}${stderr.endsWith('\n') || stderr === '' ? '' : '\n'}${notice}`,
+            : `${stderr}${stderr.endsWith('\n') || stderr === '' ? '' : '\n'}${notice}`),
       timedOut: final.timedOut,
       truncated: final.stdout.truncated || final.stderr.truncated,
       durationMs: performance.now() - started,

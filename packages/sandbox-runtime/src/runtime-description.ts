@@ -4,6 +4,7 @@ import { backendDescription } from './backend-description.js';
 import type { EgressBroker } from './egress/egress-broker.js';
 import { existingInstallationTag, installationTag } from './egress/egress-names.js';
 import { prepareSharedBound, type SharedBound } from './lifecycle/shared-bound.js';
+import { boundDrift } from './lifecycle/bound-keeper.js';
 import { madeOnce, type MadeOnce } from './made-once.js';
 import { runtimeFacts } from './oci-runtime.js';
 import type { SandboxSettings } from './sandbox-settings.js';
@@ -14,6 +15,8 @@ export const BRIEFLY = { runtimeVersions: false } as const; // describe(): only 
 export interface RuntimeDescriptions {
   /** The one bound all sandboxes share, written before the first sandbox starts. */
   readonly bound: MadeOnce<SharedBound>;
+  /** Makes the bound again as it was first made (it was found gone or changed), and says what it made. */
+  readonly remakeBound: () => Promise<SharedBound>;
   /** The runtime sandboxes run under (gVisor or not), once the engine has said. */
   readonly ociRuntime: MadeOnce<RuntimeDescription>;
   /** The backend's description (`SandboxBackendV1.describe`): the engine's, and what is not enforced. */
@@ -53,6 +56,7 @@ export function createRuntimeDescriptions(options: {
 
   return {
     bound,
+    remakeBound: async () => prepareSharedBound(boundOptions(await driver.describe(BRIEFLY))),
     ociRuntime,
     async describe(describeOptions = {}): Promise<BackendDescription> {
       // The image is looked up beside the engine's description (berth doctor waits for both).
@@ -61,7 +65,11 @@ export function createRuntimeDescriptions(options: {
       present?.catch(() => undefined);
       const driverDescription = await driver.describe(describeOptions.runtimeVersions === false ? BRIEFLY : undefined);
       // Described, not made: the bound is written before the first sandbox starts, not by a status.
-      const shared = await (bound.made() ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
+      const made = bound.made();
+      const described = await (made ?? prepareSharedBound({ ...boundOptions(driverDescription, true), dryRun: true }));
+      // What the kernel enforces, read back: a bound removed or changed since it was made is not.
+      const drift = made ? await boundDrift(described) : undefined;
+      const shared = drift === undefined ? described : { ...described, unenforced: `${drift}; the next sandbox to start makes it again` };
       const notEnforced = [options.disksUnenforced, await options.egressUnenforced(), shared.unenforced].filter((line): line is string => line !== undefined);
       const description = backendDescription({ driver: driverDescription, settings, shared, notEnforced, egress: await options.egressStatus() });
       return image === undefined || present === undefined ? description : { ...description, image: { name: image, present: await present } };

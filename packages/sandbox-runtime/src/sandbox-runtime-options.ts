@@ -32,6 +32,8 @@ export interface SandboxRuntimeOptions {
   readonly sandboxRoot?: string;
   /** Milliseconds between automatic reaps while `lifetime_seconds` is set; 0: only explicit `reap()`. @default a quarter of the lifetime, 1 s to 60 s */
   readonly reapIntervalMs?: number;
+  /** How often the fair-share guard reads the shared bound, ms (fair-share-guard.ts); 0: never (tests). */
+  readonly guardIntervalMs?: number;
   /** How many sandboxes may be created and started at once; more wait. @default 4 */
   readonly createConcurrency?: number;
   /** How long a sandbox's new shell may take to answer before it is deemed unable to hold a session. @default 10 000 */

@@ -19,6 +19,7 @@ export const SANDBOX_SETTING_KEYS = [
   'docker_cgroup_parent',
   'docker_total_memory',
   'docker_total_pids',
+  'docker_share_floor',
   'docker_max_sandboxes',
   'docker_remove_after_seconds',
   'docker_pids_limit',

@@ -41,6 +41,48 @@ describe('whether a sandbox is busy', () => {
     expect(await isSandboxBusy({ commands: [launcher] }, true)).toBe(true);
     expect(await isSandboxBusy({ commands: [launcher, '/bin/sh'] }, false)).toBe(false);
   });
+
+  it("takes a user's forked shell or sleep for work, though its command line is the sandbox's own", async () => {
+    // An idle sandbox as Docker lists it: its init (1), the launcher (7), the launcher's loop (8)
+    // and sleep (9), a session's shell (20) and the kill shell (21), each leading its own group
+    // (setsid), and the session's spare (22), a shell of the session's own.
+    const idle = {
+      commands: ['/sbin/docker-init', launcher, launcher, 'sleep 3600', '/bin/sh', '/bin/sh', '/bin/sh'],
+      ids: [
+        { pid: 1, ppid: 0, pgid: 1 },
+        { pid: 7, ppid: 1, pgid: 7 },
+        { pid: 8, ppid: 7, pgid: 7 },
+        { pid: 9, ppid: 7, pgid: 7 },
+        { pid: 20, ppid: 1, pgid: 20 },
+        { pid: 21, ppid: 1, pgid: 21 },
+        { pid: 22, ppid: 20, pgid: 20 },
+      ],
+      engineProcess: DOCKER_INIT,
+    };
+    const plus = (commands: string[], ids: { pid: number; ppid: number; pgid: number }[]) => ({
+      ...idle,
+      commands: [...idle.commands, ...commands],
+      ids: [...idle.ids, ...ids],
+    });
+    expect(await isSandboxBusy(idle, false)).toBe(false);
+    // `(sleep 3600; make) &`, its command ended: the forked shell moved to the init, in the session's group.
+    const job = plus(
+      ['/bin/sh', 'sleep 3600'],
+      [
+        { pid: 30, ppid: 1, pgid: 20 },
+        { pid: 31, ppid: 30, pgid: 20 },
+      ],
+    );
+    expect(await isSandboxBusy(job, false)).toBe(true);
+    // `(while :; do :; done) &`: a second shell of the session's, beside its spare.
+    expect(await isSandboxBusy(plus(['/bin/sh'], [{ pid: 32, ppid: 20, pgid: 20 }]), false)).toBe(true);
+    // A sleep left to the launcher: one launcher has one sleep of its own.
+    expect(await isSandboxBusy(plus(['sleep 3600'], [{ pid: 33, ppid: 7, pgid: 20 }]), false)).toBe(true);
+    // Without the ids, two sleeps are one too many.
+    expect(await isSandboxBusy({ commands: [launcher, 'sleep 3600', 'sleep 3600'] }, false)).toBe(true);
+    // Ids that do not match the commands are not read.
+    expect(await isSandboxBusy({ ...idle, ids: idle.ids.slice(1) }, false)).toBe(false);
+  });
 });
 
 describe('the process list read from inside', () => {
@@ -56,7 +98,13 @@ describe('the process list read from inside', () => {
       expect(listing.script).toContain('/tmp/.berth-');
       const read = listing.read(await run(listing.script, folder));
       expect(read.commands.length).toBeGreaterThan(0);
-      expect(read.commands.some((command) => command.includes('/proc/[0-9]*'))).toBe(false);
+      // Each process with its parent and group: this test's own process among them.
+      expect(read.ids).toHaveLength(read.commands.length);
+      expect(read.ids.find((entry) => entry.pid === process.pid)).toMatchObject({ ppid: process.ppid });
+      // Not itself (other listings, of tests running beside this one, may show: their markers differ).
+      const marker = /berth-busy-[0-9a-f]{8}/.exec(listing.script)![0];
+      expect(read.commands.some((command) => command.includes(marker))).toBe(false);
+      expect(read.commands.some((command) => command.includes('/proc/[0-9]*') && !/berth-busy-[0-9a-f]{8}/.test(command))).toBe(false);
       // Its own command line holds the words it prints when a command runs: only a whole line counts.
       expect(read.running).toBe(false);
     } finally {
@@ -123,14 +171,17 @@ describe('sandboxIsBusy, the one place the runtime asks a driver', () => {
   });
 
   it('lists from inside, through the exec channel, where the engine cannot see the processes', async () => {
-    const idle = driverListing({ engineProcess: /^\/pause$/ }, { stdout: `/pause\n${launcher}\nsleep 3600\n`, exitCode: 0 });
+    const idle = driverListing({ engineProcess: /^\/pause$/ }, { stdout: `1 0 1 /pause\n7 0 7 ${launcher}\n8 7 7 sleep 3600\n`, exitCode: 0 });
     expect(await sandboxIsBusy(idle.driver, 'id')).toBe(false);
     expect(idle.ran).toHaveLength(1);
     expect(idle.ran[0]!.slice(0, 2)).toEqual(['/bin/sh', '-c']);
     expect(idle.ran[0]![2]).toContain(RUNNING_PROBE);
-    expect(await sandboxIsBusy(driverListing({}, { stdout: `${launcher}\npython3 train.py\n`, exitCode: 0 }).driver, 'id')).toBe(true);
+    expect(await sandboxIsBusy(driverListing({}, { stdout: `7 0 7 ${launcher}\n9 7 9 python3 train.py\n`, exitCode: 0 }).driver, 'id')).toBe(true);
+    // A user's sleep under a session's shell is work, read with the parents the listing gives.
+    const job = `7 0 7 ${launcher}\n8 7 7 sleep 3600\n20 7 20 /bin/sh\n30 20 20 sleep 3600\n`;
+    expect(await sandboxIsBusy(driverListing({}, { stdout: job, exitCode: 0 }).driver, 'id')).toBe(true);
     // A listing that failed (or was cut) is unknown.
-    expect(await sandboxIsBusy(driverListing({}, { stdout: `${launcher}\n`, exitCode: 2 }).driver, 'id')).toBe(true);
+    expect(await sandboxIsBusy(driverListing({}, { stdout: `7 0 7 ${launcher}\n`, exitCode: 2 }).driver, 'id')).toBe(true);
   });
 
   it('counts as busy what it cannot tell: no process list, a listing that throws', async () => {

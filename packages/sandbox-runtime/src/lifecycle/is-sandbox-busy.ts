@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { SandboxDriverV1 } from '@berth/core/driver';
+import type { ProcessIds, SandboxDriverV1 } from '@berth/core/driver';
 import { KEEP_ALIVE_COMMAND } from '../sandbox-spec.js';
 import { fillTemplate, programLine } from '../shell/program-file.js';
 import { RUNNING_PROBE, SESSION_PROCESS } from '../shell/shell-protocol.js';
@@ -36,21 +36,56 @@ export function isIdleProcess(command: string, engineProcess?: RegExp): boolean 
 export interface SandboxProcessList {
   /** Each process's command line, its arguments joined by spaces. */
   readonly commands: readonly string[];
+  /** Each process's ids, in the order of `commands`, when the listing knows them. */
+  readonly ids?: readonly ProcessIds[];
   /** The engine's own processes in a sandbox, which are never the user's work (its init, a pod's pause). */
   readonly engineProcess?: RegExp;
 }
 
 /**
- * Whether a running sandbox is busy: any process but the idle ones ({@link isIdleProcess}) is
- * work; with only those, a session's shell may still run a command made of builtins, which looks
- * the same as one waiting, so `commandRunning` (RUNNING_PROBE run in the sandbox: true unless it
- * exits 1) tells. A driver that ran the probe with its listing passes the answer (true is busy
- * whatever the list says); one that runs it apart passes a function, asked only when a session's
- * shell is there.
+ * Whether some process of the list is work of its user's. By command line, every process but the
+ * idle ones ({@link isIdleProcess}) is, and a second launcher sleep is (a user's `sleep 3600`).
+ * With the ids known, an idle-looking process is idle only where the sandbox's own would be: the
+ * launcher's sleep is the launcher's child, one for each launcher; a session's shell leads its
+ * own process group (the launcher starts it with setsid, an engine's exec as a session of its
+ * own), and has at most one shell of its own besides, the spare that waits for the next command.
+ * A `(sleep 3600; …) &` job or a loop of builtins in the background forks a session's shell and
+ * stays in its group, wherever it is moved when its command ends: work.
+ */
+function hasWork(processes: SandboxProcessList): boolean {
+  const { commands, engineProcess } = processes;
+  if (commands.some((command) => !isIdleProcess(command, engineProcess))) return true;
+  const ids = processes.ids?.length === commands.length ? processes.ids : undefined;
+  if (!ids) return commands.filter((command) => command === LAUNCHER_SLEEP).length > 1;
+  const commandOf = new Map(ids.map((entry, index) => [entry.pid, commands[index]!]));
+  const leads = (entry: ProcessIds): boolean => entry.pgid === entry.pid;
+  const leaderOf = new Map(ids.map((entry) => [entry.pid, entry]));
+  const children = new Map<number, number>();
+  const another = (parent: number): boolean => {
+    const count = (children.get(parent) ?? 0) + 1;
+    children.set(parent, count);
+    return count > 1;
+  };
+  return commands.some((command, index) => {
+    const entry = ids[index]!;
+    if (command === LAUNCHER_SLEEP) return !(commandOf.get(entry.ppid) ?? '').includes(LAUNCHER_START) || another(entry.ppid);
+    if (!SESSION_PROCESS.test(command) || leads(entry)) return false;
+    // Not a session's shell itself: only the spare, the one shell child of a session's shell.
+    const parent = leaderOf.get(entry.ppid);
+    return !parent || !leads(parent) || !SESSION_PROCESS.test(commandOf.get(parent.pid) ?? '') || another(entry.ppid);
+  });
+}
+
+/**
+ * Whether a running sandbox is busy: any work ({@link hasWork}) is; with only idle processes, a
+ * session's shell may still run a command made of builtins, which looks the same as one waiting,
+ * so `commandRunning` (RUNNING_PROBE run in the sandbox: true unless it exits 1) tells. A driver
+ * that ran the probe with its listing passes the answer (true is busy whatever the list says);
+ * one that runs it apart passes a function, asked only when a session's shell is there.
  */
 export async function isSandboxBusy(processes: SandboxProcessList, commandRunning: boolean | (() => Promise<boolean>)): Promise<boolean> {
   if (commandRunning === true) return true;
-  if (processes.commands.some((command) => !isIdleProcess(command, processes.engineProcess))) return true;
+  if (hasWork(processes)) return true;
   if (!processes.commands.some((command) => SESSION_PROCESS.test(command))) return false;
   return typeof commandRunning === 'function' ? commandRunning() : commandRunning;
 }
@@ -62,18 +97,28 @@ export async function isSandboxBusy(processes: SandboxProcessList, commandRunnin
  * and runs {@link RUNNING_PROBE}, and the reading of its output. Run it in one exec; an exit code
  * other than 0 means unknown, which callers take for busy.
  */
-export function insideProcessListing(): { readonly script: string; read(stdout: string): { commands: string[]; running: boolean } } {
+export function insideProcessListing(): {
+  readonly script: string;
+  read(stdout: string): { commands: string[]; ids: ProcessIds[]; running: boolean };
+} {
   // The listing marks its own lines, so that it does not count itself.
   const marker = `berth-busy-${randomBytes(4).toString('hex')}`;
   return {
     script: fillTemplate(LISTING, { RUNNING_PROBE, MARKER: marker }),
     read: (stdout) => {
       const lines = stdout.split('\n').map((line) => line.trim());
-      return {
-        commands: lines.filter((line) => line && !line.includes(marker) && !/^tr /.test(line)),
-        // A whole line: the listing's own command line, which it prints too, holds the same words.
-        running: lines.includes(`${marker}-running`),
-      };
+      const commands: string[] = [];
+      const ids: ProcessIds[] = [];
+      for (const line of lines) {
+        // `pid ppid pgid command line`; a process that ended while listed (a zombie too) has an empty one.
+        const match = /^(\d+) (\d+) (\d+) (.*)$/.exec(line);
+        const command = match?.[4]?.trim();
+        if (!match || !command || command.includes(marker) || /^tr /.test(command)) continue;
+        commands.push(command);
+        ids.push({ pid: Number(match[1]), ppid: Number(match[2]), pgid: Number(match[3]) });
+      }
+      // A whole line: the listing's own command line, which it prints too, holds the same words.
+      return { commands, ids, running: lines.includes(`${marker}-running`) };
     },
   };
 }
@@ -101,16 +146,16 @@ async function runInSandbox(driver: SandboxDriverV1, id: string, command: readon
 export async function sandboxIsBusy(driver: SandboxDriverV1, id: string): Promise<boolean> {
   if (!driver.capabilities.processList) return true;
   try {
-    const { commands, engineProcess } = await driver.listProcesses(id);
+    const { commands, ids, engineProcess } = await driver.listProcesses(id);
     if (commands === undefined) {
       const listing = insideProcessListing();
       const { stdout, exitCode } = await runInSandbox(driver, id, ['/bin/sh', '-c', listing.script]);
       if (exitCode !== 0) return true;
       const inside = listing.read(stdout);
-      return await isSandboxBusy({ commands: inside.commands, ...(engineProcess ? { engineProcess } : {}) }, inside.running);
+      return await isSandboxBusy({ commands: inside.commands, ids: inside.ids, ...(engineProcess ? { engineProcess } : {}) }, inside.running);
     }
     return await isSandboxBusy(
-      { commands, ...(engineProcess ? { engineProcess } : {}) },
+      { commands, ...(ids ? { ids } : {}), ...(engineProcess ? { engineProcess } : {}) },
       async () => (await runInSandbox(driver, id, ['/bin/sh', '-c', RUNNING_PROBE])).exitCode !== 1,
     );
   } catch {

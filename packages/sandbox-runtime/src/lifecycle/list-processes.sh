@@ -1,7 +1,9 @@
 # shellcheck shell=sh
 # The busy check's listing from inside a sandbox (insideProcessListing in is-sandbox-busy.ts), a
-# template: each process's command line (NULs and newlines as spaces), one a line, then the line
+# template: each process's id, its parent's, its group's (from stat, after the name's last ") ")
+# and its command line (NULs and newlines as spaces), one a line, then the line
 # `@MARKER@-running` when @RUNNING_PROBE@ says a command runs in a Berth session. The marker also
 # ends the program, so the listing knows its own command line. One line: an argument of `/bin/sh -c`.
 
-for p in /proc/[0-9]*; do [ -r "$p/cmdline" ] && { tr '\0\n' '  ' < "$p/cmdline"; echo; }; done; if (@RUNNING_PROBE@); then echo @MARKER@-running; fi; : @MARKER@
+# shellcheck disable=SC2086 # the fields of stat are split on purpose
+for p in /proc/[0-9]*; do { [ -r "$p/cmdline" ] && read -r s < "$p/stat"; } || continue; s=${s##*) }; set -f; set -- $s; set +f; printf '%s %s %s ' "${p#/proc/}" "$2" "$3"; tr '\0\n' '  ' < "$p/cmdline"; echo; done; if (@RUNNING_PROBE@); then echo @MARKER@-running; fi; : @MARKER@

@@ -35,6 +35,8 @@ export interface SandboxEntry {
   starts?: number;
   /** A shell came from the sandbox's launcher since it was last started. */
   launcherAnswered?: boolean;
+  /** Why the fair-share guard stopped the sandbox: said to its user with the next result, once. */
+  reclaimed?: string | undefined;
   /** Digest of the environment the fallback mode last sent. */
   environmentKey: string | undefined;
   /** Whose sandbox it is, for `list()`. */

@@ -22,8 +22,19 @@ export interface SandboxLifecycle {
   find(scopeKey?: string): ReturnType<RuntimeContext['driver']['list']>;
 }
 
-/** Builds the lifecycle steps over the context's driver. */
-export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycle {
+/** How long a start waits for the room its `beforeStart` makes; the stops go on after it. */
+const ROOM_WAIT_MS = 5_000;
+
+/**
+ * Builds the lifecycle steps over the context's driver. `beforeStart` runs each time a sandbox is
+ * about to be started (made, or started again), and only then: the bound's check and the capacity
+ * policy (create-sandbox-runtime.ts); `afterStart` once it runs, before its first command (the
+ * shares). A session opening in a running sandbox runs neither.
+ */
+export function createSandboxLifecycle(
+  context: RuntimeContext,
+  hooks: { beforeStart?: (entry: SandboxEntry) => Promise<void>; afterStart?: () => Promise<void> } = {},
+): SandboxLifecycle {
   const { driver, settings, logger } = context;
   let imageReady: Promise<void> | undefined;
 
@@ -65,7 +76,16 @@ export function createSandboxLifecycle(context: RuntimeContext): SandboxLifecycl
 
   const start = async (entry: SandboxEntry, id: string, justCreated = false): Promise<void> => {
     context.onProgress?.({ phase: 'start', message: `starting ${entry.name}` });
+    if (hooks.beforeStart) {
+      // Room for it first, waited for a while: a stop queued behind another user's long command
+      // must not hold this start (it goes on, and frees its room when it can).
+      const room = hooks.beforeStart(entry).catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([room, new Promise((resolve) => (timer = setTimeout(resolve, ROOM_WAIT_MS)))]).finally(() => clearTimeout(timer));
+    }
     await driver.start(id, justCreated ? { justCreated } : undefined);
+    // Before its first command: the bound's guard gives the new sandbox its share (its pids cap).
+    await hooks.afterStart?.();
     entry.starts = (entry.starts ?? 0) + 1;
   };
 

@@ -149,13 +149,18 @@ export async function prepareSharedBound(options: PrepareSharedBoundOptions): Pr
       // The memory and pids controllers must be on for the root's children to limit them.
       await writeValue(path.join(root, 'cgroup.subtree_control'), '+memory +pids').catch(() => undefined);
       await makeFolder(folder);
-      await writeValue(path.join(folder, 'memory.max'), bytes);
-      await writeValue(path.join(folder, 'pids.max'), String(size.pids));
       written.push(folder);
+      // The pids limit first: a memory limit below what is in use fails alone (EBUSY).
+      await writeValue(path.join(folder, 'pids.max'), String(size.pids));
+      await writeValue(path.join(folder, 'memory.max'), bytes);
       version = 2;
     } else {
+      const pids = path.join(root, 'pids', name);
+      await makeFolder(pids);
+      await writeValue(path.join(pids, 'pids.max'), String(size.pids));
       const memory = path.join(root, 'memory', name);
       await makeFolder(memory);
+      written.push(memory, pids);
       // With swap accounting the memory-and-swap limit must stay at or above the memory limit.
       const swap = path.join(memory, 'memory.memsw.limit_in_bytes');
       const hasSwap = await fs.access(swap).then(
@@ -165,21 +170,22 @@ export async function prepareSharedBound(options: PrepareSharedBoundOptions): Pr
       if (hasSwap) await writeValue(swap, bytes).catch(() => undefined);
       await writeValue(path.join(memory, 'memory.limit_in_bytes'), bytes);
       if (hasSwap) await writeValue(swap, bytes);
-      const pids = path.join(root, 'pids', name);
-      await makeFolder(pids);
-      await writeValue(path.join(pids, 'pids.max'), String(size.pids));
-      written.push(memory, pids);
       version = 1;
     }
   } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code ?? (error as Error).message;
     return {
       parent: `/${name}`,
       ...size,
       paths: written,
       unenforced:
-        `could not write the shared bound's limits under ${root} (${reason}): run the gateway as root, or make the cgroup /${name} with its limits ` +
-        `yourself`,
+        code === 'EBUSY'
+          ? `could not lower the shared bound /${name} to ${size.memoryMb} MB: its sandboxes use more than that now, and the kernel could not ` +
+            `reclaim it; remove the largest of them (berth ls shows them; berth rm keeps their files) or set terminal.docker_total_memory above their use, ` +
+            `and start again (its pids limit, ${size.pids}, is written; the old memory limit holds)`
+          : `could not write the shared bound's limits under ${root} (${reason}): run the gateway as root, or make the cgroup /${name} with its ` +
+            `limits yourself`,
     };
   }
   return { parent: `/${name}`, ...size, paths: written, ...(version ? { version } : {}) };
@@ -252,7 +258,21 @@ export async function readSandboxUsage(bound: SharedBound, containerId: string):
   return usageOf(bound.version, memory, pids).catch(() => undefined);
 }
 
-/** Removes the bound's cgroups once no sandbox is in them (a cgroup with members is kept). */
+/**
+ * Removes the bound's cgroups once no sandbox is in them (a cgroup with members is kept): on
+ * cgroup v1 in every hierarchy, since the engine makes the parent in each (cpu, blkio, devices…),
+ * not only in the memory and pids ones whose limits Berth writes.
+ */
 export async function releaseSharedBound(bound: SharedBound): Promise<void> {
-  for (const folder of bound.paths) await fs.rmdir(folder).catch(() => undefined);
+  const folders = [...bound.paths];
+  if (bound.version === 1 && bound.parent && bound.paths[0]) {
+    const root = path.dirname(path.dirname(bound.paths[0]));
+    const name = bound.parent.replace(/^\//, '');
+    const hierarchies = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
+    for (const hierarchy of hierarchies) {
+      const folder = path.join(root, hierarchy.name, name);
+      if (hierarchy.isDirectory() && !folders.includes(folder)) folders.push(folder);
+    }
+  }
+  for (const folder of folders) await fs.rmdir(folder).catch(() => undefined);
 }

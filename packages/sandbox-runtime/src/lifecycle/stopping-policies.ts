@@ -4,6 +4,13 @@ import { enqueue, type SandboxEntry } from './sandbox-entry.js';
 import { sandboxIsBusy } from './is-sandbox-busy.js';
 import { readLastUsed } from './last-used-file.js';
 import { readBoundPressure, readSandboxUsage } from './shared-bound.js';
+import { beyondShares, readHoldings, SHARE_FLOOR_PIDS, sharesOf } from './fair-share.js';
+
+/**
+ * After the capacity policy stops a user's sandbox, it does not stop that user's again for this
+ * long: however often others open sessions, one user loses their running state at most once in it.
+ */
+export const CAPACITY_STOP_COOL_DOWN_MS = 10 * 60_000;
 
 /**
  * The stopping policies: idle sandboxes after `lifetime_seconds`; the least recently used idle
@@ -13,7 +20,10 @@ import { readBoundPressure, readSandboxUsage } from './shared-bound.js';
 export interface StoppingPolicies {
   /** Stops sandboxes idle for longer than the lifetime; returns the scope keys stopped. */
   reap(): Promise<string[]>;
-  /** Stops the least recently used idle sandboxes while more than `docker_max_running` run. */
+  /**
+   * Before `current` starts: stops the least recently used idle sandboxes while more than
+   * `docker_max_running` run, or while the shared bound is filling up (`auto`).
+   */
   enforceMaxRunning(current: SandboxEntry): Promise<void>;
   /** Stops the automatic reaper. */
   close(): void;
@@ -124,6 +134,10 @@ export function createStoppingPolicies(
     ).catch((error: unknown) => logger?.warn(`berth: could not stop ${entry.name}: ${messageOf(error)}`));
   };
 
+  // The pressure policy's own stops, by scope: each user's sandbox at most once in a cool-down.
+  // (A fixed docker_max_running is the operator's hard cap and keeps no cool-down.)
+  const stoppedAt = new Map<string, number>();
+  const coolingDown = (entry: SandboxEntry): boolean => Date.now() - (stoppedAt.get(entry.scopeKey) ?? -Infinity) < CAPACITY_STOP_COOL_DOWN_MS;
   const idleByAge = (current: SandboxEntry): SandboxEntry[] =>
     [...context.entries.values()]
       .filter((entry) => entry.running && entry !== current)
@@ -139,15 +153,25 @@ export function createStoppingPolicies(
       const bound = await context.sharedBound();
       const pressure = await readBoundPressure(bound);
       if (pressure) {
-        // What is in use once the stops so far take effect; a sandbox that holds next to nothing
-        // is not stopped, since stopping it would free nothing (its user would only lose their
-        // background jobs and wait for a restart).
-        let memory = pressure.memoryBytes;
-        let pids = pressure.pids;
+        // What is in use once the stops so far take effect, each sandbox counted for no more than
+        // its fair share (fair-share.ts): a user pinning the bound fills it for nobody but
+        // themselves, and the fair-share guard, not this policy, makes them give way. A sandbox
+        // that holds next to nothing is not stopped, since stopping it would free nothing (its
+        // user would only lose their background jobs and wait for a restart).
+        const holdings = await readHoldings(bound);
+        const beyond = beyondShares(
+          holdings,
+          sharesOf(pressure, holdings.length + 1, {
+            memoryBytes: settings.docker_share_floor * 2 ** 20,
+            pids: Math.min(SHARE_FLOOR_PIDS, settings.docker_pids_limit),
+          }),
+        );
+        let memory = pressure.memoryBytes - beyond.memoryBytes;
+        let pids = pressure.pids - beyond.pids;
         const full = (): boolean => memory >= pressure.memoryLimit * PRESSURE_HIGH || pids >= pressure.pidsLimit * PRESSURE_HIGH;
         for (const entry of idleByAge(current)) {
           if (!full()) return;
-          if (entry.pending > 0 || !entry.containerId) continue;
+          if (entry.pending > 0 || !entry.containerId || coolingDown(entry)) continue;
           const usage = await readSandboxUsage(bound, entry.containerId);
           if (!usage || (usage.memoryBytes < pressure.memoryLimit * 0.01 && usage.pids < pressure.pidsLimit * 0.01)) continue;
           // Never a busy one: a job of its user still running (a server, a build) is theirs to keep.
@@ -156,6 +180,7 @@ export function createStoppingPolicies(
             memory / pressure.memoryLimit >= pids / pressure.pidsLimit
               ? `memory ${Math.round((memory / pressure.memoryLimit) * 100)} %`
               : `pids ${Math.round((pids / pressure.pidsLimit) * 100)} %`;
+          stoppedAt.set(entry.scopeKey, Date.now());
           await stopIdle(
             entry,
             `because the sandboxes' shared bound is filling up (${which} of it in use; it held ${Math.round(usage.memoryBytes / 2 ** 20)} MB)`,

@@ -40,11 +40,8 @@ export function dropShells(entry: SandboxEntry): void {
   entry.killerOpening = undefined;
 }
 
-/**
- * Builds the shell handling over the lifecycle. `acquired` runs after each acquire (the
- * capacity policy: stop the least recently used beyond the limit).
- */
-export function createShellSessions(context: RuntimeContext, lifecycle: SandboxLifecycle, acquired: (entry: SandboxEntry) => Promise<void>): ShellSessions {
+/** Builds the shell handling over the lifecycle. */
+export function createShellSessions(context: RuntimeContext, lifecycle: SandboxLifecycle): ShellSessions {
   const { driver, settings, logger } = context;
 
   const channelOpener =
@@ -104,13 +101,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
     await lifecycle.acquire(entry, request);
     // The egress proxy learns the sandbox's address before its shells get the proxy's variables.
     await context.egress.attach(entry);
-    // The capacity policy (stopping the least recently used) runs while the shells open.
-    const capacity = acquired(entry);
-    try {
-      await openShells(entry, request, (entry.starts ?? 0) > startsBefore);
-    } finally {
-      await capacity;
-    }
+    await openShells(entry, request, (entry.starts ?? 0) > startsBefore);
   };
 
   /** Opens the session and the kill shell; `startedNow`: this acquire created or started the sandbox. */

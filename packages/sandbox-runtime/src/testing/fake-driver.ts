@@ -45,6 +45,9 @@ export interface FakeDriver extends SandboxDriverV1 {
 }
 
 /** Creates the fake driver; sandboxes are shared by every runtime given this driver (a restart). */
+/** A fake container id shaped as an engine's (64 hex digits, as cgroups name them): the `n`th made. */
+export const fakeId = (n: number): string => n.toString(16).padStart(64, 'f');
+
 export function createFakeDriver(
   options: {
     processList?: boolean;
@@ -92,7 +95,7 @@ export function createFakeDriver(
       sandbox.state = 'stopped';
     },
     plant(name, labels, state = 'running') {
-      const sandbox: FakeSandbox = { id: `fake-${next++}`, name, state, labels, spec: {} as SandboxSpec, processes: new Set() };
+      const sandbox: FakeSandbox = { id: fakeId(next++), name, state, labels, spec: {} as SandboxSpec, processes: new Set() };
       sandboxes.set(sandbox.id, sandbox);
       return sandbox;
     },
@@ -128,7 +131,7 @@ export function createFakeDriver(
         throw failure;
       }
       if (byNameOrId(spec.name)) return undefined;
-      const sandbox: FakeSandbox = { id: `fake-${next++}`, name: spec.name, state: 'stopped', labels: { ...spec.labels }, spec, processes: new Set() };
+      const sandbox: FakeSandbox = { id: fakeId(next++), name: spec.name, state: 'stopped', labels: { ...spec.labels }, spec, processes: new Set() };
       sandboxes.set(sandbox.id, sandbox);
       return sandbox.id;
     },

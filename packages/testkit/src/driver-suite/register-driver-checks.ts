@@ -145,6 +145,12 @@ export function registerDriverChecks(context: DriverTestContext, options: { read
       listed.commands.some((command) => command.includes(context.mainMarker)),
       `the main process in ${JSON.stringify(listed.commands)}`,
     ).toBe(true);
+    // The ids, when given, are one for each command, and the main process leads its own group.
+    if (listed.ids === undefined) return;
+    expect(listed.ids).toHaveLength(listed.commands.length);
+    for (const ids of listed.ids) for (const value of [ids.pid, ids.ppid, ids.pgid]) expect(Number.isSafeInteger(value)).toBe(true);
+    const main = listed.ids[listed.commands.findIndex((command) => command.includes(context.mainMarker))]!;
+    expect(listed.ids.some((ids) => ids.pgid === ids.pid && (ids.pid === main.pid || ids.pid === main.ppid))).toBe(true);
   });
 
   test('renames a sandbox; a name another sandbox holds is SANDBOX_CONFLICT', async (testContext) => {

@@ -1,0 +1,233 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { HostLogger } from '@berth/core';
+import { boundFolders, CHILD_NAME, chooseHog, memoryFile, overShare, readHoldings, sharesOf, type SandboxHolding, type Shares } from './fair-share.js';
+import type { SharedBound } from './shared-bound.js';
+
+// Berth, not the kernel, decides who gives way when the shared bound runs short. Left to itself
+// the kernel's OOM killer picks the largest process under the bound: a light user's one big
+// command, while the user who filled the bound with many small processes, or with a file in its
+// tmpfs that no kill frees, loses nothing. So, in the manner of systemd-oomd and earlyoom:
+// - cgroup v1: the bound's own OOM killer is off (`memory.oom_control`), so a charge that meets
+//   the bound waits instead of killing; this guard sees `under_oom` and stops the sandbox
+//   furthest over its share, which frees all it holds (its tmpfs too), and the waiting command
+//   goes on. A sandbox's own limit still kills inside that sandbox, as before.
+// - cgroup v2: `memory.high` a little under the bound throttles whoever charges past it, and the
+//   guard reclaims from the sandbox furthest over its share while the bound is past it; each
+//   sandbox's `memory.oom.group` makes a kill take the whole sandbox, never a part of a neighbour.
+//   (Written and unit-tested against a fake cgroupfs; this project's machines have v1 only.)
+// - pids, either version: when the bound's pids are nearly all taken, the sandbox furthest over
+//   its pids share gives way before anyone else's fork fails.
+
+/** How often the guard reads the bound, ms. */
+export const GUARD_INTERVAL_MS = 200;
+/** cgroup v2: `memory.high` of the bound, as a share of its `memory.max`. */
+export const HIGH_SHARE = 0.95;
+/** The share of the bound's pids in use from which the sandbox furthest over its pids share gives way. */
+export const PIDS_SHORT = 0.9;
+/** After a sandbox gave way, nobody else does for this long: what it freed takes effect first. */
+const RECLAIM_QUIET_MS = 1_000;
+
+/** Options of {@link startFairShareGuard}. */
+export interface FairShareGuardOptions {
+  readonly bound: SharedBound;
+  /** The floors of a share (`docker_share_floor`, and of pids). */
+  readonly floors: { readonly memoryBytes: number; readonly pids: number };
+  /** One sandbox's own pids limit (`docker_pids_limit`): a pids share never raises it. */
+  readonly sandboxPids: number;
+  /**
+   * Stops the sandbox whose container id is `id`; `why` is the one line its user gets. False when
+   * it is no sandbox of this installation's (a container an operator put under the same parent):
+   * the next one gives way instead.
+   */
+  readonly reclaim: (id: string, why: string) => Promise<boolean>;
+  readonly logger?: HostLogger | undefined;
+  /** @default GUARD_INTERVAL_MS; 0: no timer (tests call `check`). */
+  readonly intervalMs?: number;
+}
+
+/** A running guard over one bound. */
+export interface FairShareGuard {
+  /** One look at the bound, reclaiming if it is short; resolves when done. */
+  check(): Promise<void>;
+  /**
+   * Before another sandbox starts: when the bound's free pids are fewer than the newcomer's share,
+   * the sandbox furthest over its pids share gives way first, so the start and its forks succeed.
+   */
+  roomForStart(): Promise<void>;
+  /** Stops looking; with `lastHolder`, gives the bound's OOM decision back to the kernel. */
+  close(lastHolder: boolean): Promise<void>;
+}
+
+async function writeFile(file: string, value: string): Promise<void> {
+  const handle = await fs.open(file, 'r+');
+  try {
+    await handle.write(value);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readText(file: string): Promise<string> {
+  return (await fs.readFile(file, 'utf8')).trim();
+}
+
+const numberIn = (text: string, key: string): number => Number(new RegExp(`^${key} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+const asCount = (text: string): number => (text === 'max' ? Number.POSITIVE_INFINITY : Number(text));
+const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
+
+/** Makes the bound the guard's to decide on: v1's OOM killer off, v2's `memory.high` set. Throws what it could not write. */
+export async function takeOomDecision(bound: SharedBound): Promise<void> {
+  const folders = boundFolders(bound);
+  if (!folders) return;
+  if (bound.version === 1) await writeFile(path.join(folders.memory, 'memory.oom_control'), '1');
+  else await writeFile(path.join(folders.memory, 'memory.high'), String(Math.floor(bound.memoryMb * 2 ** 20 * HIGH_SHARE)));
+}
+
+/** Gives the decision back to the kernel (the last process of the installation to leave). */
+export async function returnOomDecision(bound: SharedBound): Promise<void> {
+  const folders = boundFolders(bound);
+  if (!folders) return;
+  if (bound.version === 1) await writeFile(path.join(folders.memory, 'memory.oom_control'), '0').catch(() => undefined);
+  else await writeFile(path.join(folders.memory, 'memory.high'), 'max').catch(() => undefined);
+}
+
+/** Whether the bound is short of memory: v1 waits in its OOM (`under_oom 1`); v2 is past `memory.high`. */
+async function shortOfMemory(bound: SharedBound, folder: string): Promise<boolean> {
+  if (bound.version === 1) return numberIn(await readText(path.join(folder, 'memory.oom_control')), 'under_oom') === 1;
+  const [current, high] = await Promise.all([readText(path.join(folder, memoryFile(2))), readText(path.join(folder, 'memory.high'))]);
+  return asCount(current) >= asCount(high);
+}
+
+/**
+ * Starts the guard over a bound that Berth enforces (a bound with `unenforced` set, or made
+ * elsewhere, has none). A failed look is logged once and tried again at the next tick.
+ */
+export function startFairShareGuard(options: FairShareGuardOptions): FairShareGuard {
+  const { bound, logger } = options;
+  const folders = boundFolders(bound);
+  // Containers under the bound that are not Berth's sandboxes: never chosen again.
+  const notOurs = new Set<string>();
+  let quietUntil = 0;
+  let failing = false;
+  let running: Promise<void> | undefined;
+  let closed = false;
+
+  const giveWay = async (holding: SandboxHolding, shares: Shares, resource: 'memory' | 'pids'): Promise<boolean> => {
+    const why =
+      resource === 'memory'
+        ? `berth: this sandbox was stopped because the sandboxes' shared memory ran out while it held ${mb(holding.memoryBytes)} MB, more than ` +
+          `any other and more than its fair share (${mb(shares.memoryBytes)} MB); its files in /workspace and /root are kept, /tmp and its ` +
+          `processes are not`
+        : `berth: this sandbox was stopped because the sandboxes' shared process count ran out while it had ${holding.pids} processes, more ` +
+          `than any other and more than its fair share (${shares.pids}); its files in /workspace and /root are kept, /tmp and its processes ` +
+          `are not`;
+    if (!(await options.reclaim(holding.id, why))) {
+      // Not Berth's to stop: left out of every later choice.
+      notOurs.add(holding.id);
+      return false;
+    }
+    quietUntil = Date.now() + RECLAIM_QUIET_MS;
+    logger?.warn(`berth: sandbox ${holding.id.slice(0, 12)} gave way: ${why.slice('berth: this sandbox was stopped because '.length)}`);
+    return true;
+  };
+
+  // cgroup v2: each sandbox's processes are killed together or not at all.
+  const grouped = new Set<string>();
+  const groupKills = async (folder: string): Promise<void> => {
+    for (const name of await fs.readdir(folder, { withFileTypes: true }).catch(() => [])) {
+      if (!name.isDirectory() || grouped.has(name.name)) continue;
+      grouped.add(name.name);
+      await writeFile(path.join(folder, name.name, 'memory.oom.group'), '1').catch(() => undefined);
+    }
+  };
+
+  // Each sandbox's pids limit is its pids share while others run, never above its own limit: no
+  // one forks past a share and leaves another none. Written when the sandboxes under it change.
+  const written = new Map<string, number>();
+  const capPids = async (folder: string, pidsLimit: number): Promise<void> => {
+    const names = (await fs.readdir(folder, { withFileTypes: true }).catch(() => []))
+      .filter((name) => name.isDirectory() && CHILD_NAME.test(name.name))
+      .map((name) => name.name);
+    const cap = Math.min(options.sandboxPids, sharesOf({ memoryLimit: 1, pidsLimit }, names.length, options.floors).pids);
+    for (const name of names) {
+      if (written.get(name) === cap) continue;
+      written.set(name, cap);
+      await writeFile(path.join(folder, name, 'pids.max'), String(cap)).catch(() => undefined);
+    }
+    for (const name of written.keys()) if (!names.includes(name)) written.delete(name);
+  };
+
+  const pidsOf = async (): Promise<{ now: number; max: number }> => {
+    const [now, max] = await Promise.all([readText(path.join(folders!.pids, 'pids.current')), readText(path.join(folders!.pids, 'pids.max'))]);
+    return { now: asCount(now), max: asCount(max) };
+  };
+
+  /** Asks the sandbox holding the most of `resource`, then the next, until one of Berth's gives way. */
+  const reclaimFrom = async (holdings: readonly SandboxHolding[], shares: Shares, resource: 'memory' | 'pids'): Promise<void> => {
+    for (let left = [...holdings]; left.length > 0; ) {
+      const hog = chooseHog(left, resource)!;
+      // Pids are taken from others only by a sandbox over its pids share.
+      if (resource === 'pids' && overShare({ ...hog, memoryBytes: 0 }, shares) === 0) return;
+      if (await giveWay(hog, shares, resource)) return;
+      left = left.filter((holding) => holding !== hog);
+    }
+  };
+
+  const candidates = async (): Promise<SandboxHolding[]> => (await readHoldings(bound)).filter((holding) => !notOurs.has(holding.id));
+
+  const roomForStart = async (): Promise<void> => {
+    if (!folders || closed) return;
+    const pids = await pidsOf().catch(() => undefined);
+    if (!pids) return;
+    const holdings = await candidates();
+    const shares = sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: pids.max }, holdings.length + 1, options.floors);
+    if (pids.max - pids.now < Math.min(shares.pids, options.sandboxPids)) await reclaimFrom(holdings, shares, 'pids');
+  };
+
+  const look = async (): Promise<void> => {
+    if (!folders) return;
+    if (bound.version === 2) await groupKills(folders.memory);
+    const memoryShort = await shortOfMemory(bound, folders.memory);
+    const pids = await pidsOf();
+    await capPids(folders.pids, pids.max);
+    const pidsShort = pids.now >= pids.max * PIDS_SHORT;
+    if ((!memoryShort && !pidsShort) || Date.now() < quietUntil) return;
+    const holdings = await candidates();
+    const shares = sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: pids.max }, holdings.length, options.floors);
+    await reclaimFrom(holdings, shares, memoryShort ? 'memory' : 'pids');
+  };
+
+  const check = (): Promise<void> => {
+    running ??= look()
+      .then(
+        () => {
+          failing = false;
+        },
+        (error: unknown) => {
+          if (!failing) logger?.warn(`berth: could not read the sandboxes' shared bound: ${(error as Error).message}`);
+          failing = true;
+        },
+      )
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+
+  const interval = options.intervalMs ?? GUARD_INTERVAL_MS;
+  const timer = interval > 0 && folders ? setInterval(() => void check(), interval) : undefined;
+  timer?.unref();
+
+  return {
+    check,
+    roomForStart: () => roomForStart().catch((error: unknown) => logger?.warn(`berth: could not make room in the shared bound: ${(error as Error).message}`)),
+    close: async (lastHolder) => {
+      if (closed) return;
+      closed = true;
+      clearInterval(timer);
+      await running;
+      if (lastHolder) await returnOomDecision(bound);
+    },
+  };
+}
