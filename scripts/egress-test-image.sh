@@ -59,27 +59,17 @@ fail() {
   exit 1
 }
 
-# The Debian mirror of the host's apt sources, as apt itself reads them (one-line and deb822
-# files alike): the one for $SUITE's main, else any Debian release's main (same archive).
-debian_mirror() {
-  # shellcheck disable=SC2016 # $(…) are apt's field names, not the shell's
-  apt-get indextargets --format '$(REPO_URI) $(CODENAME) $(COMPONENT) $(ORIGIN)' 'Identifier: Packages' 2>/dev/null |
-    awk -v suite="$SUITE" '$3 == "main" && $2 == suite { print $1; found = 1; exit }
-      $3 == "main" && $4 == "Debian" && $2 !~ /-/ && fallback == "" { fallback = $1 }
-      END { if (!found && fallback != "") print fallback }'
-}
-
 debootstrap="$(command -v debootstrap || echo /usr/sbin/debootstrap)"
 if [ ! -x "$debootstrap" ]; then
   say "installing debootstrap from Debian's packages"
   { apt_get update -qq && apt_get install -y -qq debootstrap; } >"$log" 2>&1 || fail "installing debootstrap failed"
   debootstrap="$(command -v debootstrap || echo /usr/sbin/debootstrap)"
 fi
-mirror="$(debian_mirror)"
+mirror="$(debian_mirror "$SUITE")"
 if [ -z "$mirror" ]; then
   # apt knows a source's release only once it has read the source's index.
   apt_get update -qq >"$log" 2>&1 || fail "apt-get update failed"
-  mirror="$(debian_mirror)"
+  mirror="$(debian_mirror "$SUITE")"
 fi
 [ -n "$mirror" ] || { say "no Debian mirror with $SUITE's main in apt's sources (/etc/apt/sources.list, /etc/apt/sources.list.d/)"; exit 1; }
 

@@ -39,6 +39,17 @@ install_debian_packages() {
   apt_get install -y -qq "$@" >&2
 }
 
+# The Debian mirror of the host's apt sources, as apt itself reads them (one-line and deb822
+# files alike): the one for SUITE's main, else any Debian release's main (same archive). Empty
+# when apt has not read a Debian source's index yet (run apt-get update, then ask again).
+debian_mirror() { # SUITE
+  # shellcheck disable=SC2016 # $(…) are apt's field names, not the shell's
+  apt-get indextargets --format '$(REPO_URI) $(CODENAME) $(COMPONENT) $(ORIGIN)' 'Identifier: Packages' 2>/dev/null |
+    awk -v suite="$1" '$3 == "main" && $2 == suite { print $1; found = 1; exit }
+      $3 == "main" && $4 == "Debian" && $2 !~ /-/ && fallback == "" { fallback = $1 }
+      END { if (!found && fallback != "") print fallback }'
+}
+
 # For scripts/shellcheck.sh: installs shellcheck from Debian's packages when missing.
 ensure_shellcheck() {
   command -v shellcheck >/dev/null 2>&1 || install_debian_packages shellcheck

@@ -192,6 +192,23 @@ def install_with_pip(site: Path) -> None:
     assert run.returncode == 0, run.stderr
 
 
+# -- which tests need the engine or Berth's build ----------------------------------------------
+
+# Every test that uses one of these fixtures, directly or through another fixture, is marked
+# ``engine``: scripts/check.sh runs the others (``-m "not engine"``) under each Python, in phase 1.
+NEEDS_ENGINE_OR_BUILD = frozenset({"engine", "berth_cli", "node"})
+
+
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line("markers", "engine: needs the Docker engine or Berth's build (set by conftest.py)")
+
+
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    for item in items:
+        if NEEDS_ENGINE_OR_BUILD & set(item.fixturenames):
+            item.add_marker(pytest.mark.engine)
+
+
 # -- the repository's test summary (scripts/summarize-tests.mjs reads vitest-shaped JSON) -------
 
 _outcomes: dict[str, str] = {}

@@ -35,9 +35,9 @@ describe('config', () => {
     expect(parseTerminalConfig({ container_memory: '2g' }).container_memory).toBe(2048);
   });
 
-  it('names an unknown key', () => {
+  it('names a misspelt key and the key it resembles', () => {
     expect(message(() => parseTerminalConfig({ docker_imag: 'x' }))).toBe(
-      'unknown key terminal.docker_imag; remove it or check its spelling (known keys are listed in docs/configuration.md)',
+      'unknown key terminal.docker_imag (did you mean terminal.docker_image?); remove it or check its spelling (known keys are listed in docs/configuration.md)',
     );
   });
 
@@ -160,10 +160,10 @@ terminal:
       for (const key of ['timeout', 'docker_image', 'sandbox_dir', 'env_passthrough', 'docker_network']) expect(warning).not.toContain(`terminal.${key},`);
     });
 
-    it('accepts each key Hermes knows with the value types Hermes uses, and still refuses a key neither knows', () => {
+    it('accepts each key Hermes knows with the value types Hermes uses, and still refuses a misspelt Berth key', () => {
       for (const key of IGNORED_GATEWAY_KEYS) expect(() => parseTerminalConfig({ [key]: { any: ['value'] } })).not.toThrow();
-      expect(message(() => parseTerminalConfig({ docker_orphan_reaper: true, docker_orphan_reapr: true }))).toBe(
-        'unknown key terminal.docker_orphan_reapr; remove it or check its spelling (known keys are listed in docs/configuration.md)',
+      expect(message(() => parseTerminalConfig({ docker_orphan_reaper: true, docker_pids_limt: 100 }))).toBe(
+        'unknown key terminal.docker_pids_limt (did you mean terminal.docker_pids_limit?); remove it or check its spelling (known keys are listed in docs/configuration.md)',
       );
     });
 

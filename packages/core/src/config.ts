@@ -4,7 +4,8 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { hermesHome } from './host-layout.js';
-import { IGNORED_GATEWAY_KEYS, type TerminalConfig, terminalConfigSchema } from './terminal-config-schema.js';
+import { misspeltKey } from './misspelt-key.js';
+import { BERTH_PROVIDER_NAME, IGNORED_GATEWAY_KEYS, type TerminalConfig, terminalConfigSchema } from './terminal-config-schema.js';
 
 /** Where a configuration came from, for `berth doctor` and messages. */
 export interface LoadedConfig {
@@ -60,21 +61,64 @@ function valueAt(root: unknown, keyPath: readonly PropertyKey[]): unknown {
   return current;
 }
 
+/** Every key the schema takes, and those of them Berth itself reads (not the host's ignored ones). */
+const KNOWN_KEYS = new Set(Object.keys(terminalConfigSchema.shape));
+const IGNORED = new Set<string>(IGNORED_GATEWAY_KEYS);
+const BERTH_KEYS = [...KNOWN_KEYS].filter((key) => !IGNORED.has(key)).sort();
+
+/** The unknown keys each parsed config was given, for its warning line (a copy of the config has none). */
+const unknownKeysOf = new WeakMap<TerminalConfig, readonly string[]>();
+
+/** A key as a message may show it: as written when it is a plain name, else quoted, and never long. */
+function printableKey(key: string): string {
+  const short = key.length > 64 ? `${key.slice(0, 64)}…` : key;
+  return /^[A-Za-z0-9_.-]+$/.test(short) ? short : JSON.stringify(short);
+}
+
+/**
+ * Takes the keys that neither Berth nor its host knows out of `input`: a misspelling of a Berth
+ * key throws (naming the nearest one), any other is accepted and returned, to be named in the
+ * warning line. Values are never looked at.
+ */
+function setAsideUnknownKeys(input: unknown, source: string): { known: unknown; unknown: string[] } {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return { known: input, unknown: [] };
+  const known: Record<string, unknown> = {};
+  const unknown: string[] = [];
+  for (const [key, value] of Object.entries(input)) {
+    if (KNOWN_KEYS.has(key)) {
+      known[key] = value;
+      continue;
+    }
+    const full = `${source}.${printableKey(key)}`;
+    const misspelt = misspeltKey(key, BERTH_KEYS);
+    if (misspelt) {
+      const hint = misspelt.suggestion ? ` (did you mean ${source}.${misspelt.suggestion}?)` : '';
+      throw new ConfigError(full, `unknown key ${full}${hint}; remove it or check its spelling (known keys are listed in docs/configuration.md)`);
+    }
+    unknown.push(key);
+  }
+  return { known, unknown };
+}
+
 /**
  * Validates a parsed `terminal:` section. Throws `ConfigError` naming the first offending key,
- * what it holds and what was expected.
+ * what it holds and what was expected; a key that looks like a misspelling of a Berth key is one
+ * (with the key it resembles). A key that neither Berth nor its host knows and that resembles no
+ * Berth key is accepted and named by {@link describeIgnoredKeys}.
  */
 export function parseTerminalConfig(section: unknown, source = 'terminal'): TerminalConfig {
-  const input = section ?? {};
+  const { known: input, unknown } = setAsideUnknownKeys(section ?? {}, source);
   const result = terminalConfigSchema.safeParse(input);
   if (result.success) {
     const forwarded = [...new Set([...result.data.docker_forward_env, ...result.data.env_passthrough])];
-    return { ...result.data, docker_forward_env: forwarded };
+    const config: TerminalConfig = { ...result.data, docker_forward_env: forwarded };
+    if (unknown.length > 0) unknownKeysOf.set(config, unknown);
+    return config;
   }
   const issue = result.error.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0]!;
-    const full = [source, ...issue.path.map(String), key].join('.');
+    const full = [source, ...issue.path.map(String), printableKey(key)].join('.');
     throw new ConfigError(full, `unknown key ${full}; remove it or check its spelling (known keys are listed in docs/configuration.md)`);
   }
   const keyPath = issue.path.map(String);
@@ -85,16 +129,34 @@ export function parseTerminalConfig(section: unknown, source = 'terminal'): Term
   throw new ConfigError(full, `${full} is ${redacted}: ${expected}`);
 }
 
+/** At most this many names in the warning line; the rest are counted. */
+const MAX_NAMED = 20;
+
+function nameList(names: readonly string[]): string {
+  const shown = names.slice(0, MAX_NAMED).join(', ');
+  return names.length > MAX_NAMED ? `${shown} and ${names.length - MAX_NAMED} more` : shown;
+}
+
 /**
- * The one warning line for the gateway keys a config sets that Berth accepts and does not use
- * (see {@link IGNORED_GATEWAY_KEYS}), or `undefined` when it sets none. `berth serve` and the
- * plugin's `register()` log it once.
+ * The one warning line for the keys a config sets that Berth accepts and does not use, or
+ * `undefined` when it sets none: the host's own settings ({@link IGNORED_GATEWAY_KEYS}), other
+ * terminal providers' settings (`terminal.backends.<name>`) and keys unknown to Berth that
+ * resemble none of its own. Names only, never values. `berth serve`, `berth exec`, `berth
+ * doctor` and the plugin's `register()` write it once.
  */
 export function describeIgnoredKeys(config: TerminalConfig, source = 'terminal'): string | undefined {
-  const present = IGNORED_GATEWAY_KEYS.filter((key) => (config as Record<string, unknown>)[key] !== undefined);
-  if (present.length === 0) return undefined;
-  const names = present.map((key) => `${source}.${key}`).join(', ');
-  return `berth: ignoring ${names}: Hermes settings with no meaning for a Berth sandbox (see docs/configuration.md)`;
+  const host = IGNORED_GATEWAY_KEYS.filter((key) => (config as Record<string, unknown>)[key] !== undefined).map((key) => `${source}.${key}`);
+  const providers = Object.keys(config.backends ?? {})
+    .filter((name) => name !== BERTH_PROVIDER_NAME)
+    .map((name) => `${source}.backends.${printableKey(name)}`);
+  const unknown = (unknownKeysOf.get(config) ?? []).map((key) => `${source}.${printableKey(key)}`);
+  const parts = [
+    host.length > 0 ? `${nameList(host)}: Hermes settings with no meaning for a Berth sandbox` : undefined,
+    providers.length > 0 ? `${nameList(providers)}: other terminal providers' settings` : undefined,
+    unknown.length > 0 ? `${nameList(unknown)}: unknown to Berth, so check the spelling of any meant for Berth` : undefined,
+  ].filter((part): part is string => part !== undefined);
+  if (parts.length === 0) return undefined;
+  return `berth: ignoring ${parts.join('; ')} (see docs/configuration.md)`;
 }
 
 /** The default config file: `${HERMES_HOME:-~/.hermes}/config.yaml`. */

@@ -19,25 +19,46 @@ export const DEFAULT_NETWORK_POOL = '10.217.0.0/16';
 const variableName = z.string().regex(VARIABLE_NAME, { message: 'expected a variable name like GITHUB_TOKEN' });
 
 /**
- * Keys of Hermes Agent's own `terminal:` section (its 0.19.0 defaults and the settings its
- * terminal tool reads) that mean nothing for a Berth sandbox: accepted with any value, so one
- * config file serves both, and named once as ignored by `describeIgnoredKeys` (config.ts).
+ * Keys of Hermes Agent's own `terminal:` section that mean nothing for a Berth sandbox: accepted
+ * with any value, so one config file serves both, and named once as ignored by
+ * `describeIgnoredKeys` (config.ts). Hermes 0.19.0's defaults and the settings its terminal tool
+ * reads, and what newer upstream (0.21) writes, read at NousResearch/hermes-agent (docs/hermes-0.21.md):
+ * `DEFAULT_CONFIG["terminal"]` in hermes_cli/config_defaults.py and `TERMINAL_CONFIG_ENV_MAP` in
+ * hermes_cli/config.py at 0006718 (`degraded_mode`, `temp_dir`, `font_family`,
+ * `oneshot_completion_wait_seconds`, `vercel_runtime`, `docker_shm_size`, `docker_snap_compat`,
+ * `docker_shared_container_key`), the `terminal.bubblewrap_*` settings of
+ * tools/environments/bubblewrap.py at 010c7a1, and `credential_files` of tools/credential_files.py.
+ * A provider's own settings (`terminal.backends.<name>`) are the `backends` key's.
  */
 export const IGNORED_GATEWAY_KEYS = [
   'auto_source_bashrc',
+  'bubblewrap_binds',
+  'bubblewrap_cpu_seconds',
+  'bubblewrap_hide',
+  'bubblewrap_home_allow',
+  'bubblewrap_max_procs',
+  'bubblewrap_memory_mb',
+  'bubblewrap_profile',
+  'credential_files',
   'cwd',
   'daemon_term_grace_seconds',
   'daytona_image',
+  'degraded_mode',
   'docker_extra_args',
   'docker_mount_cwd_to_workspace',
   'docker_orphan_reaper',
   'docker_persist_across_processes',
   'docker_run_as_host_user',
+  'docker_shared_container_key',
+  'docker_shm_size',
+  'docker_snap_compat',
   'env_type',
+  'font_family',
   'home_mode',
   'local_persistent',
   'modal_image',
   'modal_mode',
+  'oneshot_completion_wait_seconds',
   'persistent_shell',
   'shell_init_files',
   'singularity_image',
@@ -46,10 +67,15 @@ export const IGNORED_GATEWAY_KEYS = [
   'ssh_persistent',
   'ssh_port',
   'ssh_user',
+  'temp_dir',
+  'vercel_runtime',
 ] as const;
 
+/** The name Hermes' provider API gives Berth: `terminal.backend: berth_docker`, and its entry under `terminal.backends`. */
+export const BERTH_PROVIDER_NAME = 'berth_docker';
+
 /** The terminal backends a config may name: Berth's engines, and `berth_docker`, the name Hermes' provider API gives Berth (meaning `docker`). */
-const BACKENDS = ['docker', 'podman', 'kubernetes', 'berth_docker'] as const;
+const BACKENDS = ['docker', 'podman', 'kubernetes', BERTH_PROVIDER_NAME] as const;
 
 /** A Kubernetes namespace name (a DNS-1123 label). */
 const KUBERNETES_NAMESPACE = /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -68,7 +94,7 @@ export const terminalConfigSchema = z
     backend: z
       .enum(BACKENDS)
       .default('docker')
-      .transform((value): 'docker' | 'podman' | 'kubernetes' => (value === 'berth_docker' ? 'docker' : value)),
+      .transform((value): 'docker' | 'podman' | 'kubernetes' => (value === BERTH_PROVIDER_NAME ? 'docker' : value)),
     docker_user_sandbox: z.boolean().default(true),
     docker_user_env_prefix: z.string().regex(ENV_PREFIX, { message: 'expected upper-case words joined by "_", like HERMES_USER' }).default('HERMES_USER'),
     docker_forward_env: z.array(variableName).default([]),
@@ -183,9 +209,24 @@ export const terminalConfigSchema = z
       .string()
       .regex(KUBERNETES_NAME, { message: 'expected a storage class name: lower-case letters, digits, "-" and "."' })
       .optional(),
+    // A newer Hermes' terminal providers' own settings, by provider name (docs/hermes-0.21.md).
+    // Berth reads none of them: its own settings are this section's keys (docs/configuration.md).
+    backends: z.record(z.string(), z.unknown()).nullable().optional(),
     ...Object.fromEntries(IGNORED_GATEWAY_KEYS.map((key) => [key, z.unknown().optional()])),
   })
   .superRefine((value, context) => {
+    // One place for each setting: an entry here would look honoured and do nothing (docker_network: false, say).
+    const own = value.backends?.[BERTH_PROVIDER_NAME];
+    if (own !== undefined && own !== null && (typeof own !== 'object' || Array.isArray(own) || Object.keys(own).length > 0)) {
+      const first = typeof own === 'object' && !Array.isArray(own) ? Object.keys(own)[0] : undefined;
+      context.addIssue({
+        code: 'custom',
+        path: ['backends', BERTH_PROVIDER_NAME],
+        message:
+          `Berth reads its settings from the terminal: section itself, not from terminal.backends.${BERTH_PROVIDER_NAME}; ` +
+          (first ? `move ${first} (and the rest) up to terminal.${first}` : `remove terminal.backends.${BERTH_PROVIDER_NAME}`),
+      });
+    }
     for (const name of Object.keys(value.docker_env ?? {})) {
       const reason = reservedVariableReason(name);
       if (reason) context.addIssue({ code: 'custom', path: ['docker_env', name], message: `${reason}; remove it` });

@@ -151,3 +151,27 @@ describe("the backend's file transfers", () => {
     await berth.close();
   });
 });
+
+describe('the keys it accepts and does not use', () => {
+  it('names a Hermes key, another provider and an unknown key in one warning line, with their full path and no value', () => {
+    createBerthSandboxBackend({
+      pluginConfig: {
+        terminal: { docker_shm_size: '1g', backends: { e2b: { api_key: 'e2b_SECRET' } }, team_notes: 'x' },
+        socket: path.join(root, 'berth.sock'),
+      },
+      environment: {},
+      logger: { info: () => undefined, warn: (message) => warnings.push(message), error: () => undefined },
+      createBerth: async () => fakeBerth,
+    });
+    expect(warnings).toEqual([
+      'berth: ignoring plugins.entries.berth.config.terminal.docker_shm_size: Hermes settings with no meaning for a Berth sandbox; ' +
+        "plugins.entries.berth.config.terminal.backends.e2b: other terminal providers' settings; " +
+        'plugins.entries.berth.config.terminal.team_notes: unknown to Berth, so check the spelling of any meant for Berth (see docs/configuration.md)',
+    ]);
+  });
+
+  it('says nothing when every key is Berth own', () => {
+    backend();
+    expect(warnings).toEqual([]);
+  });
+});

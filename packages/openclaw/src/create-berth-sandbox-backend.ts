@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { expandHome, type HostLogger } from '@berth/core';
+import { describeIgnoredKeys, expandHome, type HostLogger } from '@berth/core';
 import { createBerth as createGatewayBerth, outboxBudgetOf, putHostFile, readSandboxFile, type Berth, type CreateBerthOptions } from '@berth/gateway-plugin';
 import { serveSandboxes, type SandboxSocketServer } from '@berth/gateway-plugin/socket';
 import { SANDBOX_WORKSPACE } from './create-sandbox-fs-bridge.js';
 import { createSandboxHandle, runtimeIdOf } from './create-sandbox-handle.js';
-import { loadPluginConfig, type LoadedPluginConfig } from './load-plugin-config.js';
+import { loadPluginConfig, PLUGIN_CONFIG_KEY, type LoadedPluginConfig } from './load-plugin-config.js';
 import { moveStagedInboundMedia } from './move-staged-inbound-media.js';
 import type {
   OpenClawBeforeAgentFinalizeEvent,
@@ -94,6 +94,10 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
   const logger = options.logger;
   // Checked at once, so a wrong key stops the plugin from loading with a line that names it.
   const config = loadPluginConfig(options.pluginConfig, environment);
+  // As berth serve and Hermes' register() say it: the keys accepted and not used, once.
+  const inline = config.source === `${PLUGIN_CONFIG_KEY}.terminal`;
+  const ignored = describeIgnoredKeys(config.terminal, inline ? config.source : 'terminal');
+  if (ignored) logger?.warn(ignored);
   const build = options.createBerth ?? createGatewayBerth;
 
   let building: Promise<Berth> | undefined;

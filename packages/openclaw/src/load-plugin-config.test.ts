@@ -39,7 +39,7 @@ describe('loadPluginConfig', () => {
 
   it('names a wrong terminal key with its full path in openclaw.json', () => {
     expect(() => loadPluginConfig({ terminal: { docker_imgae: 'x' } }, environment)).toThrow(
-      'unknown key plugins.entries.berth.config.terminal.docker_imgae; remove it or check its spelling (known keys are listed in docs/configuration.md)',
+      'unknown key plugins.entries.berth.config.terminal.docker_imgae (did you mean plugins.entries.berth.config.terminal.docker_image?); remove it or check its spelling (known keys are listed in docs/configuration.md)',
     );
     expect(() => loadPluginConfig({ terminal: { container_memory: 'lots' } }, environment)).toThrow(
       /^plugins\.entries\.berth\.config\.terminal\.container_memory is the string "lots": expected megabytes/,
