@@ -21,6 +21,9 @@ export const SANDBOX_ERROR_CODES = [
   'BACKEND_CLOSED',
   'COMMAND_INVALID',
   'SANDBOX_LIMIT',
+  // A user over a per-user limit (terminal.user_commands_per_minute, user_concurrent_commands).
+  'USER_RATE_LIMIT',
+  'USER_CONCURRENCY_LIMIT',
   'SANDBOX_NAME_TAKEN',
   'SANDBOX_PURGING',
   'SCOPE_BUSY',

@@ -7,6 +7,8 @@ import { touchLastUsed } from './lifecycle/last-used-file.js';
 import { sandboxIsBusy } from './lifecycle/is-sandbox-busy.js';
 import { containerName } from './container-name.js';
 import { createCommandRunner } from './run-command.js';
+import { createAuditedExec } from './audit/audited-exec.js';
+import { createUserLimits } from './audit/user-limits.js';
 import { buildRuntimeContext, entryFor, serveRoot } from './build-runtime-context.js';
 import { BRIEFLY, createRuntimeDescriptions } from './runtime-description.js';
 import { createRuntimeEgress } from './runtime-egress.js';
@@ -83,9 +85,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   const inventory = createInventory(context, lifecycle);
   // Stopping a sandbox ends its shells (dropShells needs only the entry), and the capacity policy
   // runs after each acquire of the shells: built in that order, nothing is bound late.
-  const stopEntry = async (entry: SandboxEntry): Promise<void> => {
+  const stopEntry = async (entry: SandboxEntry, reason: string): Promise<void> => {
     await lifecycle.stop(entry, () => dropShells(entry));
     await broker.detach(entry);
+    context.audit.event(entry, 'stopped', reason);
   };
   const settled = (entry: SandboxEntry): void => {
     if (!driver.capabilities.hostFolders || !entry.paths || entry.lastUsed - entry.lastRecorded <= RECORD_USE_EVERY_MS) return;
@@ -108,6 +111,12 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   };
 
   const inQueue = <T>(entry: SandboxEntry, task: () => Promise<T>): Promise<T> => enqueue(entry, task, () => settled(entry));
+  // Every command: the per-user limits first (before the queue and the engine), then the audit trail.
+  const runAudited = createAuditedExec({
+    audit: context.audit,
+    limits: createUserLimits(settings),
+    run: (entry, request, exec, usage) => inQueue(entry, () => runCommand(entry, request, exec, usage)),
+  });
   const capabilities: BackendCapabilities = {
     persistentSession: settings.docker_exec_mode !== 'exec',
     networkIsolation: driver.capabilities.networkIsolation,
@@ -127,8 +136,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
 
     async doExec(request, exec) {
       assertOpen();
-      const entry = entryFor(context, request);
-      return inQueue(entry, () => runCommand(entry, request, exec));
+      return runAudited(entryFor(context, request), request, exec);
     },
 
     async doAcquire(request) {
@@ -145,7 +153,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     async stop(scopeKey) {
       const entry = context.entries.get(scopeKey);
       if (entry) {
-        await inQueue(entry, () => stopEntry(entry));
+        await inQueue(entry, () => stopEntry(entry, 'asked'));
         return;
       }
       for (const sandbox of await lifecycle.find(scopeKey)) await driver.stop(sandbox.id, 3);
@@ -178,6 +186,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       await broker.close();
       // The bound's cgroups go only when no sandbox is left in them (a running one keeps them).
       await descriptions.bound.made()?.then(releaseSharedBound, () => undefined);
+      await context.audit.close();
       // After a removal, the egress table goes once the spare network (its bridge kept it) is gone.
       const left = !removed || (await hasSandboxes().catch(() => true));
       await driver.close?.();

@@ -32,6 +32,12 @@ export const SANDBOX_SETTING_KEYS = [
   'docker_output_limit',
   'timeout',
   'lifetime_seconds',
+  'audit_file',
+  'audit_real_user_ids',
+  'audit_max_mb',
+  'audit_keep',
+  'user_commands_per_minute',
+  'user_concurrent_commands',
 ] as const;
 
 /** The settings of a sandbox runtime: the part of a validated `terminal:` section it reads. */
