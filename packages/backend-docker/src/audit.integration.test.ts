@@ -66,7 +66,7 @@ describe('the audit trail on Docker', () => {
     expect(audited[0]!.bytesOut).toBe(FORWARDED.length + 1 + OWN.length + 1);
     expect(audited[0]!.user).toMatch(/^u-[0-9a-f]{24}$/);
     expect(audited[5]!.user).not.toBe(audited[0]!.user);
-    expect(text).not.toContain('4101');
+    expect(text).not.toContain('telegram:4101');
     expect(lines.filter((line) => line.type === 'sandbox').map((line) => line.event)).toEqual(['created', 'created']);
   });
 });

@@ -172,6 +172,8 @@ export const terminalConfigSchema = z
     // Berth's own per-user limits, enforced before a command reaches the engine; 0: no limit.
     user_commands_per_minute: z.number().int().min(0).max(1_000_000).default(0),
     user_concurrent_commands: z.number().int().min(0).max(10_000).default(0),
+    // CPU seconds one user's sandbox may use per UTC day, read from its cgroup; 0: no limit.
+    user_cpu_seconds_per_day: z.number().int().min(0).max(8_640_000).default(0),
     docker_identity_links: z.array(z.array(z.string().min(3)).min(2, { message: 'a link needs at least two identities' })).default([]),
     platform_adapters: z.array(z.string().min(1)).default([]),
     // Berth's own: platforms without an adapter of their own that get core's generic adapter (ids

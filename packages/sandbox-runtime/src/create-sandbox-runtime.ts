@@ -9,6 +9,8 @@ import { containerName } from './container-name.js';
 import { createCommandRunner } from './run-command.js';
 import { createAuditedExec } from './audit/audited-exec.js';
 import { createUserLimits } from './audit/user-limits.js';
+import { createCpuDay } from './audit/cpu-day.js';
+import { readSandboxCpuSeconds } from './lifecycle/cpu-usage.js';
 import { buildRuntimeContext, entryFor, serveRoot } from './build-runtime-context.js';
 import { BRIEFLY, createRuntimeDescriptions } from './runtime-description.js';
 import { createRuntimeEgress } from './runtime-egress.js';
@@ -111,11 +113,30 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   };
 
   const inQueue = <T>(entry: SandboxEntry, task: () => Promise<T>): Promise<T> => enqueue(entry, task, () => settled(entry));
+  // CPU time per day, read from each sandbox's cgroup before and after each command, in its queue.
+  const cpu = createCpuDay({
+    settings,
+    logger: options.logger,
+    read: async () => {
+      const bound = await context.sharedBound();
+      if (!bound.version || bound.unenforced !== undefined) return `the sandboxes' cgroups cannot be read here (${bound.unenforced ?? 'no shared bound'})`;
+      return (containerId) => readSandboxCpuSeconds(bound, containerId);
+    },
+  });
   // Every command: the per-user limits first (before the queue and the engine), then the audit trail.
   const runAudited = createAuditedExec({
     audit: context.audit,
     limits: createUserLimits(settings),
-    run: (entry, request, exec, usage) => inQueue(entry, () => runCommand(entry, request, exec, usage)),
+    cpu,
+    run: (entry, request, exec, usage) =>
+      inQueue(entry, async () => {
+        await cpu.before(entry);
+        try {
+          return await runCommand(entry, request, exec, usage);
+        } finally {
+          await cpu.after(entry);
+        }
+      }),
   });
   const capabilities: BackendCapabilities = {
     persistentSession: settings.docker_exec_mode !== 'exec',

@@ -38,6 +38,7 @@ export const SANDBOX_SETTING_KEYS = [
   'audit_keep',
   'user_commands_per_minute',
   'user_concurrent_commands',
+  'user_cpu_seconds_per_day',
 ] as const;
 
 /** The settings of a sandbox runtime: the part of a validated `terminal:` section it reads. */

@@ -2,12 +2,14 @@ import { BerthError, type ExecRequest, type ExecResult, type SandboxRequest } fr
 import type { SandboxEntry } from '../lifecycle/sandbox-entry.js';
 import type { CommandUsage } from '../run-command.js';
 import type { AuditTrail } from './audit-trail.js';
+import type { CpuDay } from './cpu-day.js';
 import type { UserLimits } from './user-limits.js';
 
 /** Codes of a command refused before it ran (the rest are failures): the audit trail's `outcome`. */
 const REFUSAL_CODES: ReadonlySet<string> = new Set([
   'USER_RATE_LIMIT',
   'USER_CONCURRENCY_LIMIT',
+  'USER_CPU_LIMIT',
   'COMMAND_INVALID',
   'SANDBOX_LIMIT',
   'SANDBOX_PURGING',
@@ -26,6 +28,7 @@ const codeOf = (error: unknown): string => (error instanceof BerthError ? error.
 export function createAuditedExec(parts: {
   readonly audit: AuditTrail;
   readonly limits: UserLimits;
+  readonly cpu: Pick<CpuDay, 'check'>;
   readonly run: (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest, usage: CommandUsage) => Promise<ExecResult>;
 }): (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest) => Promise<ExecResult> {
   const { audit, limits } = parts;
@@ -42,6 +45,7 @@ export function createAuditedExec(parts: {
     };
     let slot: ReturnType<UserLimits['admit']>;
     try {
+      parts.cpu.check(entry.scopeKey);
       slot = limits.admit(entry.scopeKey);
     } catch (error) {
       failed(error);
