@@ -54,6 +54,23 @@ describe('config', () => {
     expect(message(() => parseTerminalConfig({ docker_env: ['A=1'] }))).toBe('terminal.docker_env is a list: expected a mapping');
   });
 
+  it('keeps the audit trail and the per-user limits off by default, and names a relative audit file', () => {
+    expect(parseTerminalConfig({})).toMatchObject({
+      audit_real_user_ids: false,
+      audit_max_mb: 64,
+      audit_keep: 5,
+      user_commands_per_minute: 0,
+      user_concurrent_commands: 0,
+      user_cpu_seconds_per_day: 0,
+    });
+    expect(parseTerminalConfig({}).audit_file).toBeUndefined();
+    expect(parseTerminalConfig({ audit_file: '~/berth/audit.jsonl' }).audit_file).toBe('~/berth/audit.jsonl');
+    expect(message(() => parseTerminalConfig({ audit_file: 'audit.jsonl' }))).toMatch(
+      /^terminal\.audit_file .*expected an absolute path \(or one under ~\/\), like \/var\/log\/berth\/audit\.jsonl/,
+    );
+    expect(message(() => parseTerminalConfig({ user_commands_per_minute: -1 }))).toMatch(/^terminal\.user_commands_per_minute /);
+  });
+
   it('does not echo a value from docker_env in its message', () => {
     expect(message(() => parseTerminalConfig({ docker_env: { 'bad name': 'ghp_secret' } }))).not.toContain('ghp_secret');
     expect(message(() => parseTerminalConfig({ docker_env: { TOKEN: { nested: 'ghp_secret' } } }))).not.toContain('ghp_secret');

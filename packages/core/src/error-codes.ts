@@ -21,6 +21,10 @@ export const SANDBOX_ERROR_CODES = [
   'BACKEND_CLOSED',
   'COMMAND_INVALID',
   'SANDBOX_LIMIT',
+  // A user over a per-user limit (terminal.user_commands_per_minute, user_concurrent_commands).
+  'USER_RATE_LIMIT',
+  'USER_CONCURRENCY_LIMIT',
+  'USER_CPU_LIMIT',
   'SANDBOX_NAME_TAKEN',
   'SANDBOX_PURGING',
   'SCOPE_BUSY',

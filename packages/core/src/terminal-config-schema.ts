@@ -186,6 +186,22 @@ export const terminalConfigSchema = z
     // (an attachment put in, a file the agent names for delivery taken out). Telegram's bots
     // send at most 50 MB, Hermes' own remote fetch defaults to 50 MiB.
     docker_file_limit: z.number().int().min(1).max(2048).default(50),
+    // Berth's own: the audit trail (docs/observability.md), one JSON line per command and per
+    // sandbox event, appended to this file (an absolute path, or ~/…); absent: no audit trail.
+    audit_file: z
+      .string()
+      .regex(/^(?:\/|~\/)[^\0]*$/, { message: 'expected an absolute path (or one under ~/), like /var/log/berth/audit.jsonl' })
+      .optional(),
+    // Real platform user ids in the audit trail instead of opaque per-user ids.
+    audit_real_user_ids: z.boolean().default(false),
+    // The audit file is rotated once it would pass this many megabytes; audit_keep old files are kept.
+    audit_max_mb: z.number().int().min(1).max(65_536).default(64),
+    audit_keep: z.number().int().min(1).max(100).default(5),
+    // Berth's own per-user limits, enforced before a command reaches the engine; 0: no limit.
+    user_commands_per_minute: z.number().int().min(0).max(1_000_000).default(0),
+    user_concurrent_commands: z.number().int().min(0).max(10_000).default(0),
+    // CPU seconds one user's sandbox may use per UTC day, read from its cgroup; 0: no limit.
+    user_cpu_seconds_per_day: z.number().int().min(0).max(8_640_000).default(0),
     docker_identity_links: z.array(z.array(z.string().min(3)).min(2, { message: 'a link needs at least two identities' })).default([]),
     platform_adapters: z.array(z.string().min(1)).default([]),
     // Berth's own: platforms without an adapter of their own that get core's generic adapter (ids

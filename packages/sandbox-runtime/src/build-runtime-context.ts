@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { SandboxPaths, SandboxRequest } from '@berth/core';
+import { createAuditTrail } from './audit/audit-trail.js';
 import { createScopeDisks } from './disks/scope-disks.js';
 import { scopeHolder } from './lifecycle/hold-scope.js';
 import { createLimiter, newEntry, type SandboxEntry } from './lifecycle/sandbox-entry.js';
@@ -13,11 +14,12 @@ type DescribedParts = Pick<RuntimeContext, 'prepareNetwork' | 'confirmNetwork' |
 /** What every part of one runtime shares (runtime-context.ts), from its options and its described parts. */
 export function buildRuntimeContext(options: SandboxRuntimeOptions, described: DescribedParts): RuntimeContext {
   const { driver, settings } = options;
+  const namePrefix = options.namePrefix ?? 'berth-';
   return {
     driver,
     settings,
     image: options.image ?? settings.docker_image,
-    namePrefix: options.namePrefix ?? 'berth-',
+    namePrefix,
     extraLabels: options.labels ?? {},
     ...(options.sandboxRoot ? { sandboxRoot: path.resolve(options.sandboxRoot) } : {}),
     servedRoots: new Set(options.sandboxRoot ? [path.resolve(options.sandboxRoot)] : []),
@@ -28,6 +30,7 @@ export function buildRuntimeContext(options: SandboxRuntimeOptions, described: D
     shellReadyTimeoutMs: options.shellReadyTimeoutMs ?? SHELL_READY_TIMEOUT_MS,
     firstLaunchWaitMs: options.firstLaunchWaitMs ?? 5_000,
     disks: createScopeDisks({ limitMb: settings.container_disk, engine: driver.engine, hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
+    audit: createAuditTrail({ settings, logger: options.logger, namePrefix }),
     holdScope: scopeHolder({ hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
     ...described,
   };

@@ -7,6 +7,10 @@ import { touchLastUsed } from './lifecycle/last-used-file.js';
 import { sandboxIsBusy } from './lifecycle/is-sandbox-busy.js';
 import { containerName } from './container-name.js';
 import { createCommandRunner } from './run-command.js';
+import { createAuditedExec } from './audit/audited-exec.js';
+import { createUserLimits } from './audit/user-limits.js';
+import { createCpuDay } from './audit/cpu-day.js';
+import { readSandboxCpuSeconds } from './lifecycle/cpu-usage.js';
 import { buildRuntimeContext, entryFor, serveRoot } from './build-runtime-context.js';
 import { BRIEFLY, createRuntimeDescriptions } from './runtime-description.js';
 import { createRuntimeEgress } from './runtime-egress.js';
@@ -99,7 +103,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
         entry.running = false;
       }
       await driver.stop(found.id, 1).catch((error: unknown) => options.logger?.warn(`berth: could not stop ${found.name}: ${(error as Error).message}`));
-      if (entry) await broker.detach(entry);
+      if (entry) {
+        await broker.detach(entry);
+        context.audit.event(entry, 'stopped', 'gave way: it held the most when the shared bound ran short');
+      }
       return true;
     },
     logger: options.logger,
@@ -116,9 +123,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   });
   const inventory = createInventory(context, lifecycle);
   // Stopping a sandbox ends its shells (dropShells needs only the entry).
-  const stopEntry = async (entry: SandboxEntry): Promise<void> => {
+  const stopEntry = async (entry: SandboxEntry, reason: string): Promise<void> => {
     await lifecycle.stop(entry, () => dropShells(entry));
     await broker.detach(entry);
+    context.audit.event(entry, 'stopped', reason);
   };
   const settled = (entry: SandboxEntry): void => {
     if (!driver.capabilities.hostFolders || !entry.paths || entry.lastUsed - entry.lastRecorded <= RECORD_USE_EVERY_MS) return;
@@ -141,6 +149,31 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   };
 
   const inQueue = <T>(entry: SandboxEntry, task: () => Promise<T>): Promise<T> => enqueue(entry, task, () => settled(entry));
+  // CPU time per day, read from each sandbox's cgroup before and after each command, in its queue.
+  const cpu = createCpuDay({
+    settings,
+    logger: options.logger,
+    read: async () => {
+      const bound = await context.sharedBound();
+      if (!bound.version || bound.unenforced !== undefined) return `the sandboxes' cgroups cannot be read here (${bound.unenforced ?? 'no shared bound'})`;
+      return (containerId) => readSandboxCpuSeconds(bound, containerId);
+    },
+  });
+  // Every command: the per-user limits first (before the queue and the engine), then the audit trail.
+  const runAudited = createAuditedExec({
+    audit: context.audit,
+    limits: createUserLimits(settings),
+    cpu,
+    run: (entry, request, exec, usage) =>
+      inQueue(entry, async () => {
+        await cpu.before(entry);
+        try {
+          return await runCommand(entry, request, exec, usage);
+        } finally {
+          await cpu.after(entry);
+        }
+      }),
+  });
   const capabilities: BackendCapabilities = {
     persistentSession: settings.docker_exec_mode !== 'exec',
     networkIsolation: driver.capabilities.networkIsolation,
@@ -160,8 +193,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
 
     async doExec(request, exec) {
       assertOpen();
-      const entry = entryFor(context, request);
-      return inQueue(entry, () => runCommand(entry, request, exec));
+      return runAudited(entryFor(context, request), request, exec);
     },
 
     async doAcquire(request) {
@@ -178,7 +210,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     async stop(scopeKey) {
       const entry = context.entries.get(scopeKey);
       if (entry) {
-        await inQueue(entry, () => stopEntry(entry));
+        await inQueue(entry, () => stopEntry(entry, 'asked'));
         return;
       }
       for (const sandbox of await lifecycle.find(scopeKey)) await driver.stop(sandbox.id, 3);
@@ -211,6 +243,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       await broker.close();
       // The last process of the installation out gives the bound back, and removes it when empty.
       await keeper.close().catch(() => undefined);
+      await context.audit.close();
       // After a removal, the egress table goes once the spare network (its bridge kept it) is gone.
       const left = !removed || (await hasSandboxes().catch(() => true));
       await driver.close?.();

@@ -1,6 +1,7 @@
 import type { SandboxBackendV1 } from '@berth/core';
 import { purgeScope } from './host-files/purge-scope.js';
-import type { SandboxEntry } from './lifecycle/sandbox-entry.js';
+import { newEntry, type SandboxEntry } from './lifecycle/sandbox-entry.js';
+import { ownerOf } from './sandbox-spec.js';
 import type { SandboxLifecycle } from './lifecycle/sandbox-lifecycle.js';
 import type { RuntimeContext } from './runtime-context.js';
 import type { ShellSessions } from './shell/shell-sessions.js';
@@ -18,12 +19,17 @@ export async function removeScope(
 ): Promise<void> {
   const { context, lifecycle, shells } = parts;
   const { driver } = context;
+  // Whose sandbox went, for the audit trail: the entry, else what the engine's labels say (berth rm in its own process).
+  let audited = entry;
   const removeSandboxes = async (): Promise<void> => {
     if (entry) {
       shells.drop(entry);
       await context.egress.detach(entry);
     }
-    for (const sandbox of await lifecycle.find(scopeKey)) await driver.remove(sandbox.id);
+    for (const sandbox of await lifecycle.find(scopeKey)) {
+      audited ??= newEntry(scopeKey, ownerOf(sandbox.labels), { name: sandbox.name, ...(removeOptions.paths ? { paths: removeOptions.paths } : {}) });
+      await driver.remove(sandbox.id);
+    }
   };
   if (removeOptions.purge && removeOptions.paths && driver.capabilities.hostFolders) {
     // The sandboxes go once the scope is locked and its tombstone is down, so that nothing
@@ -40,6 +46,7 @@ export async function removeScope(
     if (removeOptions.purge) await driver.purgeStorage?.(scopeKey);
   }
   context.entries.delete(scopeKey);
+  if (audited) context.audit.event(audited, removeOptions.purge ? 'purged' : 'removed', 'asked');
   context.logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);
   await parts.removed();
 }

@@ -33,6 +33,12 @@ export const STATE_DELETED_NOTICE =
   "berth: this command deleted the sandbox's shell state (its folder in /tmp), so the cd and export of earlier commands are lost; the next " +
   "command starts a new shell, in /workspace with the sandbox's variables\n";
 
+/** What a command used, filled in by the command runner for the audit trail. */
+export interface CommandUsage {
+  /** Bytes written to stdout and stderr, before the output limit cut them. */
+  outputBytes: number;
+}
+
 /**
  * Runs one command in its sandbox: names the sandbox, gets it ready, runs the command, retries
  * once when the sandbox or its shell was gone before the command started (it cannot have run),
@@ -41,7 +47,7 @@ export const STATE_DELETED_NOTICE =
 export function createCommandRunner(
   context: RuntimeContext,
   shells: ShellSessions,
-): (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest) => Promise<ExecResult> {
+): (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest, usage?: CommandUsage) => Promise<ExecResult> {
   const { settings, logger } = context;
 
   // A new installation's key is made only once the engine has answered: a command that fails for
@@ -53,7 +59,7 @@ export function createCommandRunner(
     entry.name = containerName(request, context.namePrefix);
   };
 
-  return async (entry, request, exec) => {
+  return async (entry, request, exec, usage) => {
     if (exec.command.includes('\0')) throw new SandboxError('COMMAND_INVALID', 'the command contains a NUL byte, which no shell can run; remove it');
     const started = performance.now();
     if (exec.signal?.aborted) return { exitCode: INTERRUPTED_EXIT_CODE, stdout: '', stderr: '', timedOut: false, truncated: false, durationMs: 0 };
@@ -99,6 +105,7 @@ export function createCommandRunner(
       }
     }
     const final = result!;
+    if (usage) usage.outputBytes = final.stdout.totalBytes + final.stderr.totalBytes;
     maskers?.stdout.end();
     maskers?.stderr.end();
     if (final.stateNotSaved) notice += STATE_NOT_SAVED_NOTICE;

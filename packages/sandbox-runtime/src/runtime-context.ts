@@ -1,3 +1,4 @@
+import type { AuditTrail } from './audit/audit-trail.js';
 import type { EgressBroker } from './egress/egress-broker.js';
 import type { SharedBound } from './lifecycle/shared-bound.js';
 import type { HostLogger, RuntimeDescription, SandboxPaths } from '@berth/core';
@@ -57,6 +58,8 @@ export interface RuntimeContext {
   readonly egressUnenforced: () => Promise<string | undefined>;
   /** The one bound all sandboxes share (shared-bound.ts), set once before the first sandbox is made. */
   readonly sharedBound: () => Promise<SharedBound>;
+  /** The audit trail (`terminal.audit_file`): one line per command and per sandbox event. */
+  readonly audit: AuditTrail;
   /** The OCI runtime of the sandboxes (oci-runtime.ts), once the engine said; `undefined` while it cannot. */
   readonly ociRuntime: () => Promise<RuntimeDescription | undefined>;
 }

@@ -33,6 +33,13 @@ export const SANDBOX_SETTING_KEYS = [
   'docker_output_limit',
   'timeout',
   'lifetime_seconds',
+  'audit_file',
+  'audit_real_user_ids',
+  'audit_max_mb',
+  'audit_keep',
+  'user_commands_per_minute',
+  'user_concurrent_commands',
+  'user_cpu_seconds_per_day',
 ] as const;
 
 /** The settings of a sandbox runtime: the part of a validated `terminal:` section it reads. */

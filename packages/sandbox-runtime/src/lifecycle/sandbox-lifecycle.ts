@@ -144,13 +144,14 @@ export function createSandboxLifecycle(
   };
 
   /** A new user past `docker_max_sandboxes` is refused in one line, before anything is made. */
-  const assertRoomForAnother = (request: SandboxRequest, sandboxes: Awaited<ReturnType<typeof find>>): void => {
+  const assertRoomForAnother = (entry: SandboxEntry, request: SandboxRequest, sandboxes: Awaited<ReturnType<typeof find>>): void => {
     const limit = settings.docker_max_sandboxes;
     if (limit <= 0) return;
     const root = `${request.paths.root}/`;
     // This installation's sandboxes (its folders), whatever else shares the engine.
     const existing = sandboxes.filter((sandbox) => (sandbox.labels[LABELS.workspace] ?? '').startsWith(root)).length;
     if (existing >= limit) {
+      context.audit.event(entry, 'refused', 'SANDBOX_LIMIT');
       throw new SandboxError(
         'SANDBOX_LIMIT',
         `this gateway already has ${existing} sandboxes, the most terminal.docker_max_sandboxes (${limit}) allows; remove unused ones (berth rm), ` +
@@ -187,6 +188,8 @@ export function createSandboxLifecycle(
       extraLabels: context.extraLabels,
       ...(driver.capabilities.hostFolders ? { channels: channelsFolderOf(request.paths.folder) } : {}),
     });
+    // Why a sandbox made below replaces one (the audit trail's `recreated`): its settings, or it was gone.
+    let replaced = entry.containerId === undefined ? undefined : 'the sandbox was gone';
     for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS; attempt++) {
       // One list of this runtime's sandboxes answers both questions of a new one; asked at once
       // with the inspect, as acquiring is mostly for new and restarted sandboxes.
@@ -196,7 +199,7 @@ export function createSandboxLifecycle(
       const sandboxes = found ? [] : await listing;
       if (!found && (await adoptRenamed(entry, request, sandboxes))) continue;
       if (!found) {
-        assertRoomForAnother(request, sandboxes);
+        assertRoomForAnother(entry, request, sandboxes);
         // The scope's lock from its folders to its start: a purge in another process waits for
         // it, then finds (and removes) the sandbox; one under way is never re-populated.
         const id = await context.holdScope(request.paths, `start the sandbox of ${request.scope.key}`, () =>
@@ -209,6 +212,7 @@ export function createSandboxLifecycle(
         }
         entry.containerId = id;
         entry.running = true;
+        context.audit.event(entry, replaced ? 'recreated' : 'created', replaced);
         return id;
       }
       if (found.labels[LABELS.managedBy] !== MANAGED_BY || found.labels[LABELS.scope] !== request.scope.key) {
@@ -224,6 +228,7 @@ export function createSandboxLifecycle(
         } else {
           logger?.info(`berth: the settings of ${entry.name} changed; recreating it (files are kept)`);
           await driver.remove(found.id);
+          replaced = 'its settings changed';
           continue;
         }
       } else {
@@ -237,6 +242,9 @@ export function createSandboxLifecycle(
           await context.limitCreate(() => start(entry, found.id));
         });
         logger?.info(`berth: restarted sandbox ${entry.name} for ${entry.scopeKey}`);
+        context.audit.event(entry, 'started', entry.containerId === undefined ? 'found stopped on the engine' : 'was stopped');
+      } else if (entry.containerId === undefined) {
+        context.audit.event(entry, 'adopted', 'found running on the engine');
       }
       entry.containerId = found.id;
       entry.running = true;

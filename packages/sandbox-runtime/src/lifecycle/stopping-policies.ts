@@ -49,7 +49,12 @@ function withRecordedUse(context: RuntimeContext, entry: SandboxEntry): SandboxE
  */
 export function createStoppingPolicies(
   context: RuntimeContext,
-  options: { adopt: () => Promise<void>; stop: (entry: SandboxEntry) => Promise<void>; settled: (entry: SandboxEntry) => void; reapIntervalMs?: number },
+  options: {
+    adopt: () => Promise<void>;
+    stop: (entry: SandboxEntry, reason: string) => Promise<void>;
+    settled: (entry: SandboxEntry) => void;
+    reapIntervalMs?: number;
+  },
 ): StoppingPolicies {
   const { settings, logger } = context;
   let adopted = false;
@@ -79,7 +84,7 @@ export function createStoppingPolicies(
         async () => {
           // Looked at again inside the queue: a command may have come in meanwhile.
           if (!entry.running || withRecordedUse(context, entry).lastUsed > deadline) return;
-          await options.stop(entry);
+          await options.stop(entry, `idle for more than ${settings.lifetime_seconds} s`);
           stopped.push(entry.scopeKey);
           logger?.info(`berth: stopped ${entry.name}, idle for more than ${settings.lifetime_seconds} s`);
         },
@@ -109,6 +114,7 @@ export function createStoppingPolicies(
               .catch((error: unknown) => logger?.warn(`berth: could not unmount the disk of ${entry.name}: ${messageOf(error)}`));
           }
           context.entries.delete(entry.scopeKey);
+          context.audit.event(entry, 'removed', `unused for more than ${settings.docker_remove_after_seconds} s, files kept`);
           logger?.info(`berth: removed ${entry.name}, unused for more than ${settings.docker_remove_after_seconds} s (its files are kept)`);
         },
         () => options.settled(entry),
@@ -127,7 +133,7 @@ export function createStoppingPolicies(
     await enqueue(
       entry,
       async () => {
-        if (entry.running) await options.stop(entry);
+        if (entry.running) await options.stop(entry, `least recently used, ${why}`);
       },
       () => options.settled(entry),
       { use: false },
