@@ -93,9 +93,11 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     sandboxRoot: context.sandboxRoot,
     floors: { memoryBytes: settings.docker_share_floor * 2 ** 20, pids: Math.min(SHARE_FLOOR_PIDS, settings.docker_pids_limit) },
     sandboxPids: settings.docker_pids_limit,
-    reclaim: async (id, why) => {
+    reclaim: async (id, why, killNow) => {
       const found = await driver.inspect(id).catch(() => undefined);
       if (found?.labels[LABELS.managedBy] !== MANAGED_BY) return false;
+      // Its processes die at once (what they hold is free now); the engine's stop ends the rest (its /tmp).
+      await killNow();
       const entry = [...context.entries.values()].find((candidate) => candidate.containerId === found.id);
       if (entry) {
         entry.reclaimed = why;

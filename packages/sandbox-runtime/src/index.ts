@@ -11,6 +11,7 @@ export type { EgressProxyHooks } from './egress/egress-broker.js';
 export { EGRESS_PROXY_PORT, egressRuleset } from './egress/egress-firewall.js';
 export { loadCertificateAuthority, type CertificateAuthority } from './egress/egress-proxy/certificate-authority.js';
 export { capacityReport, describeRunningCap, localHostSize, type HostSize } from './lifecycle/capacity.js';
+export { readBoundShares, SHARE_FLOOR_PIDS } from './lifecycle/fair-share.js';
 export type { ProgressEvent } from './runtime-context.js';
 export { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 export { channelsFolderOf, openFifoChannel } from './shell/fifo-channel.js';

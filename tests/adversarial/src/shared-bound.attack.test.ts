@@ -60,7 +60,16 @@ describe.each(['docker', 'podman'] as const)('one bound for all sandboxes togeth
     void Promise.allSettled(hogging).then(() => (done = true));
     while (!done) {
       const { value, ms } = await timed(() => gateway.run(light, 'echo alive'));
-      expect(value).toEqual({ output: 'alive\n', returncode: 0 });
+      // Answered every time. In the moment the bound is full, before Berth's guard makes a hog give
+      // way, a write that meets it fails at once (the kernel makes only a page fault wait):
+      // the session's own file in /tmp, said in one line beside the answer (docs/backend-docker.md#fair-share).
+      expect(value.returncode).toBe(0);
+      const lines = value.output.split('\n').filter((line) => line !== '');
+      expect(lines).toContain('alive');
+      expect(
+        lines.filter((line) => line !== 'alive').every((line) => /Cannot allocate memory/.test(line)),
+        value.output,
+      ).toBe(true);
       latencies.push(ms);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
@@ -75,7 +84,10 @@ describe.each(['docker', 'podman'] as const)('one bound for all sandboxes togeth
     // The bound was reached and never passed: cgroup v1 keeps the highest use it saw, v2 counts
     // each time a charge met the limit.
     if (existsSync(path.join(folder, 'memory.max_usage_in_bytes'))) {
-      expect(readNumber(path.join(folder, 'memory.max_usage_in_bytes'))).toBe(TOTAL_MB * 1024 * 1024);
+      // Reached; passed by no more than a page, which the kernel charges before a fault waits
+      // for Berth's guard (the bound's own OOM killer is off: docs/backend-docker.md#fair-share).
+      expect(readNumber(path.join(folder, 'memory.max_usage_in_bytes'))).toBeGreaterThanOrEqual(TOTAL_MB * 1024 * 1024);
+      expect(readNumber(path.join(folder, 'memory.max_usage_in_bytes'))).toBeLessThanOrEqual(TOTAL_MB * 1024 * 1024 + 4096);
     } else {
       expect(Number(/^max (\d+)$/m.exec(readFileSync(path.join(folder, 'memory.events'), 'utf8'))?.[1] ?? 0)).toBeGreaterThan(0);
     }

@@ -1,5 +1,5 @@
 import type { BackendDescription, TerminalConfig } from '@berth/core';
-import { capacityReport, describeRunningCap, type HostSize } from '@berth/sandbox-runtime';
+import { capacityReport, describeRunningCap, readBoundShares, SHARE_FLOOR_PIDS, type HostSize } from '@berth/sandbox-runtime';
 import type { DoctorCheck } from './doctor-report.js';
 
 /** The running sandboxes' limits added up against the host: memory, CPUs, pids against pid_max. */
@@ -29,4 +29,42 @@ export function capacityCheck(config: TerminalConfig, host: HostSize, sharedBoun
     };
   }
   return { name: 'capacity', status: 'ok', detail: `up to ${cap}: ${sums}` };
+}
+
+/** How many sandboxes `sharesCheck` names one by one; the rest are counted. */
+const SHARES_NAMED = 10;
+
+/**
+ * Each running sandbox's fair share of the shared bound and what it holds (all its memory: tmpfs
+ * and page cache too), read from the host's cgroups; the largest first, over its share said.
+ * Undefined where the bound is not enforced on this host.
+ */
+export async function sharesCheck(
+  config: TerminalConfig,
+  sharedBound?: BackendDescription['sharedBound'],
+  cgroupRoot?: string,
+): Promise<DoctorCheck | undefined> {
+  if (!sharedBound?.enforced || !sharedBound.parent) return undefined;
+  const read = await readBoundShares(
+    { parent: sharedBound.parent, memoryMb: sharedBound.memoryMb, pids: sharedBound.pids },
+    { memoryBytes: config.docker_share_floor * 2 ** 20, pids: Math.min(SHARE_FLOOR_PIDS, config.docker_pids_limit) },
+    cgroupRoot,
+  ).catch(() => undefined);
+  if (!read) return undefined;
+  const { shares, holdings } = read;
+  const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
+  if (holdings.length === 0) return { name: 'shares', status: 'ok', detail: `no sandbox runs under ${sharedBound.parent}` };
+  const sorted = [...holdings].sort((a, b) => b.memoryBytes - a.memoryBytes);
+  const each = sorted.slice(0, SHARES_NAMED).map((holding) => {
+    const over = holding.memoryBytes > shares.memoryBytes || holding.pids > shares.pids ? ' (over its share)' : '';
+    return `${holding.id.slice(0, 12)} ${mb(holding.memoryBytes)} MB, ${holding.pids} pids${over}`;
+  });
+  const more = sorted.length > SHARES_NAMED ? `; and ${sorted.length - SHARES_NAMED} more` : '';
+  return {
+    name: 'shares',
+    status: 'ok',
+    detail:
+      `${holdings.length} sandboxes under ${sharedBound.parent}, each one's share ${mb(shares.memoryBytes)} MB and ${shares.pids} pids ` +
+      `(when the bound runs short, the one holding the most gives way); in use (container id): ${each.join('; ')}${more}`,
+  };
 }

@@ -12,6 +12,7 @@ export interface DoctorCheck {
     | 'isolation'
     | 'runtime'
     | 'capacity'
+    | 'shares'
     | 'disk';
   readonly status: 'ok' | 'problem' | 'warning' | 'skipped';
   readonly detail: string;

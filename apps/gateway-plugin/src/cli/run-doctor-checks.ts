@@ -14,7 +14,7 @@ import { createBackend } from '../create-backend.js';
 import { createBerthResolver } from '../create-berth.js';
 import { findIsolationRisks } from '../isolation-risks.js';
 import type { CliIo } from './cli-io.js';
-import { capacityCheck } from './doctor-capacity.js';
+import { capacityCheck, sharesCheck } from './doctor-capacity.js';
 import { diskCheck } from './doctor-disk.js';
 import { networkPolicyCheck, networkPolicyProbeOf } from './doctor-network-policy.js';
 import type { DoctorCheck, DoctorReport } from './doctor-report.js';
@@ -147,6 +147,8 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
           }
         : capacityCheck(config, { ...localHostSize(), ...(description?.host ?? {}) }, description?.sharedBound),
     );
+    const shares = backendName === 'kubernetes' ? undefined : await sharesCheck(config, description?.sharedBound);
+    if (shares) checks.push(shares);
   }
   // Kubernetes sizes each claim with container_disk; the host's free space says nothing there.
   if (config && backendName !== 'kubernetes') checks.push(diskCheck(config, root));

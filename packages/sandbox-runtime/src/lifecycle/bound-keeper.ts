@@ -37,7 +37,7 @@ export interface BoundKeeperOptions {
   readonly floors: { readonly memoryBytes: number; readonly pids: number };
   /** One sandbox's own pids limit. */
   readonly sandboxPids: number;
-  readonly reclaim: (id: string, why: string) => Promise<boolean>;
+  readonly reclaim: (id: string, why: string, killNow: () => Promise<void>) => Promise<boolean>;
   readonly logger?: HostLogger | undefined;
   /** The guard's interval (`startFairShareGuard`); 0 for none. */
   readonly guardIntervalMs?: number;

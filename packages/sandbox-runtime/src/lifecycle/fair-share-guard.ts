@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { HostLogger } from '@berth/core';
+import { killSandboxTasks } from './sandbox-tasks.js';
 import { boundFolders, CHILD_NAME, chooseHog, memoryFile, overShare, readHoldings, sharesOf, type SandboxHolding, type Shares } from './fair-share.js';
 import type { SharedBound } from './shared-bound.js';
 
@@ -8,10 +9,15 @@ import type { SharedBound } from './shared-bound.js';
 // the kernel's OOM killer picks the largest process under the bound: a light user's one big
 // command, while the user who filled the bound with many small processes, or with a file in its
 // tmpfs that no kill frees, loses nothing. So, in the manner of systemd-oomd and earlyoom:
-// - cgroup v1: the bound's own OOM killer is off (`memory.oom_control`), so a charge that meets
-//   the bound waits instead of killing; this guard sees `under_oom` and stops the sandbox
-//   furthest over its share, which frees all it holds (its tmpfs too), and the waiting command
-//   goes on. A sandbox's own limit still kills inside that sandbox, as before.
+// - cgroup v1: the bound's own OOM killer is off (`memory.oom_control`), so a page fault that
+//   meets the bound waits instead of killing; this guard sees `under_oom` and stops the sandbox
+//   holding the most (its processes killed at once from the host, sandbox-tasks.ts; the engine's
+//   stop takes its tmpfs, which no kill frees), and the waiting command goes on. A sandbox's own
+//   limit still kills inside that sandbox. The kernel makes only a page fault wait: a write that
+//   meets the full bound (a file in a tmpfs) fails at once with ENOMEM, so the largest over its
+//   share gives way before (`NEARLY_FULL`), and the guard looks four times as often near it.
+//   (Steering the kernel's own killer instead, every process over its share at oom_score_adj
+//   1000, was tried: the kernel still took a light user's command, on Podman every other round.)
 // - cgroup v2: `memory.high` a little under the bound throttles whoever charges past it, and the
 //   guard reclaims from the sandbox furthest over its share while the bound is past it; each
 //   sandbox's `memory.oom.group` makes a kill take the whole sandbox, never a part of a neighbour.
@@ -23,6 +29,10 @@ import type { SharedBound } from './shared-bound.js';
 export const GUARD_INTERVAL_MS = 200;
 /** cgroup v2: `memory.high` of the bound, as a share of its `memory.max`. */
 export const HIGH_SHARE = 0.95;
+/** cgroup v1: the share of the bound's memory in use from which the largest sandbox gives way, before a write meets the limit. */
+export const NEARLY_FULL = 0.97;
+/** The share of the bound's memory in use from which the guard looks four times as often. */
+export const NEAR = 0.85;
 /** The share of the bound's pids in use from which the sandbox furthest over its pids share gives way. */
 export const PIDS_SHORT = 0.9;
 /** After a sandbox gave way, nobody else does for this long: what it freed takes effect first. */
@@ -40,7 +50,7 @@ export interface FairShareGuardOptions {
    * it is no sandbox of this installation's (a container an operator put under the same parent):
    * the next one gives way instead.
    */
-  readonly reclaim: (id: string, why: string) => Promise<boolean>;
+  readonly reclaim: (id: string, why: string, killNow: () => Promise<void>) => Promise<boolean>;
   readonly logger?: HostLogger | undefined;
   /** @default GUARD_INTERVAL_MS; 0: no timer (tests call `check`). */
   readonly intervalMs?: number;
@@ -92,11 +102,23 @@ export async function returnOomDecision(bound: SharedBound): Promise<void> {
   else await writeFile(path.join(folders.memory, 'memory.high'), 'max').catch(() => undefined);
 }
 
-/** Whether the bound is short of memory: v1 waits in its OOM (`under_oom 1`); v2 is past `memory.high`. */
-async function shortOfMemory(bound: SharedBound, folder: string): Promise<boolean> {
-  if (bound.version === 1) return numberIn(await readText(path.join(folder, 'memory.oom_control')), 'under_oom') === 1;
+/**
+ * Whether the bound is short of memory: v1 waits in its OOM (`under_oom 1`), or is nearly full
+ * (`NEARLY_FULL` of its limit in use, page cache the kernel could drop not counted): v1 makes
+ * only a page fault wait at the limit, and a write that meets it (a file in a tmpfs, a pipe)
+ * fails at once with ENOMEM, so room is made before; v2 is past `memory.high`.
+ */
+async function shortOfMemory(bound: SharedBound, folder: string): Promise<{ short: 'short' | 'nearly' | false; used: number }> {
+  const limit = bound.memoryMb * 2 ** 20;
+  if (bound.version === 1) {
+    const [control, usage, stat] = await Promise.all(
+      ['memory.oom_control', 'memory.usage_in_bytes', 'memory.stat'].map((file) => readText(path.join(folder, file))),
+    );
+    const used = (asCount(usage!) - numberIn(stat!, 'total_inactive_file')) / limit;
+    return { short: numberIn(control!, 'under_oom') === 1 ? 'short' : used >= NEARLY_FULL ? 'nearly' : false, used };
+  }
   const [current, high] = await Promise.all([readText(path.join(folder, memoryFile(2))), readText(path.join(folder, 'memory.high'))]);
-  return asCount(current) >= asCount(high);
+  return { short: asCount(current) >= asCount(high) ? 'short' : false, used: asCount(current) / limit };
 }
 
 /**
@@ -112,6 +134,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   let failing = false;
   let running: Promise<void> | undefined;
   let closed = false;
+  let near = false;
 
   const giveWay = async (holding: SandboxHolding, shares: Shares, resource: 'memory' | 'pids'): Promise<boolean> => {
     const why =
@@ -122,7 +145,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
         : `berth: this sandbox was stopped because the sandboxes' shared process count ran out while it had ${holding.pids} processes, more ` +
           `than any other and more than its fair share (${shares.pids}); its files in /workspace and /root are kept, /tmp and its processes ` +
           `are not`;
-    if (!(await options.reclaim(holding.id, why))) {
+    if (!(await options.reclaim(holding.id, why, () => killSandboxTasks(bound, holding.id)))) {
       // Not Berth's to stop: left out of every later choice.
       notOurs.add(holding.id);
       return false;
@@ -188,14 +211,17 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   const look = async (): Promise<void> => {
     if (!folders) return;
     if (bound.version === 2) await groupKills(folders.memory);
-    const memoryShort = await shortOfMemory(bound, folders.memory);
+    const { short: memory, used } = await shortOfMemory(bound, folders.memory);
+    near = used >= NEAR;
     const pids = await pidsOf();
     await capPids(folders.pids, pids.max);
     const pidsShort = pids.now >= pids.max * PIDS_SHORT;
-    if ((!memoryShort && !pidsShort) || Date.now() < quietUntil) return;
+    if ((!memory && !pidsShort) || Date.now() < quietUntil) return;
     const holdings = await candidates();
     const shares = sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: pids.max }, holdings.length, options.floors);
-    await reclaimFrom(holdings, shares, memoryShort ? 'memory' : 'pids');
+    // Nearly full only: the largest gives way before anyone meets the limit, if it is over its share.
+    if (memory === 'nearly' && !pidsShort && (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) <= shares.memoryBytes) return;
+    await reclaimFrom(holdings, shares, memory ? 'memory' : 'pids');
   };
 
   const check = (): Promise<void> => {
@@ -215,8 +241,10 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     return running;
   };
 
+  // Four times as often while the bound is near full: the window in which a write meets it is shorter.
   const interval = options.intervalMs ?? GUARD_INTERVAL_MS;
-  const timer = interval > 0 && folders ? setInterval(() => void check(), interval) : undefined;
+  let ticks = 0;
+  const timer = interval > 0 && folders ? setInterval(() => (near || ++ticks % 4 === 0) && void check(), interval / 4) : undefined;
   timer?.unref();
 
   return {

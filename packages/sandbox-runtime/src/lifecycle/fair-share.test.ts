@@ -40,6 +40,8 @@ function fakeBound(version: 1 | 2, children: Record<string, [number, number]>, s
   }
   write(memory, usage, String(total));
   write(memory, version === 1 ? 'memory.limit_in_bytes' : 'memory.max', String(600 * MB));
+  if (version === 1) write(memory, 'memory.stat', 'total_inactive_file 0\n');
+  if (version === 1) write(memory, 'memory.usage_in_bytes', String(total));
   if (version === 1) write(memory, 'memory.oom_control', `oom_kill_disable 0\nunder_oom ${state.underOom ? 1 : 0}\noom_kill 0\n`);
   else write(memory, 'memory.high', 'max');
   write(pids, 'pids.max', '1000');

@@ -130,3 +130,30 @@ export function chooseHog(holdings: readonly SandboxHolding[], resource: 'memory
   }
   return chosen;
 }
+
+/**
+ * Each sandbox's share of the bound whose parent cgroup is `parent` and what each holds, read from
+ * the host's cgroup files (`berth doctor`); undefined when the bound is not on this host.
+ */
+export async function readBoundShares(
+  bound: { readonly parent: string; readonly memoryMb: number; readonly pids: number },
+  floors: { readonly memoryBytes: number; readonly pids: number },
+  cgroupRoot = '/sys/fs/cgroup',
+): Promise<{ shares: Shares; holdings: SandboxHolding[] } | undefined> {
+  const name = bound.parent.replace(/^\//, '');
+  const v1 = path.join(cgroupRoot, 'memory', name);
+  const version = await fs.access(v1).then(
+    () => 1 as const,
+    () => 2 as const,
+  );
+  const paths = version === 1 ? [v1, path.join(cgroupRoot, 'pids', name)] : [path.join(cgroupRoot, name)];
+  if (
+    !(await fs.access(paths[0]!).then(
+      () => true,
+      () => false,
+    ))
+  )
+    return undefined;
+  const holdings = await readHoldings({ paths, version });
+  return { shares: sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: bound.pids }, holdings.length, floors), holdings };
+}
