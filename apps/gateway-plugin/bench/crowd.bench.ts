@@ -9,6 +9,12 @@
  *   sandboxes at what fits the host with every one at its limits — what `auto` meant before;
  * - `no cap`: `docker_max_running: 0`, the floor.
  *
+ * With BENCH_HOG=1, two more sides (or only those, with BENCH_SIDES naming them): `bounded`, a
+ * bound of BENCH_HOG_BOUND MB (2048) with 1024 MB per sandbox, and `bounded, one hog`, the same
+ * with one more user who, in every round, pins 900 MB in its /tmp and allocates 600 MB over and
+ * over beside the crowd: what the light users' median and p99 lose to a hog that the fair-share
+ * guard makes give way (docs/backend-docker.md#fair-share). The hog's own answers are not counted.
+ *
  * For each crowd size (BENCH_CROWDS, default 1,12,50,100 users) every user's sandbox is made
  * first (not timed), then BENCH_ROUNDS rounds (3) of every user sending BENCH_COMMANDS (5)
  * commands at once are timed (each answer must carry that user's own marker, from a file in
@@ -45,22 +51,34 @@ for (let index = 0; index < most; index++) {
   markers.set(userId, `m${index}x${randomBytes(6).toString('hex')}`);
 }
 
-const sides = {
+const hogBound = Number(process.env.BENCH_HOG_BOUND ?? 2048);
+const bounded = { docker_total_memory: hogBound, container_memory: 1024, docker_tmp_size: 1100 };
+const allSides: Record<string, Record<string, unknown>> = {
   default: {},
   'summed limits': { docker_cgroup_parent: '' },
   'no cap': { docker_max_running: 0 },
-} as const;
+  ...(process.env.BENCH_HOG === '1' ? { bounded, 'bounded, one hog': bounded } : {}),
+};
+const wanted = process.env.BENCH_SIDES?.split(',').map((name) => name.trim());
+const sides = Object.fromEntries(Object.entries(allSides).filter(([name]) => !wanted || wanted.includes(name)));
+const hogId = String(idBase + most + 1);
+/** The hog's round: a tmpfs pin, then allocations over and over; it may be stopped under it (the guard). */
+const HOG_COMMAND =
+  'dd if=/dev/zero of=/tmp/pin bs=1M count=900 2>/dev/null; i=0; while [ $i -lt 8 ]; do dd if=/dev/zero of=/dev/null bs=600M count=1 2>/dev/null; i=$((i + 1)); done; echo done';
 
 interface Side {
   readonly plugin: BerthPlugin;
   readonly terminal: TerminalEnvironment;
   readonly stops: string[];
+  /** The guard's lines: a sandbox gave way. */
+  readonly gaveWay: string[];
 }
 
 async function register(name: string, config: Record<string, unknown>): Promise<Side> {
   const plugin = createBerthPlugin();
   const registry = createInProcessTerminalRegistry();
   const stops: string[] = [];
+  const gaveWay: string[] = [];
   await plugin.register({
     specificationVersion: 'v1',
     terminal: registry,
@@ -70,11 +88,13 @@ async function register(name: string, config: Record<string, unknown>): Promise<
       info: (line) => {
         if (/stopping .*least recently used/.test(line)) stops.push(line);
       },
-      warn: () => undefined,
+      warn: (line) => {
+        if (/gave way/.test(line)) gaveWay.push(line);
+      },
       error: (line) => console.error(line),
     },
   });
-  return { plugin, terminal: await registry.get('berth-docker').createEnvironment({}), stops };
+  return { plugin, terminal: await registry.get('berth-docker').createEnvironment({}), stops, gaveWay };
 }
 
 const execAs = (terminal: TerminalEnvironment, userId: string, command: string) =>
@@ -124,8 +144,16 @@ try {
       const walls: number[] = [];
       const latencies: number[] = [];
       let wrong = 0;
+      let hogAnswers = 0;
       for (let done = 0; done < rounds; done++) {
+        const hog = name.endsWith('one hog')
+          ? execAs(side.terminal, hogId, HOG_COMMAND).then(
+              () => hogAnswers++,
+              () => undefined,
+            )
+          : undefined;
         const round_ = await crowdRound(side, users);
+        await hog;
         walls.push(round_.wallMs);
         latencies.push(...round_.latencies);
         wrong += round_.wrong;
@@ -140,6 +168,7 @@ try {
         latencyP99Ms: round(percentile(latencies, 99), 1),
         stoppedWhileActive: side.stops.length - stopsBefore,
         wrong,
+        ...(name.endsWith('one hog') ? { hogAnswers, gaveWay: side.gaveWay.length } : {}),
       };
       results.push(row);
       console.log(JSON.stringify(row));
@@ -161,11 +190,18 @@ for (const row of results) {
   rows.push([
     `${row.side}: ${row.users} users x ${row.commandsPerUser} at once`,
     `${row.wallMedianMs} ms`,
-    `per command median ${row.latencyMedianMs} ms, p99 ${row.latencyP99Ms} ms; stopped while active ${row.stoppedWhileActive}; wrong ${row.wrong}`,
+    `per command median ${row.latencyMedianMs} ms, p99 ${row.latencyP99Ms} ms; stopped while active ${row.stoppedWhileActive}; wrong ${row.wrong}` +
+      (row.gaveWay === undefined ? '' : `; the hog gave way ${row.gaveWay} times`),
   ]);
 }
 for (const users of crowds) {
   const base = rowOf('no cap', users);
+  const bare = rowOf('bounded', users);
+  const hogged = rowOf('bounded, one hog', users);
+  if (bare && hogged) {
+    rows.push([`one hog / none, ${users} users: median`, String(round(Number(hogged.latencyMedianMs) / Number(bare.latencyMedianMs), 2)), '']);
+    rows.push([`one hog / none, ${users} users: p99`, String(round(Number(hogged.latencyP99Ms) / Number(bare.latencyP99Ms), 2)), '']);
+  }
   for (const side of ['default', 'summed limits']) {
     const row = rowOf(side, users);
     if (row && base) rows.push([`${side} / no cap, ${users} users`, String(round(Number(row.wallMedianMs) / Number(base.wallMedianMs), 2)), '']);

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSTALLATION_KEY_FILE, LOCKS_FOLDER, parseTerminalConfig, PURGE_FOLDER } from '@berth/core';
+import { BOUND_HOLDERS_FOLDER } from '@berth/core/driver';
 import { createBerthResolver, releaseDisksUnder } from '@berth/gateway-plugin';
 import { createExampleHost, type ExampleHost } from './example-host.js';
 
@@ -115,10 +116,10 @@ describe('the example host', () => {
     await expect(host.handle({ platform: 'telegram', senderId: '../../etc', chatId: 1, command: 'id' })).rejects.toThrow(/telegram/);
     await expect(host.handle({ platform: 'whatsapp', senderId: 'a/b', chatId: 1, command: 'id' })).rejects.toThrow(/whatsapp/);
     // The scope folders; beside them only the gateway's own bookkeeping: the installation key
-    // that names the sandboxes, the scope locks and the purge tombstones.
+    // that names the sandboxes, the scope locks, the purge tombstones and the shared bound's holders.
     const entries = readdirSync(path.join(sandboxDir, 'docker'));
     for (const name of entries.filter((entry) => entry.startsWith('.'))) {
-      expect([INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER]).toContain(name);
+      expect([INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER, BOUND_HOLDERS_FOLDER]).toContain(name);
     }
     const folders = entries.filter((name) => !name.startsWith('.')).sort();
     expect(folders).toHaveLength(3);

@@ -187,6 +187,15 @@ describe('ids: hostile sender ids are refused or contained in their own folder',
         }
         continue;
       }
+      // The processes that hold the shared bound (bound-keeper.ts): empty owner-only files named by a process identity.
+      if (item.name === '.berth-bound-holders') {
+        for (const holder of readdirSync(path.join(parent, root, item.name), { withFileTypes: true })) {
+          expect(holder.isFile() && /^[0-9a-f]*\.\d*\.\d+\.\d*$/.test(holder.name), holder.name).toBe(true);
+          expect(statSync(path.join(parent, root, item.name, holder.name)).size).toBe(0);
+          expect(statSync(path.join(parent, root, item.name, holder.name)).mode & 0o777).toBe(0o600);
+        }
+        continue;
+      }
       // Purges in progress: none here.
       if (item.name === '.berth-purge') {
         expect(readdirSync(path.join(parent, root, item.name))).toEqual([]);

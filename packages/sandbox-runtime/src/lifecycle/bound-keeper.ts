@@ -77,7 +77,8 @@ export function createBoundKeeper(options: BoundKeeperOptions): BoundKeeper {
   let checking: Promise<void> | undefined;
 
   const hold = async (bound: SharedBound): Promise<void> => {
-    if (!holders) return;
+    // A bound Berth does not enforce (none, the engine's, systemd's) is nobody's to remove.
+    if (!holders || !bound.version || bound.unenforced !== undefined) return;
     try {
       await fs.mkdir(holders, { recursive: true, mode: 0o700 });
       // An empty file named by this process; its name is all it says.
