@@ -6,6 +6,7 @@ import { beyondShares, chooseHog, readHoldings, sharesOf } from './fair-share.js
 import { startFairShareGuard, takeOomDecision } from './fair-share-guard.js';
 import { boundDrift, createBoundKeeper } from './bound-keeper.js';
 import type { SharedBound } from './shared-bound.js';
+import { killSandboxTasks, tasksOf } from './sandbox-tasks.js';
 
 // The fair share and its guard on a folder laid out as the kernel lays out a cgroup file system
 // (here the files are made first; the kernel makes a new cgroup's own). cgroup v2 is tried only
@@ -123,6 +124,18 @@ describe('the fair-share guard', () => {
     const even = fakeBound(1, { [hex(1)]: [10, 470], [hex(2)]: [5, 470] }, { pidsNow: 940 });
     await startFairShareGuard({ bound: even, floors: { memoryBytes: 0, pids: 0 }, sandboxPids: 1000, intervalMs: 0, reclaim }).check();
     expect(stopped).toEqual([hex(1)]);
+  });
+});
+
+describe("the sandbox's processes, from the host", () => {
+  it('are only those the kernel places in its cgroup: a listed pid of another process is never killed', async () => {
+    const bound = fakeBound(1, { [hex(7)]: [10, 1] });
+    // The fake cgroup lists this very process (as a pid read in another namespace might name it).
+    writeFileSync(path.join(bound.paths[0]!, hex(7), 'cgroup.procs'), `${process.pid}\n`);
+    expect(await tasksOf(bound, hex(7))).toEqual([]);
+    await killSandboxTasks(bound, hex(7));
+    // Still here to say so.
+    expect(process.pid).toBeGreaterThan(0);
   });
 });
 
