@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { HostLogger } from '@berth/core';
 import { killSandboxTasks } from './sandbox-tasks.js';
 import { boundFolders, CHILD_NAME, chooseHog, memoryFile, overShare, readHoldings, sharesOf, type SandboxHolding, type Shares } from './fair-share.js';
-import type { SharedBound } from './shared-bound.js';
+import { writeValue, type SharedBound } from './shared-bound.js';
 
 // Berth, not the kernel, decides who gives way when the shared bound runs short. Left to itself
 // the kernel's OOM killer picks the largest process under the bound: a light user's one big
@@ -69,15 +69,6 @@ export interface FairShareGuard {
   close(lastHolder: boolean): Promise<void>;
 }
 
-async function writeFile(file: string, value: string): Promise<void> {
-  const handle = await fs.open(file, 'r+');
-  try {
-    await handle.write(value);
-  } finally {
-    await handle.close();
-  }
-}
-
 async function readText(file: string): Promise<string> {
   return (await fs.readFile(file, 'utf8')).trim();
 }
@@ -90,16 +81,16 @@ const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
 export async function takeOomDecision(bound: SharedBound): Promise<void> {
   const folders = boundFolders(bound);
   if (!folders) return;
-  if (bound.version === 1) await writeFile(path.join(folders.memory, 'memory.oom_control'), '1');
-  else await writeFile(path.join(folders.memory, 'memory.high'), String(Math.floor(bound.memoryMb * 2 ** 20 * HIGH_SHARE)));
+  if (bound.version === 1) await writeValue(path.join(folders.memory, 'memory.oom_control'), '1');
+  else await writeValue(path.join(folders.memory, 'memory.high'), String(Math.floor(bound.memoryMb * 2 ** 20 * HIGH_SHARE)));
 }
 
 /** Gives the decision back to the kernel (the last process of the installation to leave). */
 export async function returnOomDecision(bound: SharedBound): Promise<void> {
   const folders = boundFolders(bound);
   if (!folders) return;
-  if (bound.version === 1) await writeFile(path.join(folders.memory, 'memory.oom_control'), '0').catch(() => undefined);
-  else await writeFile(path.join(folders.memory, 'memory.high'), 'max').catch(() => undefined);
+  if (bound.version === 1) await writeValue(path.join(folders.memory, 'memory.oom_control'), '0').catch(() => undefined);
+  else await writeValue(path.join(folders.memory, 'memory.high'), 'max').catch(() => undefined);
 }
 
 /**
@@ -161,7 +152,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     for (const name of await fs.readdir(folder, { withFileTypes: true }).catch(() => [])) {
       if (!name.isDirectory() || grouped.has(name.name)) continue;
       grouped.add(name.name);
-      await writeFile(path.join(folder, name.name, 'memory.oom.group'), '1').catch(() => undefined);
+      await writeValue(path.join(folder, name.name, 'memory.oom.group'), '1').catch(() => undefined);
     }
   };
 
@@ -176,7 +167,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     for (const name of names) {
       if (written.get(name) === cap) continue;
       written.set(name, cap);
-      await writeFile(path.join(folder, name, 'pids.max'), String(cap)).catch(() => undefined);
+      await writeValue(path.join(folder, name, 'pids.max'), String(cap)).catch(() => undefined);
     }
     for (const name of written.keys()) if (!names.includes(name)) written.delete(name);
   };

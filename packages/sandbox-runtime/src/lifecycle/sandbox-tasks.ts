@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { boundFolders, CHILD_NAME } from './fair-share.js';
-import type { SharedBound } from './shared-bound.js';
+import { writeValue, type SharedBound } from './shared-bound.js';
 
 // What the fair-share guard does to a sandbox's processes from the host, each process first
 // checked to be in the sandbox's cgroup by the kernel's own record (`/proc/{pid}/cgroup`): a
@@ -45,9 +45,7 @@ export async function killSandboxTasks(bound: Pick<SharedBound, 'paths' | 'versi
   const folders = boundFolders(bound);
   if (!name || !folders) return;
   if (bound.version === 2) {
-    const handle = await fs.open(path.join(folders.memory, name, 'cgroup.kill'), 'r+').catch(() => undefined);
-    await handle?.write('1').catch(() => undefined);
-    await handle?.close();
+    await writeValue(path.join(folders.memory, name, 'cgroup.kill'), '1').catch(() => undefined);
     return;
   }
   for (const pid of await tasksOf(bound, name)) {

@@ -67,8 +67,8 @@ export function sharedBoundSize(
   };
 }
 
-async function writeValue(file: string, value: string): Promise<void> {
-  // A cgroup file takes one write of the whole value; no creation, no truncation.
+/** Writes a cgroup file: one write of the whole value, no creation, no truncation. */
+export async function writeValue(file: string, value: string): Promise<void> {
   const handle = await fs.open(file, 'r+');
   try {
     await handle.write(value);
