@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { HostLogger } from '@berth/core';
 import { killSandboxTasks } from './sandbox-tasks.js';
-import { boundFolders, CHILD_NAME, chooseHog, memoryFile, overShare, readHoldings, sharesOf, type SandboxHolding, type Shares } from './fair-share.js';
+import { boundFolders, CHILD_NAME, chooseHog, memoryFile, readHoldings, sharesOf, type SandboxHolding, type Shares } from './fair-share.js';
 import { writeValue, type SharedBound } from './shared-bound.js';
 
 // Berth, not the kernel, decides who gives way when the shared bound runs short. Left to itself
@@ -182,7 +182,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     for (let left = [...holdings]; left.length > 0; ) {
       const hog = chooseHog(left, resource)!;
       // Pids are taken from others only by a sandbox over its pids share.
-      if (resource === 'pids' && overShare({ ...hog, memoryBytes: 0 }, shares) === 0) return;
+      if (resource === 'pids' && hog.pids <= shares.pids) return;
       if (await giveWay(hog, shares, resource)) return;
       left = left.filter((holding) => holding !== hog);
     }

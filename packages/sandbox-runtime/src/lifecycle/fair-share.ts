@@ -35,6 +35,9 @@ export interface Shares {
  */
 export const CHILD_NAME = /^(?:libpod-|docker-|crio-)?([0-9a-f]{64})(?:\.scope)?$/;
 
+/** The one of a bound's child cgroup `names` that is the container `id`'s, if any. */
+export const childNamed = (names: readonly string[], id: string): string | undefined => names.find((name) => CHILD_NAME.exec(name)?.[1] === id);
+
 async function readCount(file: string): Promise<number> {
   const text = (await fs.readFile(file, 'utf8')).trim();
   if (text === 'max') return Number.POSITIVE_INFINITY;
@@ -110,11 +113,6 @@ export function beyondShares(holdings: readonly SandboxHolding[], shares: Shares
     pids += Math.max(0, holding.pids - shares.pids);
   }
   return { memoryBytes, pids };
-}
-
-/** How far over its share a sandbox is, the larger of memory and pids, as a fraction of the share (0: within). */
-export function overShare(holding: SandboxHolding, shares: Shares): number {
-  return Math.max(0, holding.memoryBytes / shares.memoryBytes - 1, holding.pids / shares.pids - 1);
 }
 
 /**

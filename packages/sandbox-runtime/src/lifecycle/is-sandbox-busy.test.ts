@@ -180,6 +180,9 @@ describe('sandboxIsBusy, the one place the runtime asks a driver', () => {
     // A user's sleep under a session's shell is work, read with the parents the listing gives.
     const job = `7 0 7 ${launcher}\n8 7 7 sleep 3600\n20 7 20 /bin/sh\n30 20 20 sleep 3600\n`;
     expect(await sandboxIsBusy(driverListing({}, { stdout: job, exitCode: 0 }).driver, 'id')).toBe(true);
+    // A listing past the output bound (a user can print as much as they like) is cut: unknown.
+    const flood = `7 0 7 ${launcher}\n${'9 7 7 \n'.repeat(800_000)}`;
+    expect(await sandboxIsBusy(driverListing({}, { stdout: flood, exitCode: 0 }).driver, 'id')).toBe(true);
     // A listing that failed (or was cut) is unknown.
     expect(await sandboxIsBusy(driverListing({}, { stdout: `7 0 7 ${launcher}\n`, exitCode: 2 }).driver, 'id')).toBe(true);
   });

@@ -14,6 +14,9 @@ import processListing from './list-processes.sh';
 /** The listing from inside (list-processes.sh), one line. */
 const LISTING = programLine(processListing);
 
+/** The most a program the busy check runs in a sandbox may print; past it, the sandbox counts as busy. */
+const IN_SANDBOX_OUTPUT_LIMIT = 4 * 2 ** 20;
+
 /** How long a program the busy check runs in a sandbox may take before the sandbox counts as busy. */
 const IN_SANDBOX_TIMEOUT_MS = 10_000;
 
@@ -123,17 +126,28 @@ export function insideProcessListing(): {
   };
 }
 
-/** Runs `command` in the sandbox through the driver's exec channel; its stdout and exit code (undefined when cut at the bound). */
+/**
+ * Runs `command` in the sandbox through the driver's exec channel; its stdout and exit code
+ * (undefined when cut: after the time bound, or past the output bound, which its user can fill).
+ */
 async function runInSandbox(driver: SandboxDriverV1, id: string, command: readonly string[]): Promise<{ stdout: string; exitCode: number | undefined }> {
   const channel = await driver.openChannel(id, command);
   let stdout = '';
-  channel.onStdout((chunk) => (stdout += chunk.toString('utf8')));
+  let cut = false;
+  channel.onStdout((chunk) => {
+    if (cut) return;
+    stdout += chunk.toString('utf8');
+    if (stdout.length > IN_SANDBOX_OUTPUT_LIMIT) {
+      cut = true;
+      channel.destroy();
+    }
+  });
   channel.onStderr(() => undefined);
   const closed = new Promise<void>((resolve) => channel.onClose(resolve));
   const timer = setTimeout(() => channel.destroy(), IN_SANDBOX_TIMEOUT_MS);
   await closed;
   clearTimeout(timer);
-  return { stdout, exitCode: await channel.exitCode() };
+  return { stdout, exitCode: cut ? undefined : await channel.exitCode() };
 }
 
 /**

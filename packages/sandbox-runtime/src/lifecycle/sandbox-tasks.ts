@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { boundFolders, CHILD_NAME } from './fair-share.js';
+import { boundFolders, childNamed } from './fair-share.js';
 import { writeValue, type SharedBound } from './shared-bound.js';
 
 // What the fair-share guard does to a sandbox's processes from the host, each process first
@@ -12,8 +12,7 @@ import { writeValue, type SharedBound } from './shared-bound.js';
 export async function childOf(bound: Pick<SharedBound, 'paths' | 'version'>, id: string): Promise<string | undefined> {
   const folders = boundFolders(bound);
   if (!folders) return undefined;
-  const names = await fs.readdir(folders.memory).catch(() => [] as string[]);
-  return names.find((entry) => CHILD_NAME.exec(entry)?.[1] === id);
+  return childNamed(await fs.readdir(folders.memory).catch(() => [] as string[]), id);
 }
 
 /** The ids of the processes in the memory cgroup `name` under the bound, each checked as above. */

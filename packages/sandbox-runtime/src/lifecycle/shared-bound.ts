@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { DriverDescription } from '@berth/core/driver';
 import { localHostSize } from './capacity.js';
 import type { SandboxSettings } from '../sandbox-settings.js';
+import { childNamed } from './fair-share.js';
 
 // One bound for all of an installation's sandboxes together: a parent cgroup whose memory and
 // pids limits keep the host and the gateway safe however many sandboxes run and whatever their
@@ -249,7 +250,7 @@ export async function readSandboxUsage(bound: SharedBound, containerId: string):
   if (!bound.version || bound.unenforced !== undefined) return undefined;
   const child = async (folder: string): Promise<string | undefined> => {
     const names = await fs.readdir(folder).catch(() => [] as string[]);
-    const name = names.find((entry) => entry === containerId || entry === `libpod-${containerId}` || entry === `docker-${containerId}.scope`);
+    const name = childNamed(names, containerId);
     return name === undefined ? undefined : path.join(folder, name);
   };
   const memory = await child(bound.paths[0]!);
