@@ -170,13 +170,15 @@ describe.each(['docker', 'podman'] as const)('fair share under the shared bound 
       // The attacker forks all its own limit allows (its shell gives up at the first fork refused);
       // with another sandbox running, its share caps it.
       await gateway.attempt(attacker, 'n=0; while [ $n -lt 140 ]; do sleep 600 & n=$((n + 1)); done; echo forked', { timeout: 60 });
-      // Its cap is its share (110) once the guard has looked; what a user notices is below: the
-      // others' forks and starts. (The cap was seen unwritten once, 150, in a run of this whole
-      // file; the others still forked, and the attacker gave way. Cause not found yet.)
+      // Its cap is its share (220 / 2 = 110) once the guard has looked, also where the engine
+      // wrote its own limit (150) after the guard's as the sandbox started: read back and written again.
       const id = (await gateway.containerOf(attacker))!.Id;
       const pidsFolder = await boundFolder(gateway, backend, attacker, 'pids');
       const own = readdirSync(pidsFolder).find((name) => name === id || name === `libpod-${id}`)!;
       expect(Number(readFileSync(path.join(pidsFolder, own, 'pids.current'), 'utf8'))).toBeGreaterThan(50);
+      const capOf = () => readFileSync(path.join(pidsFolder, own, 'pids.max'), 'utf8').trim();
+      for (const deadline = Date.now() + 5_000; capOf() !== '110' && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(capOf()).toBe('110');
       const forks = 'n=0; while [ $n -lt 50 ]; do sleep 20 & n=$((n + 1)); done; sleep 1; echo "$(ps -o args | grep -c "[s]leep 20") running"';
       expect((await gateway.run(early, forks)).output).toBe('50 running\n');
       // A user who starts later still starts, and forks: the attacker, over its share, gave way.

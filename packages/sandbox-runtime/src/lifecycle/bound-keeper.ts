@@ -6,6 +6,7 @@ import { isProcessIdentityGone, processIdentity } from './process-identity.js';
 import { startFairShareGuard, takeOomDecision, type FairShareGuard } from './fair-share-guard.js';
 import { boundFolders } from './fair-share.js';
 import { releaseSharedBound, type SharedBound } from './shared-bound.js';
+import { sweepStaleBounds } from './stale-bounds.js';
 
 // The shared bound belongs to the installation, not to a process: every process of it that
 // starts sandboxes (a gateway, `berth serve`, `berth exec`) holds the bound while it runs, by a
@@ -41,6 +42,8 @@ export interface BoundKeeperOptions {
   readonly logger?: HostLogger | undefined;
   /** The guard's interval (`startFairShareGuard`); 0 for none. */
   readonly guardIntervalMs?: number;
+  /** How other installations' stale bounds are told (tests). */
+  readonly sweep?: { readonly olderThanMs?: number; readonly now?: number };
 }
 
 async function readLimit(file: string): Promise<number | undefined> {
@@ -106,19 +109,36 @@ export function createBoundKeeper(options: BoundKeeperOptions): BoundKeeper {
     });
   };
 
+  const sweep = (bound: SharedBound): void => {
+    const folders = boundFolders(bound);
+    if (!folders || !bound.version || bound.unenforced !== undefined || !bound.parent) return;
+    const cgroupRoot = bound.version === 2 ? path.dirname(folders.memory) : path.dirname(path.dirname(folders.memory));
+    void sweepStaleBounds({ cgroupRoot, version: bound.version, own: bound.parent.replace(/^\//, ''), ...(options.sweep ?? {}) }).then(
+      (names) => {
+        if (names.length > 0) logger?.info(`berth: removed ${names.length} empty shared bounds of other installations, unused for over an hour`);
+      },
+      () => undefined,
+    );
+  };
+
+  /** Makes the bound again where it is gone or changed, and says so; `when` ends the log line. */
+  const keep = async (bound: SharedBound, when: string): Promise<void> => {
+    const drift = await boundDrift(bound);
+    if (drift === undefined) return;
+    const again = await options.remake();
+    logger?.warn(`berth: ${drift}; made it again (${again.memoryMb} MB, ${again.pids} pids) ${when}`);
+    current = again;
+    await guardIt(again);
+  };
+
   const check = async (): Promise<void> => {
     if (!current) {
       current = await options.bound();
       await hold(current);
       await guardIt(current);
+      sweep(current);
     } else {
-      const drift = await boundDrift(current);
-      if (drift !== undefined) {
-        const again = await options.remake();
-        logger?.warn(`berth: ${drift}; made it again (${again.memoryMb} MB, ${again.pids} pids) before starting a sandbox`);
-        current = again;
-        await guardIt(again);
-      }
+      await keep(current, 'before starting a sandbox');
     }
     await guard?.roomForStart();
   };
@@ -131,6 +151,9 @@ export function createBoundKeeper(options: BoundKeeperOptions): BoundKeeper {
       return checking;
     },
     afterStart: async () => {
+      // Another installation's sweep (stale-bounds.ts) may have removed the bound between the look
+      // before the start and the engine's making of the sandbox under it: read it back.
+      if (current) await keep(current, 'as a sandbox started under it');
       // A look under way may have listed the bound before this sandbox was in it: one more after it.
       await guard?.check();
       await guard?.check();

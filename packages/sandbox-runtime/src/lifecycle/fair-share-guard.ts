@@ -35,6 +35,10 @@ export const NEARLY_FULL = 0.97;
 export const NEAR = 0.85;
 /** The share of the bound's pids in use from which the sandbox furthest over its pids share gives way. */
 export const PIDS_SHORT = 0.9;
+/** How long after a sandbox's cgroup appears its pids limit is read back at every look, ms. */
+const CAP_YOUNG_MS = 10_000;
+/** How often every sandbox's pids limit is read back (another writer: `docker update`), ms. */
+const CAP_READ_BACK_MS = 2_000;
 /** After a sandbox gave way, nobody else does for this long: what it freed takes effect first. */
 const RECLAIM_QUIET_MS = 1_000;
 
@@ -157,21 +161,38 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   };
 
   // Each sandbox's pids limit is its pids share while others run, never above its own limit: no
-  // one forks past a share and leaves another none. Written when the sandboxes under it change.
-  const written = new Map<string, number>();
+  // one forks past a share and leaves another none. The engine writes its own limit into a new
+  // sandbox's cgroup as it starts, which can land after the guard's (seen on Docker and Podman):
+  // so a young sandbox's limit is read back at every look, everyone's once in CAP_READ_BACK_MS.
+  const firstSeen = new Map<string, number>();
+  const capsWritten = new Map<string, number>();
+  let readAllAt = 0;
   const capPids = async (folder: string, pidsLimit: number): Promise<void> => {
     const names = (await fs.readdir(folder, { withFileTypes: true }).catch(() => []))
       .filter((name) => name.isDirectory() && CHILD_NAME.test(name.name))
       .map((name) => name.name);
     const cap = Math.min(options.sandboxPids, sharesOf({ memoryLimit: 1, pidsLimit }, names.length, options.floors).pids);
+    const now = Date.now();
+    const readAll = now - readAllAt >= CAP_READ_BACK_MS;
+    if (readAll) readAllAt = now;
     for (const name of names) {
-      if (written.get(name) === cap) continue;
-      written.set(name, cap);
-      await writeValue(path.join(folder, name, 'pids.max'), String(cap)).catch(() => undefined);
+      const file = path.join(folder, name, 'pids.max');
+      const seen = firstSeen.get(name) ?? now;
+      firstSeen.set(name, seen);
+      const young = now - seen < CAP_YOUNG_MS;
+      if (!young && !readAll && capsWritten.get(name) === cap) continue;
+      if ((await readText(file).catch(() => '')) === String(cap)) {
+        capsWritten.set(name, cap);
+        continue;
+      }
+      await writeValue(file, String(cap)).then(
+        () => capsWritten.set(name, cap),
+        () => capsWritten.delete(name),
+      );
     }
-    for (const name of written.keys()) if (!names.includes(name)) written.delete(name);
+    for (const name of firstSeen.keys()) if (!names.includes(name)) firstSeen.delete(name);
+    for (const name of capsWritten.keys()) if (!names.includes(name)) capsWritten.delete(name);
   };
-
   const pidsOf = async (): Promise<{ now: number; max: number }> => {
     const [now, max] = await Promise.all([readText(path.join(folders!.pids, 'pids.current')), readText(path.join(folders!.pids, 'pids.max'))]);
     return { now: asCount(now), max: asCount(max) };

@@ -167,6 +167,20 @@ describe('pids shares', () => {
     expect(stopped).toEqual([hex(1)]);
     await guard.close(false);
   });
+
+  it('writes the cap again where the engine wrote its own limit over it as the sandbox started', async () => {
+    const bound = fakeBound(1, { [hex(1)]: [10, 30], [hex(2)]: [5, 20] });
+    const guard = startFairShareGuard({ bound, floors: { memoryBytes: 0, pids: 64 }, sandboxPids: 512, intervalMs: 0, reclaim: async () => true });
+    const limitOf = (id: string) => readFileSync(path.join(bound.paths[1]!, id, 'pids.max'), 'utf8').trim();
+    await guard.check();
+    expect(limitOf(hex(2))).toBe('500');
+    // The engine's late write of the sandbox's own limit, as runc and crun make it at a start.
+    writeFileSync(path.join(bound.paths[1]!, hex(2), 'pids.max'), '512');
+    await guard.check();
+    expect(limitOf(hex(2))).toBe('500');
+    expect(limitOf(hex(1))).toBe('500');
+    await guard.close(false);
+  });
 });
 
 describe('the bound keeper', () => {
@@ -200,6 +214,11 @@ describe('the bound keeper', () => {
     expect(remade).toBe(1);
     expect(logs.join('\n')).toMatch(/made it again \(600 MB, 1000 pids\) before starting a sandbox/);
     expect(await keeper.readBack()).toBeUndefined();
+    // Removed between the look before a start and the engine's making of the sandbox: read back after it.
+    writeFileSync(path.join(bound.paths[0]!, 'memory.limit_in_bytes'), '9223372036854771712');
+    await keeper.afterStart();
+    expect(remade).toBe(2);
+    expect(logs.join('\n')).toMatch(/made it again \(600 MB, 1000 pids\) as a sandbox started under it/);
   });
 
   it('is removed by the last process out only: another live holder keeps it, a dead one does not', async () => {

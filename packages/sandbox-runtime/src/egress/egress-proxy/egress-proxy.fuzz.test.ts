@@ -129,27 +129,37 @@ const requestBytes = (index: number) =>
       return `${r.method} /f${index} HTTP/1.1\r\n${r.hostName}: ${HOST}\r\nAuthorization: Bearer ${placeholder}\r\n${connection}${headers}\r\n${payload}`;
     });
 
-/** Opens a TLS tunnel through the proxy, writes `text` in `splits` pieces, reads until the proxy is done with it. */
-async function send(text: string, splits: number[]): Promise<void> {
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Opens a TLS tunnel through the proxy, writes `text` (`count` requests) in `splits` pieces, and
+ * waits until the proxy is done with it: it closed the tunnel (a refusal), or every request was
+ * answered (the upstream answers each with a fixed `200`, so its status lines count the answers).
+ * Not a quiet period: on a busy machine the proxy may take longer than any quiet period to answer.
+ */
+async function send(text: string, count: number, splits: number[]): Promise<void> {
   const socket = net.connect({ host: '127.0.0.1', port: proxyPort, localAddress: A });
   socket.write(`CONNECT ${HOST}:${apiPort} HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`);
   await new Promise((resolve) => socket.once('data', resolve));
   const secure = tls.connect({ socket, servername: HOST, ca: proxyCa.certificatePem });
   await new Promise((resolve) => secure.once('secureConnect', resolve));
-  secure.resume();
+  let received = '';
+  let closed = false;
+  secure.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+  secure.on('close', () => (closed = true));
+  secure.on('error', () => (closed = true));
   const bytes = Buffer.from(text, 'utf8');
   let at = 0;
   for (const split of [...splits.map((fraction) => Math.floor(fraction * bytes.length)).sort((a, b) => a - b), bytes.length]) {
     if (split > at) secure.write(bytes.subarray(at, split));
     at = Math.max(at, split);
   }
-  // Done when the proxy closes the tunnel (a refusal) or has been quiet for a while.
-  let quietSince = Date.now();
-  secure.on('data', () => (quietSince = Date.now()));
-  while (!secure.destroyed && !secure.readableEnded && Date.now() - quietSince < 300) await new Promise((resolve) => setTimeout(resolve, 20));
+  const answers = () => received.split('HTTP/1.1 200 ').length - 1;
+  for (const deadline = Date.now() + 20_000; !closed && !secure.readableEnded && answers() < count && Date.now() < deadline; ) await sleep(20);
   secure.destroy();
-  // The upstream may still be parsing what the proxy sent last.
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  // The upstream may still be parsing what the proxy sent last before the tunnel closed.
+  for (const deadline = Date.now() + 5_000; parsed.length < forwarded.length && Date.now() < deadline; ) await sleep(20);
+  await sleep(50);
 }
 
 describe('the egress proxy under random framings (property)', () => {
@@ -164,7 +174,7 @@ describe('the egress proxy under random framings (property)', () => {
         async (requests, splits) => {
           parsed.length = 0;
           forwarded.length = 0;
-          await send(requests.join(''), splits);
+          await send(requests.join(''), requests.length, splits);
           expect(parsed).toEqual(forwarded.map((request) => `${request.method} ${request.target}`));
           expect(parsed.every((line) => !line.includes('smuggled'))).toBe(true);
           sent += forwarded.length;
