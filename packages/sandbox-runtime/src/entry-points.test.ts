@@ -9,6 +9,7 @@ describe('the entry points of @berth/sandbox-runtime', () => {
   it('@berth/sandbox-runtime gives what hosts use', () => {
     expect(Object.keys(runtime).sort()).toEqual(
       [
+        'AUDIT_TAIL_MIB',
         'ChunkedReadError',
         'EGRESS_PROXY_PORT',
         'FILE_EXIT',
@@ -18,6 +19,7 @@ describe('the entry points of @berth/sandbox-runtime', () => {
         'SHARE_FLOOR_PIDS',
         'capacityReport',
         'channelsFolderOf',
+        'createAuditTail',
         'createSandboxRuntime',
         'describeRunningCap',
         'egressRuleset',
@@ -25,9 +27,11 @@ describe('the entry points of @berth/sandbox-runtime', () => {
         'helperScriptCommand',
         'loadCertificateAuthority',
         'localHostSize',
+        'meterSource',
         'openFifoChannel',
         'readBoundShares',
         'readInChunks',
+        'readSandboxMeters',
         'releaseDisksUnder',
         'sandboxSettings',
       ].sort(),

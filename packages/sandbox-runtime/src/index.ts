@@ -1,5 +1,5 @@
 // `@berth/sandbox-runtime`: what hosts use — the runtime and its settings, what `berth ls` and
-// `doctor` say of capacity, a helper script's command, the disks to release before a sandbox
+// `doctor` say of capacity, what `berth top` reads (each sandbox's meters, the audit file's tail), a helper script's command, the disks to release before a sandbox
 // root is removed, the egress proxy's hooks, port, ruleset and CA (the attack suite reads them),
 // a sandbox's FIFO channel (the plugin's bench), and the in-sandbox file kit (files/: the layout,
 // the exit-code table, the chunked read the host checks). What only drivers use is
@@ -12,6 +12,8 @@ export { EGRESS_PROXY_PORT, egressRuleset } from './egress/egress-firewall.js';
 export { loadCertificateAuthority, type CertificateAuthority } from './egress/egress-proxy/certificate-authority.js';
 export { capacityReport, describeRunningCap, localHostSize, type HostSize } from './lifecycle/capacity.js';
 export { readBoundShares, SHARE_FLOOR_PIDS } from './lifecycle/fair-share.js';
+export { meterSource, readSandboxMeters, type MeterSource, type SandboxMeter } from './lifecycle/sandbox-meters.js';
+export { AUDIT_TAIL_MIB, createAuditTail, type AuditReading, type AuditTally } from './audit/audit-tail.js';
 export type { ProgressEvent } from './runtime-context.js';
 export { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 export { channelsFolderOf, openFifoChannel } from './shell/fifo-channel.js';

@@ -17,6 +17,7 @@ Commands:
   doctor  check the engine, the config, the image and the sandbox root
   demo    play two Telegram users and one WhatsApp user and show that they stay apart
   serve   hold warm sandbox sessions and serve them on a Unix socket to "exec --socket"
+  top     show what each sandbox uses now (CPU, memory, processes, disk, network, commands)
 
 Berth's own environment stands for the gateway's: HERMES_USER_<PLATFORM>_<ID>_<NAME>
 variables, TERMINAL_SANDBOX_DIR and HERMES_HOME are read from it.
@@ -150,5 +151,29 @@ Options:
 ${COMMON}
 
 Prints one line "berth serve: listening on PATH …" on stdout when ready.
+`,
+  top: `Usage: berth top [--interval S] | berth top --once [--json]
+
+One row per sandbox, hottest first (CPU, then memory against its limit): who (escaped as
+berth ls shows it), state, CPU (% of one core), memory against its own limit, processes
+against its pids limit, disk against terminal.container_disk, network bytes in and out,
+commands in the last hour (from terminal.audit_file), the last command's age, and NEAR: a
+per-user limit (user_commands_per_minute, …) the sandbox's user is at 80 % of or was refused at.
+Usage is read from the host's cgroups under the shared bound; where it cannot be (rootless or
+remote engine, systemd's cgroup manager, Kubernetes) its columns show "-" and a line says why.
+Each refresh lists the engine once and reads kernel files: no call per sandbox.
+
+Options:
+      --once          print one table (two readings a second apart) and leave
+      --json          with --once: print an array of {scope, kind, platform, user, task,
+                      sandbox, containerId, state, cpuPercent, memory: {usedMb, limitMb},
+                      processes: {current, limit}, disk: {usedMb, limitMb}, network:
+                      {receivedBytes, sentBytes}, commandsLastHour, lastCommand,
+                      lastCommandSecondsAgo, near: [{limit, detail}]} (null where unknown)
+      --interval S    seconds between refreshes of the live table (default: 2)
+${COMMON}
+
+The live table redraws in place on a terminal (one table per refresh otherwise) until Ctrl-C,
+which exits 0.
 `,
 };

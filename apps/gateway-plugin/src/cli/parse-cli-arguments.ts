@@ -9,7 +9,7 @@ export class UsageError extends BerthError {
 }
 
 /** The commands of `berth`. */
-export const COMMANDS = ['exec', 'ls', 'rm', 'env', 'doctor', 'demo', 'serve'] as const;
+export const COMMANDS = ['exec', 'ls', 'rm', 'env', 'doctor', 'demo', 'serve', 'top'] as const;
 /** One command of `berth`. */
 export type CommandName = (typeof COMMANDS)[number];
 
@@ -22,6 +22,7 @@ const COMMAND_OPTIONS = {
   doctor: ['json'],
   demo: ['json'],
   serve: ['socket'],
+  top: ['once', 'json', 'interval'],
 } as const satisfies Record<CommandName, readonly string[]>;
 
 const OPTION_TYPES = {
@@ -37,6 +38,9 @@ const OPTION_TYPES = {
   purge: { type: 'boolean' },
   config: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  // berth top
+  once: { type: 'boolean' },
+  interval: { type: 'string' },
 } as const;
 
 /** The values a command line gave. */
@@ -55,6 +59,10 @@ export interface CliOptions {
   json: boolean;
   purge: boolean;
   config?: string;
+  /** `berth top`: one table (or JSON) and leave. */
+  once?: boolean;
+  /** `berth top`: seconds between refreshes of the live table. */
+  interval?: number;
 }
 
 /** A parsed command line. */
@@ -151,6 +159,7 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
     }
     result.timeout = timeout;
   }
+  if (command === 'top') Object.assign(result, topOptions(values));
   validateTarget(command, result);
   return { kind: 'command', command, options: result, commandWords };
 }
@@ -188,4 +197,23 @@ function validateTarget(command: CommandName, options: CliOptions): void {
         'use up to 128 letters, digits, ".", "_" or "-", starting with a letter or digit',
     );
   }
+}
+
+/** The most and least seconds between `berth top`'s refreshes. */
+const TOP_INTERVAL_RANGE = [0.5, 3600] as const;
+
+/** `berth top`'s own options: `--once`, `--interval S`, and `--json` only with `--once`. */
+function topOptions(values: Record<string, string | boolean | undefined>): Pick<CliOptions, 'once' | 'interval'> {
+  const once = values.once === true;
+  if (values.json === true && !once) throw new UsageError('berth top: --json needs --once (the live table is for a terminal); e.g. berth top --once --json');
+  if (typeof values.interval !== 'string') return { once };
+  if (once) throw new UsageError('berth top: --interval is for the live table, not --once; drop one of them');
+  const interval = Number(values.interval);
+  if (!/^\d+(?:\.\d+)?$/.test(values.interval) || interval < TOP_INTERVAL_RANGE[0] || interval > TOP_INTERVAL_RANGE[1]) {
+    throw new UsageError(
+      `berth top: --interval ${JSON.stringify(truncateForMessage(values.interval))} is not a number of seconds from ` +
+        `${TOP_INTERVAL_RANGE[0]} to ${TOP_INTERVAL_RANGE[1]}, e.g. --interval 5`,
+    );
+  }
+  return { once, interval };
 }

@@ -55,6 +55,8 @@ export async function runCli(argv: readonly string[], io: CliIo, readStdin?: () 
         return await (await import('./demo-command.js')).runDemoCommand(io, parsed.options);
       case 'serve':
         return await (await import('./serve-command.js')).runServeCommand(io, parsed.options);
+      case 'top':
+        return await (await import('./top-command.js')).runTopCommand(io, parsed.options);
     }
   } catch (error) {
     io.stderr.write(errorLine(error));

@@ -40,17 +40,28 @@ export function toSandboxRecord(info: SandboxInfo): SandboxRecord {
   };
 }
 
-/** The `berth ls` table columns of a record. */
-export function sandboxRecordRow(record: SandboxRecord): string[] {
-  // Labels come from the engine: whatever a container carries is shown escaped, never raw.
+/**
+ * Who a record's sandbox is for, as `berth ls` and `berth top` show it: `platform:user`, `task T`,
+ * or `? FOLDER`; escaped, since labels come from the engine and a container carries whatever it was given.
+ */
+export function sandboxOwner(record: Pick<SandboxRecord, 'kind' | 'platform' | 'user' | 'task'> & { readonly workspace?: string }): string {
   const owner =
     record.kind === 'user'
       ? `${record.platform}:${record.user}`
       : record.kind === 'task'
         ? `task ${record.task}`
-        : `? ${path.basename(path.dirname(record.workspace))}`;
+        : `? ${path.basename(path.dirname(record.workspace ?? ''))}`;
+  return escapeForDisplay(owner);
+}
+
+/** The `berth ls` table columns of a record. */
+export function sandboxRecordRow(record: SandboxRecord): string[] {
+  // Labels come from the engine: whatever a container carries is shown escaped, never raw.
   const disk = record.disk ? `${record.disk.usedMb}/${record.disk.limitMb} MB` : record.containerId === null ? '-' : 'no limit';
-  return [owner, record.containerId?.slice(0, 12) ?? '-', record.state, record.lastUsed ?? '-', disk, record.workspace, record.home].map(escapeForDisplay);
+  return [
+    sandboxOwner(record),
+    ...[record.containerId?.slice(0, 12) ?? '-', record.state, record.lastUsed ?? '-', disk, record.workspace, record.home].map(escapeForDisplay),
+  ];
 }
 
 /**
