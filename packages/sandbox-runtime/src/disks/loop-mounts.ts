@@ -11,23 +11,33 @@ const MOUNT_OPTIONS = 'loop,nosuid,nodev,noatime,discard';
 /** Undoes the escaping of `/proc/self/mountinfo` (`\040` for a space, …). */
 const unescapeMountPath = (text: string): string => text.replace(/\\([0-7]{3})/g, (_match, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
 
-/** The mounts on `folder`, innermost last: their source device and file system type. */
-export function mountsOn(folder: string): Array<{ source: string; type: string }> {
+/** Every mount point with its mounts, innermost last, read once from `/proc/self/mountinfo`. */
+export type MountTable = ReadonlyMap<string, ReadonlyArray<{ source: string; type: string }>>;
+
+/** The mount table now: one read of `/proc/self/mountinfo` for many folders (a listing of every sandbox's disk). */
+export function readMountTable(): MountTable {
   let text: string;
   try {
     text = readFileSync('/proc/self/mountinfo', 'utf8');
   } catch {
-    return [];
+    return new Map();
   }
-  const found: Array<{ source: string; type: string }> = [];
+  const table = new Map<string, Array<{ source: string; type: string }>>();
   for (const line of text.split('\n')) {
     const [left, right] = line.split(' - ');
     if (!left || !right) continue;
-    if (unescapeMountPath(left.split(' ')[4] ?? '') !== folder) continue;
+    const where = unescapeMountPath(left.split(' ')[4] ?? '');
     const [type = '', source = ''] = right.split(' ');
-    found.push({ source: unescapeMountPath(source), type });
+    const mounts = table.get(where) ?? [];
+    mounts.push({ source: unescapeMountPath(source), type });
+    table.set(where, mounts);
   }
-  return found;
+  return table;
+}
+
+/** The mounts on `folder`, innermost last: their source device and file system type (from `table`, else read now). */
+export function mountsOn(folder: string, table: MountTable = readMountTable()): ReadonlyArray<{ source: string; type: string }> {
+  return table.get(folder) ?? [];
 }
 
 /** The image file behind a loop device, read from sysfs. */

@@ -3,7 +3,18 @@ import { chmod, lstat, mkdir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxError, type HostLogger, type SandboxPaths } from '@berth/core';
 import { diskUnenforcedReason, findTool, MB, run, tool } from './disk-tools.js';
-import { attachedDevice, backingFile, detached, diskMountsUnder, holdersOf, isMountedAnywhere, mountsOn, unmount, unmountedLoopsUnder } from './loop-mounts.js';
+import {
+  attachedDevice,
+  backingFile,
+  detached,
+  diskMountsUnder,
+  holdersOf,
+  isMountedAnywhere,
+  type MountTable,
+  mountsOn,
+  unmount,
+  unmountedLoopsUnder,
+} from './loop-mounts.js';
 import { createImage, diskLayout, isEmpty, mountOnFolder, removeUnder, resize, type DiskLayout } from './scope-disk-image.js';
 import { createSpareDisks } from './spare-disk.js';
 
@@ -37,7 +48,7 @@ export interface ScopeDisks {
    */
   purge(paths: SandboxPaths): Promise<void>;
   /** Use and size of the scope's disk in MB, when it has one. */
-  usage(folder: string): { usedMb: number; limitMb: number } | undefined;
+  usage(folder: string, mounts?: MountTable): { usedMb: number; limitMb: number } | undefined;
 }
 
 /** How long a purge tries again to unmount a disk that is busy, before it gives up. */
@@ -67,8 +78,8 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
   const warnedForeign = new Set<string>();
 
   /** `mine`: our image is mounted there; `foreign`: something else is; `none`. */
-  const mountState = (where: string, image: string): 'mine' | 'foreign' | 'none' => {
-    const mounts = mountsOn(where);
+  const mountState = (where: string, image: string, table?: MountTable): 'mine' | 'foreign' | 'none' => {
+    const mounts = mountsOn(where, table);
     if (mounts.length === 0) return 'none';
     return mounts.some((mount) => backingFile(mount.source) === image) ? 'mine' : 'foreign';
   };
@@ -192,11 +203,11 @@ export function createScopeDisks(options: { limitMb: number; engine: string; hos
     await removeUnder(files.disks, path.basename(files.moved));
   };
 
-  const usage: ScopeDisks['usage'] = (folder) => {
+  const usage: ScopeDisks['usage'] = (folder, mounts) => {
     const files = diskLayout({ folder });
     try {
       const image = statSync(files.image);
-      if (mountState(files.folder, files.image) === 'mine') {
+      if (mountState(files.folder, files.image, mounts) === 'mine') {
         const stats = statfsSync(files.folder);
         return { usedMb: Math.round(((stats.blocks - stats.bfree) * stats.bsize) / MB), limitMb: Math.round(image.size / MB) };
       }

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { SandboxInfo } from '@berth/core';
+import { readMountTable, type MountTable } from '../disks/loop-mounts.js';
 import { readLastUsed } from './last-used-file.js';
 import type { RuntimeContext } from '../runtime-context.js';
 import { newEntry } from './sandbox-entry.js';
@@ -20,14 +21,20 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
   // The last use an earlier process recorded beside the folders, where the driver has them.
   const recordedUse = (workspace: string | undefined): number | undefined => (driver.capabilities.hostFolders ? readLastUsed(workspace) : undefined);
 
-  const diskOf = (workspace: string | undefined): { disk?: { usedMb: number; limitMb: number } } => {
+  const diskOf = (workspace: string | undefined, mounts: () => MountTable): { disk?: { usedMb: number; limitMb: number } } => {
     if (!driver.capabilities.hostFolders || !workspace) return {};
-    const disk = context.disks.usage(path.dirname(workspace));
+    const disk = context.disks.usage(path.dirname(workspace), mounts());
     return disk ? { disk } : {};
   };
 
   return {
     async list() {
+      // The mount table is read once for every sandbox's disk (once each, it cost `berth top` most of its time).
+      let table: MountTable | undefined;
+      const mounts = (): MountTable => {
+        table ??= readMountTable();
+        return table;
+      };
       return (await lifecycle.find()).map((sandbox): SandboxInfo => {
         const scopeKey = sandbox.labels[LABELS.scope] ?? '';
         const lastUsed = context.entries.get(scopeKey)?.lastUsed ?? recordedUse(sandbox.labels[LABELS.workspace]);
@@ -40,7 +47,7 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
           workspace: sandbox.labels[LABELS.workspace] ?? '',
           home: sandbox.labels[LABELS.home] ?? '',
           ...(lastUsed === undefined ? {} : { lastUsed: new Date(lastUsed).toISOString() }),
-          ...diskOf(sandbox.labels[LABELS.workspace]),
+          ...diskOf(sandbox.labels[LABELS.workspace], mounts),
         };
       });
     },
