@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as driver from './driver.js';
+import * as metrics from './metrics.js';
 import * as runtime from './index.js';
 
 // What each entry gives at run time, pinned: a new export is a decision to make here, not a
@@ -59,5 +60,11 @@ describe('the entry points of @berth/sandbox-runtime', () => {
       ].sort(),
     );
     expect(values.filter((name) => name in runtime)).toEqual([]);
+  });
+
+  it('@berth/sandbox-runtime/metrics gives the metrics, and nothing of the other entries', () => {
+    const values = Object.keys(metrics).sort();
+    expect(values).toEqual(['EXEC_DURATION_BUCKETS', 'createRuntimeMetrics']);
+    expect(values.filter((name) => name in runtime || name in driver)).toEqual([]);
   });
 });
