@@ -50,6 +50,8 @@ export interface CreateBerthOptions extends CreateBerthResolverOptions {
    * `terminal.metrics_listen`, `berth serve --metrics`. Absent: no listener, and prom-client is not loaded.
    */
   readonly metricsListen?: ListenAddress;
+  /** Where `metricsListen` was given, named when it cannot be listened on. @default 'terminal.metrics_listen' */
+  readonly metricsSetting?: string;
   /** The metrics to serve, for a `backend` given with their `observer` (tests, embedding); made here otherwise. */
   readonly metrics?: RuntimeMetrics;
 }
@@ -121,7 +123,12 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
   let listener: MetricsListener | undefined;
   if (metrics && options.metricsListen) {
     try {
-      listener = await serveMetrics({ metrics, address: options.metricsListen, ...(options.logger ? { logger: options.logger } : {}) });
+      listener = await serveMetrics({
+        metrics,
+        address: options.metricsListen,
+        setting: options.metricsSetting ?? 'terminal.metrics_listen',
+        ...(options.logger ? { logger: options.logger } : {}),
+      });
     } catch (error) {
       await backend.close();
       throw error;

@@ -31,7 +31,7 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
     resolveFrom: io.cwd,
     logger,
     ...(onProgress ? { onProgress } : {}),
-    ...(options.metrics ? { metricsListen: options.metrics } : {}),
+    ...(options.metrics ? { metricsListen: options.metrics, metricsSetting: 'berth serve --metrics' } : {}),
   });
   let server: Awaited<ReturnType<typeof serveSandboxes>>;
   try {

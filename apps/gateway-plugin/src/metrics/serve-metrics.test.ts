@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { ConfigError } from '@berth/core';
 import { createRuntimeMetrics } from '@berth/sandbox-runtime/metrics';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serveMetrics, type MetricsListener } from './serve-metrics.js';
@@ -11,7 +12,7 @@ afterEach(async () => {
 
 async function start() {
   const metrics = createRuntimeMetrics();
-  const listener = await serveMetrics({ metrics, address: { host: '127.0.0.1', port: 0 } });
+  const listener = await serveMetrics({ metrics, address: { host: '127.0.0.1', port: 0 }, setting: 'berth serve --metrics' });
   listeners.push(listener);
   return { metrics, listener, base: listener.url.replace(/\/metrics$/, '') };
 }
@@ -46,10 +47,15 @@ describe('serveMetrics', () => {
   it('refuses an address in use in one line naming it and what to do, and frees its port on close', async () => {
     const { listener } = await start();
     const port = Number(new URL(listener.url).port);
-    const error = await serveMetrics({ metrics: createRuntimeMetrics(), address: { host: '127.0.0.1', port } }).catch((caught: unknown) => caught);
+    const taken = (setting: string) =>
+      serveMetrics({ metrics: createRuntimeMetrics(), address: { host: '127.0.0.1', port }, setting }).catch((caught: unknown) => caught);
+    const error = await taken('berth serve --metrics');
+    expect(error).toMatchObject({ code: 'METRICS_LISTEN_FAILED' });
     expect((error as Error).message).toBe(
-      `cannot serve metrics on 127.0.0.1:${port}: the address is in use (EADDRINUSE); give another address (berth serve --metrics, terminal.metrics_listen)`,
+      `berth serve --metrics: cannot serve metrics on 127.0.0.1:${port}: the address is in use (EADDRINUSE); give another address`,
     );
+    // From the config, the key is what to change: a ConfigError naming it.
+    expect(await taken('terminal.metrics_listen')).toBeInstanceOf(ConfigError);
     await listeners.splice(0)[0]!.close();
     const refused = await new Promise<boolean>((resolve) => {
       const socket = net.connect(port, '127.0.0.1');

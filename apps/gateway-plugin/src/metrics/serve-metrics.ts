@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BerthError, type HostLogger, type ListenAddress } from '@berth/core';
+import { BerthError, ConfigError, type HostLogger, type ListenAddress } from '@berth/core';
 
 /** How long a scrape may take, headers included; Prometheus' own default timeout is 10 s. */
 const REQUEST_TIMEOUT_MS = 10_000;
@@ -32,6 +32,8 @@ const hostPart = (host: string): string => (host.includes(':') ? `[${host}]` : h
 export async function serveMetrics(options: {
   readonly metrics: MetricsSource;
   readonly address: ListenAddress;
+  /** Where the address was given, named when it cannot be listened on: a `terminal.` key makes the failure a `ConfigError`. */
+  readonly setting: string;
   readonly logger?: HostLogger;
 }): Promise<MetricsListener> {
   const { metrics, logger } = options;
@@ -61,12 +63,11 @@ export async function serveMetrics(options: {
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       const why = error.code === 'EADDRINUSE' ? 'the address is in use' : error.code === 'EACCES' ? 'permission denied' : error.message;
+      const message = `${options.setting}: cannot serve metrics on ${shown}: ${why} (${error.code ?? 'error'}); give another address`;
       reject(
-        new BerthError(
-          'METRICS_LISTEN_FAILED',
-          `cannot serve metrics on ${shown}: ${why} (${error.code ?? 'error'}); give another address (berth serve --metrics, terminal.metrics_listen)`,
-          { cause: error },
-        ),
+        options.setting.startsWith('terminal.')
+          ? new ConfigError(options.setting, message, { cause: error })
+          : new BerthError('METRICS_LISTEN_FAILED', message, { cause: error }),
       );
     });
     server.listen(options.address.port, options.address.host, () => resolve());
