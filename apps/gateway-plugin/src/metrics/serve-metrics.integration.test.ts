@@ -53,6 +53,7 @@ describe('berth serve --metrics', () => {
     // Where the shared bound holds the sandboxes, each running one's memory is there by its name.
     if (sampleOf(text, 'berth_capacity_limit{resource="memory_bytes"}') !== undefined) {
       expect(text).toMatch(/^berth_sandbox_memory_bytes\{sandbox="berth-[0-9a-z]+"\} [1-9]\d*$/m);
+      expect(text).toMatch(/^berth_sandbox_cpu_seconds_total\{sandbox="berth-[0-9a-z]+"\} [0-9.e-]+$/m);
     }
   });
 });

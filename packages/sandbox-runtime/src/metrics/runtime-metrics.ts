@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { AUDIT_EVENTS, AUDIT_OUTCOMES } from '../audit/audit-trail.js';
+import { readSandboxCpuSeconds } from '../lifecycle/cpu-usage.js';
 import { readHoldings, type SandboxHolding } from '../lifecycle/fair-share.js';
 import { readBoundPressure, type BoundPressure } from '../lifecycle/shared-bound.js';
 import type { RuntimeObserver, RuntimeView } from '../runtime-observer.js';
@@ -30,6 +31,8 @@ interface SandboxReading {
   /** `platform:id`, only with `metrics_real_user_ids`. */
   readonly user?: string;
   readonly holding?: SandboxHolding;
+  /** CPU seconds its cgroup used since the sandbox started. */
+  readonly cpuSeconds?: number;
 }
 
 /** What one scrape reads: memory, one cached cap, and the bound's files (no engine call). */
@@ -43,7 +46,7 @@ interface Snapshot {
 /**
  * The runtime's metrics: commands by outcome and their latency, refusals and failures by error
  * code, sandbox events, and at scrape time the sandboxes by state, capacity in use against its
- * limits and each sandbox's memory and pids under the shared bound. A label names a sandbox by
+ * limits and each sandbox's memory, pids and CPU time under the shared bound. A label names a sandbox by
  * its opaque engine name; a user appears only on `berth_sandbox_info`, and only with
  * `metrics_real_user_ids`.
  */
@@ -155,6 +158,18 @@ export function createRuntimeMetrics(options: { readonly registry?: Registry } =
     for (const sandbox of read.sandboxes) if (sandbox.holding) metric.set({ sandbox: sandbox.name }, sandbox.holding.pids);
   });
 
+  new Counter({
+    name: 'berth_sandbox_cpu_seconds_total',
+    help: "A running sandbox's CPU time since it started, from its cgroup under the shared bound",
+    labelNames: ['sandbox'],
+    registers,
+    async collect() {
+      const read = await snapshot();
+      this.reset();
+      for (const sandbox of read?.sandboxes ?? []) if (sandbox.cpuSeconds !== undefined) this.inc({ sandbox: sandbox.name }, sandbox.cpuSeconds);
+    },
+  });
+
   const observer: RuntimeObserver = {
     command(_entry, _request, command) {
       execs.inc({ outcome: command.outcome });
@@ -179,21 +194,26 @@ async function readSnapshot(view: RuntimeView): Promise<Snapshot> {
   const bound = await view.bound();
   const pressure = bound ? await readBoundPressure(bound) : undefined;
   const holdings = bound && pressure ? await readHoldings(bound) : [];
-  const sandboxes: SandboxReading[] = [];
+  const readings: Array<Promise<SandboxReading>> = [];
   for (const entry of view.sandboxes()) {
     // Named and on the engine: an entry of a refused new user or of a removed sandbox is no sandbox.
     if (entry.name === '' || entry.containerId === undefined) continue;
     const { owner } = entry;
     const user = settings.metrics_real_user_ids && owner.kind === 'user' && owner.platform !== undefined && owner.userId !== undefined;
-    const holding = entry.running ? holdings.find((candidate) => candidate.id === entry.containerId) : undefined;
-    sandboxes.push({
-      name: entry.name,
-      state: entry.running ? 'running' : 'stopped',
-      scope: owner.kind,
-      ...(user ? { user: `${owner.platform}:${owner.userId}` } : {}),
-      ...(holding ? { holding } : {}),
-    });
+    const { name, containerId, running } = entry;
+    const holding = running ? holdings.find((candidate) => candidate.id === containerId) : undefined;
+    readings.push(
+      (holding && bound ? readSandboxCpuSeconds(bound, containerId) : Promise.resolve(undefined)).then((cpuSeconds) => ({
+        name,
+        state: running ? 'running' : 'stopped',
+        scope: owner.kind,
+        ...(user ? { user: `${owner.platform}:${owner.userId}` } : {}),
+        ...(holding ? { holding } : {}),
+        ...(cpuSeconds === undefined ? {} : { cpuSeconds }),
+      })),
+    );
   }
+  const sandboxes = await Promise.all(readings);
   // A count caps the running sandboxes unless `auto` leaves it to the shared bound in force.
   const runningCap = settings.docker_max_running === 'auto' && pressure ? 0 : await view.runningCap().catch(() => 0);
   return { sandboxes, runningCap, maxSandboxes: settings.docker_max_sandboxes, ...(pressure ? { pressure } : {}) };
