@@ -5,6 +5,7 @@ import {
   describeIgnoredKeys,
   hermesHome,
   loadConfig,
+  parseListenAddress,
   parseTerminalConfig,
   type BerthHostV1,
   type BerthPluginV1,
@@ -77,6 +78,8 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
         ...(options.egressProxy ? { egressProxy: options.egressProxy } : {}),
         ...(options.resolveFrom ? { resolveFrom: options.resolveFrom } : {}),
+        // The schema refused any other form; the listener closes with the instance.
+        ...(config.metrics_listen !== undefined ? { metricsListen: parseListenAddress(config.metrics_listen)! } : {}),
       });
       try {
         host.terminal.registerEnvironmentProvider(
@@ -96,6 +99,7 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
         host.logger?.warn(`berth: ${risk.key}: ${risk.risk}; remove it unless every user may have that (berth doctor lists these)`);
       }
       host.logger?.info(`berth: registered terminal environment ${name} (sandboxes under ${berth.resolver.sandboxDir})`);
+      if (berth.metricsUrl) host.logger?.info(`berth: serving Prometheus metrics at ${berth.metricsUrl}`);
       const ignored = describeIgnoredKeys(config);
       if (ignored) host.logger?.warn(ignored);
     },

@@ -1,5 +1,6 @@
 import { assertSandboxBackend, ConfigError, resolveSandboxDir, sandboxRootOf, type HostLogger, type SandboxBackendV1, type TerminalConfig } from '@berth/core';
 import type { EgressProxyHooks, ProgressEvent, sandboxSettings } from '@berth/sandbox-runtime';
+import type { RuntimeObserver } from '@berth/sandbox-runtime/metrics';
 
 /** A progress event of a long engine operation (pulling an image, creating a first container). */
 export type BackendProgressListener = (event: ProgressEvent) => void;
@@ -12,6 +13,8 @@ export interface CreateBackendOptions {
   readonly onProgress?: BackendProgressListener;
   /** What the egress proxy trusts upstream besides the host's store, and how it resolves names (tests, embedding). */
   readonly egressProxy?: EgressProxyHooks;
+  /** Told of every command and sandbox event (the metrics' observer). */
+  readonly observer?: RuntimeObserver;
 }
 
 /** What every Berth backend factory takes from the plugin: the settings it uses, and where to look for its engine. */
@@ -78,6 +81,7 @@ export async function createBackend(config: TerminalConfig, options: CreateBacke
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     ...(options.egressProxy ? { egressProxy: options.egressProxy } : {}),
+    ...(options.observer ? { observer: options.observer } : {}),
   });
   assertSandboxBackend(backend);
   return backend;

@@ -4,6 +4,7 @@ import {
   type ExecRequest,
   type ExecResult,
   type HostLogger,
+  type ListenAddress,
   type SandboxBackendV1,
   type SandboxRequest,
   type SandboxResolver,
@@ -11,8 +12,10 @@ import {
   type TerminalConfig,
 } from '@berth/core';
 import type { EgressProxyHooks } from '@berth/sandbox-runtime';
+import type { RuntimeMetrics } from '@berth/sandbox-runtime/metrics';
 import { createBackend, type BackendProgressListener } from './create-backend.js';
 import { createBerthPlatformRegistry } from './create-berth-platform-registry.js';
+import { serveMetrics, type MetricsListener } from './metrics/serve-metrics.js';
 
 /** Options of {@link createBerthResolver}. */
 export interface CreateBerthResolverOptions {
@@ -42,6 +45,15 @@ export interface CreateBerthOptions extends CreateBerthResolverOptions {
   readonly onProgress?: BackendProgressListener;
   /** What the egress proxy trusts upstream besides the host's store, and how it resolves names (tests, embedding). */
   readonly egressProxy?: EgressProxyHooks;
+  /**
+   * Serve Prometheus metrics (`GET /metrics`) at this address while the Berth runs: the plugin's
+   * `terminal.metrics_listen`, `berth serve --metrics`. Absent: no listener, and prom-client is not loaded.
+   */
+  readonly metricsListen?: ListenAddress;
+  /** Where `metricsListen` was given, named when it cannot be listened on. @default 'terminal.metrics_listen' */
+  readonly metricsSetting?: string;
+  /** The metrics to serve, for a `backend` given with their `observer` (tests, embedding); made here otherwise. */
+  readonly metrics?: RuntimeMetrics;
 }
 
 /** Where {@link Berth.execute} runs a command: a session, or a task when no user is named. */
@@ -84,7 +96,9 @@ export interface Berth {
   execute(command: string, options?: BerthExecuteOptions): Promise<ExecResult & { readonly scopeKey: string }>;
   /** Runs a command for an already resolved request. */
   executeRequest(request: SandboxRequest, command: string, options?: Omit<BerthExecuteOptions, keyof ExecuteTarget>): Promise<ExecResult>;
-  /** Releases the backend's connections and timers; sandboxes keep running. */
+  /** The URL of the metrics listener, when `metricsListen` was given. */
+  readonly metricsUrl?: string;
+  /** Closes the metrics listener and releases the backend's connections and timers; sandboxes keep running. */
   close(): Promise<void>;
 }
 
@@ -94,6 +108,9 @@ export interface Berth {
  */
 export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
   const resolver = await createBerthResolver(options);
+  // Loaded only to serve them: prom-client costs every other command of the CLI its load time.
+  const metrics =
+    options.metricsListen === undefined ? undefined : (options.metrics ?? (await import('@berth/sandbox-runtime/metrics')).createRuntimeMetrics());
   const backend =
     options.backend ??
     (await createBackend(options.config, {
@@ -101,7 +118,22 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       ...(options.egressProxy ? { egressProxy: options.egressProxy } : {}),
+      ...(metrics ? { observer: metrics.observer } : {}),
     }));
+  let listener: MetricsListener | undefined;
+  if (metrics && options.metricsListen) {
+    try {
+      listener = await serveMetrics({
+        metrics,
+        address: options.metricsListen,
+        setting: options.metricsSetting ?? 'terminal.metrics_listen',
+        ...(options.logger ? { logger: options.logger } : {}),
+      });
+    } catch (error) {
+      await backend.close();
+      throw error;
+    }
+  }
   const { config } = options;
   const request = (target: ExecuteTarget = {}): SandboxRequest => {
     try {
@@ -138,6 +170,10 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
       const result = await executeRequest(sandboxRequest, command, executeOptions);
       return { ...result, scopeKey: sandboxRequest.scope.key };
     },
-    close: () => backend.close(),
+    ...(listener ? { metricsUrl: listener.url } : {}),
+    async close() {
+      await listener?.close();
+      await backend.close();
+    },
   };
 }

@@ -54,9 +54,31 @@ def _context_value(name: str) -> str:
     return value if isinstance(value, str) else ""  # unset: Hermes' _UNSET sentinel, not a str
 
 
+def _cron_execution_job() -> str | None:
+    """The job id of the cron run Hermes 0.21+ says this code works for, or None.
+
+    Upstream 0.21 binds each fire's ``CronExecution(job_id, job_name, execution_id, source,
+    scheduled_instant, started_at, profile)`` in the ContextVar ``hermes_cron_execution`` and gives
+    it to plugins by ``current_cron_execution()``, which reads None in a delegated child
+    (cron/execution_identity.py:17-54 at 542a4982711b9930f6088785a33bd6e2fc2aa927). The profile is
+    not yet part of a sandbox's scope here (docs/hermes-0.21.md).
+    """
+    try:
+        from cron.execution_identity import current_cron_execution
+    except ImportError:  # Hermes 0.19.0: no such module
+        return None
+    try:
+        execution = current_cron_execution()
+    except Exception:  # Hermes' own failure: the other marks decide, else nobody (refused)
+        return None
+    job = getattr(execution, "job_id", None) if execution is not None else None
+    return str(job) if job is not None else None
+
+
 def current_cron_job() -> str | None:
     """The id of the cron job this thread works for, or None outside a job's run.
 
+    On Hermes 0.21+ its own ``current_cron_execution()`` names the job (:func:`_cron_execution_job`).
     ``run_job`` blanks every ``HERMES_SESSION_*`` ContextVar on purpose, the job's origin being
     delivery routing and not a sender (cron/scheduler.py:2922-2971), and the terminal tool sees task
     ``default`` (tools/terminal_tool.py:1175-1207). What names the job is the bridge's own mark,
@@ -65,6 +87,9 @@ def current_cron_job() -> str | None:
     session id while it still has its cron form (a conversation compressed by rotation gets a new
     id, agent/conversation_compression.py:1247, and its commands are then refused in the gateway).
     """
+    execution = _cron_execution_job()
+    if execution is not None:
+        return execution
     marked = _cron_job.get()
     if marked is not None:
         return marked

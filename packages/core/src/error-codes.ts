@@ -87,7 +87,8 @@ export type SocketRequestErrorCode = (typeof SOCKET_REQUEST_ERROR_CODES)[number]
 /**
  * The codes of a host's or an operator's own calls, raised before or outside any request: the
  * CLI's usage, `sandboxCommandArgv`'s arguments, the socket path `berth serve` is started on,
- * `berth rm` of a sandbox that is not one's own, the names a plugin registers under.
+ * `berth rm` of a sandbox that is not one's own, the names a plugin registers under, the
+ * metrics listener's address.
  */
 const HOST_ERROR_CODES = [
   'USAGE',
@@ -97,6 +98,7 @@ const HOST_ERROR_CODES = [
   'PROVIDER_NAME_TAKEN',
   'PROVIDER_UNKNOWN',
   'PROVIDER_NAME_RESERVED',
+  'METRICS_LISTEN_FAILED',
 ] as const;
 
 /** Every code a {@link BerthError} may carry, of core, the sandbox runtime, the drivers, `berth serve` and the host's calls. */

@@ -52,6 +52,7 @@ export { resolveScope, taskFolderName, type ResolveScopeOptions, type SandboxSco
 export type { SandboxPaths } from './sandbox-paths.js';
 export { expandHome, hermesHome, INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER, resolveSandboxDir, sandboxRootOf } from './host-layout.js';
 export { defaultConfigPath, describeIgnoredKeys, loadConfig, parseTerminalConfig, type LoadedConfig } from './config.js';
+export { DEFAULT_LISTEN_HOST, LISTEN_ADDRESS_FORMS, parseListenAddress, type ListenAddress } from './listen-address.js';
 export { IGNORED_GATEWAY_KEYS, terminalConfigSchema, type TerminalConfig, type TerminalConfigInput } from './terminal-config-schema.js';
 export {
   BERTH_FAILURE_EXIT_CODE,

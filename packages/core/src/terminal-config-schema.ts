@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { capability, egressDomain, egressException, megabytes, secretHosts, volume } from './config-values.js';
 import { egressExceptionProblem } from './egress-exception.js';
 import { PLATFORM_NAME_PATTERN } from './identity.js';
+import { LISTEN_ADDRESS_FORMS, parseListenAddress } from './listen-address.js';
 import { DEFAULT_COMMAND_TIMEOUT_SECONDS, MAX_COMMAND_TIMEOUT_SECONDS } from './request-protocol.js';
 import { reservedVariableReason } from './reserved-variables.js';
 
@@ -197,6 +198,14 @@ export const terminalConfigSchema = z
     // The audit file is rotated once it would pass this many megabytes; audit_keep old files are kept.
     audit_max_mb: z.number().int().min(1).max(65_536).default(64),
     audit_keep: z.number().int().min(1).max(100).default(5),
+    // Berth's own: where the gateway plugin serves Prometheus metrics (GET /metrics); `:PORT` binds
+    // loopback only. Absent: no listener (docs/observability.md).
+    metrics_listen: z
+      .string()
+      .refine((value) => parseListenAddress(value) !== undefined, { message: `expected ${LISTEN_ADDRESS_FORMS}` })
+      .optional(),
+    // Real platform user ids on the metrics (berth_sandbox_info's user label); off, no metric names a user.
+    metrics_real_user_ids: z.boolean().default(false),
     // Berth's own per-user limits, enforced before a command reaches the engine; 0: no limit.
     user_commands_per_minute: z.number().int().min(0).max(1_000_000).default(0),
     user_concurrent_commands: z.number().int().min(0).max(10_000).default(0),

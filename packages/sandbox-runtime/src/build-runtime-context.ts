@@ -5,6 +5,7 @@ import { createScopeDisks } from './disks/scope-disks.js';
 import { scopeHolder } from './lifecycle/hold-scope.js';
 import { createLimiter, newEntry, type SandboxEntry } from './lifecycle/sandbox-entry.js';
 import type { RuntimeContext } from './runtime-context.js';
+import { observeAll } from './runtime-observer.js';
 import type { SandboxRuntimeOptions } from './sandbox-runtime-options.js';
 import { SHELL_READY_TIMEOUT_MS } from './shell/shell-session.js';
 
@@ -15,6 +16,7 @@ type DescribedParts = Pick<RuntimeContext, 'prepareNetwork' | 'confirmNetwork' |
 export function buildRuntimeContext(options: SandboxRuntimeOptions, described: DescribedParts): RuntimeContext {
   const { driver, settings } = options;
   const namePrefix = options.namePrefix ?? 'berth-';
+  const audit = createAuditTrail({ settings, logger: options.logger, namePrefix });
   return {
     driver,
     settings,
@@ -30,7 +32,8 @@ export function buildRuntimeContext(options: SandboxRuntimeOptions, described: D
     shellReadyTimeoutMs: options.shellReadyTimeoutMs ?? SHELL_READY_TIMEOUT_MS,
     firstLaunchWaitMs: options.firstLaunchWaitMs ?? 5_000,
     disks: createScopeDisks({ limitMb: settings.container_disk, engine: driver.engine, hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
-    audit: createAuditTrail({ settings, logger: options.logger, namePrefix }),
+    audit,
+    observer: observeAll([audit, options.observer], options.logger),
     holdScope: scopeHolder({ hostFolders: driver.capabilities.hostFolders, logger: options.logger }),
     ...described,
   };

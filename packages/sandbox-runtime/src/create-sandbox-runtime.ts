@@ -107,7 +107,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       await driver.stop(found.id, 1).catch((error: unknown) => options.logger?.warn(`berth: could not stop ${found.name}: ${(error as Error).message}`));
       if (entry) {
         await broker.detach(entry);
-        context.audit.event(entry, 'stopped', 'gave way: it held the most when the shared bound ran short');
+        context.observer.event(entry, 'stopped', 'gave way: it held the most when the shared bound ran short');
       }
       return true;
     },
@@ -128,7 +128,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   const stopEntry = async (entry: SandboxEntry, reason: string): Promise<void> => {
     await lifecycle.stop(entry, () => dropShells(entry));
     await broker.detach(entry);
-    context.audit.event(entry, 'stopped', reason);
+    context.observer.event(entry, 'stopped', reason);
   };
   const settled = (entry: SandboxEntry): void => {
     if (!driver.capabilities.hostFolders || !entry.paths || entry.lastUsed - entry.lastRecorded <= RECORD_USE_EVERY_MS) return;
@@ -140,6 +140,13 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     stop: stopEntry,
     settled,
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
+  });
+  // What the metrics read at scrape time: memory, the cap, and the bound once made (runtime-observer.ts).
+  context.observer.attach?.({
+    settings,
+    sandboxes: () => context.entries.values(),
+    runningCap: () => policies.runningCap(),
+    bound: async () => descriptions.bound.made()?.catch(() => undefined),
   });
   const shells = createShellSessions(context, lifecycle);
   /** Whether the installation has a sandbox on the engine (its egress table stays while it has). */
@@ -163,7 +170,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   });
   // Every command: the per-user limits first (before the queue and the engine), then the audit trail.
   const runAudited = createAuditedExec({
-    audit: context.audit,
+    observer: context.observer,
     limits: createUserLimits(settings),
     cpu,
     run: (entry, request, exec, usage) =>

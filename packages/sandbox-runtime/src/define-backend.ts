@@ -5,10 +5,11 @@ import { createSandboxRuntime, type SandboxRuntime } from './create-sandbox-runt
 import type { SandboxRuntimeOptions } from './sandbox-runtime-options.js';
 import type { EgressProxyHooks } from './egress/egress-broker.js';
 import type { ProgressEvent } from './runtime-context.js';
+import type { RuntimeObserver } from './runtime-observer.js';
 import { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';
 
 /** The runtime's options a backend factory passes on as they are given (documented in `SandboxRuntimeOptions`). */
-const RUNTIME_OPTIONS = ['image', 'logger', 'onProgress', 'namePrefix', 'labels', 'sandboxRoot', 'reapIntervalMs', 'egressProxy'] as const;
+const RUNTIME_OPTIONS = ['image', 'logger', 'onProgress', 'namePrefix', 'labels', 'sandboxRoot', 'reapIntervalMs', 'egressProxy', 'observer'] as const;
 
 /** The options every backend factory takes, whatever its engine; a backend adds its engine's own. */
 export interface BackendOptions extends Pick<SandboxRuntimeOptions, (typeof RUNTIME_OPTIONS)[number]> {
@@ -48,6 +49,14 @@ export const backendOptionsSchema = z.object({
     .refine((value) => value.startsWith('/'), { message: 'expected an absolute folder' })
     .optional(),
   reapIntervalMs: z.number().int().min(0).optional(),
+  observer: z
+    .custom<RuntimeObserver>(
+      (value) => value === undefined || (typeof value === 'object' && value !== null && typeof (value as RuntimeObserver).event === 'function'),
+      {
+        message: 'expected a runtime observer (createRuntimeMetrics().observer)',
+      },
+    )
+    .optional(),
   egressProxy: z
     .object({
       upstreamCa: z.array(z.string().includes('-----BEGIN CERTIFICATE-----', { message: 'expected PEM certificates' })).optional(),

@@ -46,7 +46,7 @@ export async function removeScope(
     if (removeOptions.purge) await driver.purgeStorage?.(scopeKey);
   }
   context.entries.delete(scopeKey);
-  if (audited) context.audit.event(audited, removeOptions.purge ? 'purged' : 'removed', 'asked');
+  if (audited) context.observer.event(audited, removeOptions.purge ? 'purged' : 'removed', 'asked');
   context.logger?.info(`berth: removed sandbox of ${scopeKey}${removeOptions.purge ? ' and its files' : ''}`);
   await parts.removed();
 }

@@ -1,4 +1,5 @@
 import type { AuditTrail } from './audit/audit-trail.js';
+import type { RuntimeObserver } from './runtime-observer.js';
 import type { EgressBroker } from './egress/egress-broker.js';
 import type { SharedBound } from './lifecycle/shared-bound.js';
 import type { HostLogger, RuntimeDescription, SandboxPaths } from '@berth/core';
@@ -60,6 +61,8 @@ export interface RuntimeContext {
   readonly sharedBound: () => Promise<SharedBound>;
   /** The audit trail (`terminal.audit_file`): one line per command and per sandbox event. */
   readonly audit: AuditTrail;
+  /** Told of every command and sandbox event: the audit trail and the runtime's other observers (metrics). */
+  readonly observer: RuntimeObserver;
   /** The OCI runtime of the sandboxes (oci-runtime.ts), once the engine said; `undefined` while it cannot. */
   readonly ociRuntime: () => Promise<RuntimeDescription | undefined>;
 }

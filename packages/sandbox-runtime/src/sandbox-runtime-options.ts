@@ -2,6 +2,7 @@ import type { HostLogger } from '@berth/core';
 import type { SandboxDriverV1 } from '@berth/core/driver';
 import type { EgressProxyHooks } from './egress/egress-broker.js';
 import type { ProgressEvent } from './runtime-context.js';
+import type { RuntimeObserver } from './runtime-observer.js';
 import type { SandboxSettings } from './sandbox-settings.js';
 
 /** Options of `createSandboxRuntime` (create-sandbox-runtime.ts). */
@@ -52,4 +53,9 @@ export interface SandboxRuntimeOptions {
    * company's CA through `NODE_EXTRA_CA_CERTS`, as any Node process does.
    */
   readonly egressProxy?: EgressProxyHooks;
+  /**
+   * Told of every command and sandbox event as the audit trail is, and given a view of the
+   * runtime to read at scrape time: the metrics of `@berth/sandbox-runtime/metrics`.
+   */
+  readonly observer?: RuntimeObserver;
 }

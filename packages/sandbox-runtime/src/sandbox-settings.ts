@@ -37,6 +37,7 @@ export const SANDBOX_SETTING_KEYS = [
   'audit_real_user_ids',
   'audit_max_mb',
   'audit_keep',
+  'metrics_real_user_ids',
   'user_commands_per_minute',
   'user_concurrent_commands',
   'user_cpu_seconds_per_day',

@@ -67,6 +67,9 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   audit_real_user_ids: { wrongType: 'yes', outOfRange: 1, valid: false },
   audit_max_mb: { wrongType: '64MB', outOfRange: 0, valid: 64 },
   audit_keep: { wrongType: 'five', outOfRange: 0, valid: 5 },
+  // Port 0: a generated config that starts the listener never finds its port taken.
+  metrics_listen: { wrongType: 9464, outOfRange: 'localhost', valid: '127.0.0.1:0' },
+  metrics_real_user_ids: { wrongType: 'yes', outOfRange: 1, valid: false },
   user_commands_per_minute: { wrongType: 'many', outOfRange: -1, valid: 0 },
   user_concurrent_commands: { wrongType: 'many', outOfRange: -1, valid: 0 },
   user_cpu_seconds_per_day: { wrongType: 'a day', outOfRange: -1, valid: 0 },

@@ -27,7 +27,9 @@ import { releaseDisksUnder } from '@berth/gateway-plugin';
 // disk and in what came back through sendMessage. scripts/run-e2e.sh runs it offline.
 const OPENCLAW_VERSION = '2026.9.6';
 const IMAGE = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
-const REPLY_TIMEOUT_MS = 100_000;
+// Round one makes four sandboxes, each with a disk of its own, while the model waits: 56 s on a
+// machine with other suites beside it, over 100 s on a new machine with builds beside it.
+const REPLY_TIMEOUT_MS = 240_000;
 /** How long OpenClaw may take to start serving, polling Telegram included. */
 const GATEWAY_START_MS = 300_000;
 
@@ -243,7 +245,7 @@ beforeAll(async () => {
   const until = Math.ceil(Date.now() / 1000) + 1;
   execs.roundOne = await execsCreated(ids, roundOneSince, roundTwoSince);
   execs.roundTwo = await execsCreated(ids, roundTwoSince, until);
-}, 600_000);
+}, 1_200_000);
 
 afterAll(async () => {
   await gateway?.stop();
@@ -254,6 +256,18 @@ afterAll(async () => {
       .map(([name, ms]) => `${name} ${(ms / 1000).toFixed(1)} s`)
       .join(', ')}; gateway RSS ${Math.round(gatewayRssMb)} MB; outbound attempts refused: ${JSON.stringify([...new Set(proxy?.attempts() ?? [])])}`,
   );
+  // Without the last reply the set-up failed: its cause is in the gateway's log, which goes with the folder below.
+  const failed = replies['bob-2'] === undefined;
+  if (failed && !process.env.BERTH_E2E_VERBOSE) {
+    console.info(
+      `[openclaw e2e] the set-up failed; the gateway's lines about Berth, errors and failures:\n${`${gateway?.log() ?? ''}\n${gateway?.output() ?? ''}`
+        .split('\n')
+        .filter((line) => /berth|error|fail|wrong/i.test(line))
+        .slice(-80)
+        .map((line) => line.slice(0, 600))
+        .join('\n')}`,
+    );
+  }
   if (process.env.BERTH_E2E_VERBOSE) {
     console.info(
       JSON.stringify(
@@ -498,7 +512,7 @@ describe('files between the chat and the sandbox', () => {
     await new Promise((resolve) => setTimeout(resolve, 3000));
     timings.filesBobMs = performance.now() - started;
     bobLog = gateway!.log().slice(logBefore);
-  }, 300_000);
+  }, 600_000);
 
   const chatOf = (user: User) => telegram.sent().filter((message) => message.chatId === String(users[user]));
   const bobText = () =>

@@ -129,7 +129,7 @@ ${COMMON}
 
 Exit status: 0 when isolation held and everything was removed, 1 otherwise.
 `,
-  serve: `Usage: berth serve --socket PATH [--config FILE]
+  serve: `Usage: berth serve --socket PATH [--metrics ADDR] [--config FILE]
 
 Holds one Berth (one backend, so every user's shell session stays warm) and serves it on a
 Unix socket, so that a process a host spawns reaches it with
@@ -146,11 +146,18 @@ Protocol: one JSON line per connection, {"v":${SANDBOX_SOCKET_PROTOCOL_VERSION},
 {"v":${SANDBOX_SOCKET_PROTOCOL_VERSION}, exitCode, stdout, stderr, timedOut, truncated, durationMs, scope} or
 {"v":${SANDBOX_SOCKET_PROTOCOL_VERSION}, "error": {code, message}}.
 
+With --metrics, it also serves Prometheus metrics over HTTP at ADDR (GET /metrics only):
+HOST:PORT, or :PORT for loopback (127.0.0.1). Labels name sandboxes by their opaque names,
+never a user unless terminal.metrics_real_user_ids is set; a non-loopback ADDR sends them off
+the host (docs/observability.md).
+
 Options:
       --socket PATH   the Unix socket to listen on
+      --metrics ADDR  serve Prometheus metrics at http://ADDR/metrics, e.g. :9464
 ${COMMON}
 
-Prints one line "berth serve: listening on PATH …" on stdout when ready.
+Prints one line "berth serve: listening on PATH …" on stdout when ready (with the metrics'
+URL when --metrics is given).
 `,
   top: `Usage: berth top [--interval S] | berth top --once [--json]
 

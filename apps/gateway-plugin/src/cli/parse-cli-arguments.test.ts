@@ -87,6 +87,11 @@ describe('parseCliArguments', () => {
     expect(parseCliArguments(['exec', '--session-key', 'agent:main:telegram:group:1', '--task', 't', '--', 'ls'])).toMatchObject({
       options: { sessionKey: 'agent:main:telegram:group:1', task: 't' },
     });
+    expect(parseCliArguments(['serve', '--socket', 's', '--metrics', ':9464'])).toMatchObject({ options: { metrics: { host: '127.0.0.1', port: 9464 } } });
+    expect(usageError(['serve', '--socket', 's', '--metrics', '9464'])).toBe(
+      'berth serve: --metrics "9464" is not a listen address; give HOST:PORT, [IPv6]:PORT or :PORT (loopback), like 127.0.0.1:9464 or :9464',
+    );
+    expect(usageError(['exec', '--metrics', ':9464', '--', 'ls'])).toMatch(/Unknown option '--metrics'/);
     expect(usageError(['serve'])).toMatch(/berth serve: --socket PATH is required/);
     expect(usageError(['serve', '--socket', 's', '--json'])).toMatch(/Unknown option '--json'/);
     expect(usageError(['exec', '--stdin', '--', 'cat'])).toMatch(/--stdin works with --socket only/);

@@ -1,5 +1,15 @@
 import { parseArgs } from 'node:util';
-import { BerthError, isCommandTimeoutText, MAX_COMMAND_TIMEOUT_SECONDS, PLAIN_TASK_ID_PATTERN, platformAndUserTogether, truncateForMessage } from '@berth/core';
+import {
+  BerthError,
+  isCommandTimeoutText,
+  LISTEN_ADDRESS_FORMS,
+  MAX_COMMAND_TIMEOUT_SECONDS,
+  parseListenAddress,
+  PLAIN_TASK_ID_PATTERN,
+  platformAndUserTogether,
+  truncateForMessage,
+  type ListenAddress,
+} from '@berth/core';
 
 /** A mistake on the command line; the CLI prints it in one line and exits 125. */
 export class UsageError extends BerthError {
@@ -21,7 +31,7 @@ const COMMAND_OPTIONS = {
   env: ['platform', 'user', 'session-key', 'json'],
   doctor: ['json'],
   demo: ['json'],
-  serve: ['socket'],
+  serve: ['socket', 'metrics'],
   top: ['once', 'json', 'interval'],
 } as const satisfies Record<CommandName, readonly string[]>;
 
@@ -33,6 +43,7 @@ const OPTION_TYPES = {
   cwd: { type: 'string' },
   'session-key': { type: 'string' },
   socket: { type: 'string' },
+  metrics: { type: 'string' },
   stdin: { type: 'boolean' },
   json: { type: 'boolean' },
   purge: { type: 'boolean' },
@@ -54,6 +65,8 @@ export interface CliOptions {
   sessionKey?: string;
   /** The Unix socket of `berth serve`. */
   socket?: string;
+  /** Where `berth serve` serves Prometheus metrics (`--metrics ADDR`). */
+  metrics?: ListenAddress;
   /** Forward stdin to the command (`exec --socket` only). */
   stdin?: boolean;
   json: boolean;
@@ -158,6 +171,15 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
       );
     }
     result.timeout = timeout;
+  }
+  if (typeof values.metrics === 'string') {
+    const address = parseListenAddress(values.metrics);
+    if (!address) {
+      throw new UsageError(
+        `berth serve: --metrics ${JSON.stringify(truncateForMessage(values.metrics))} is not a listen address; give ${LISTEN_ADDRESS_FORMS}`,
+      );
+    }
+    result.metrics = address;
   }
   if (command === 'top') Object.assign(result, topOptions(values));
   validateTarget(command, result);

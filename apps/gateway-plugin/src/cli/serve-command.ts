@@ -12,7 +12,7 @@ export interface SignalSource {
 }
 
 /**
- * `berth serve --socket PATH`: holds one Berth (one backend, so every scope's shell session
+ * `berth serve --socket PATH [--metrics ADDR]`: holds one Berth (one backend, so every scope's shell session
  * stays warm) and serves it on a Unix socket for spawned `berth exec --socket` clients until
  * SIGINT or SIGTERM, then removes the socket. Returns 0 after a signal.
  */
@@ -25,7 +25,14 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
     error: (message) => io.stderr.write(`${message}\n`),
   };
   const onProgress = progressReporter(io);
-  const berth = await createBerth({ config, environment: io.environment, resolveFrom: io.cwd, logger, ...(onProgress ? { onProgress } : {}) });
+  const berth = await createBerth({
+    config,
+    environment: io.environment,
+    resolveFrom: io.cwd,
+    logger,
+    ...(onProgress ? { onProgress } : {}),
+    ...(options.metrics ? { metricsListen: options.metrics, metricsSetting: 'berth serve --metrics' } : {}),
+  });
   let server: Awaited<ReturnType<typeof serveSandboxes>>;
   try {
     server = await serveSandboxes({ berth, socket: options.socket!, logger });
@@ -47,7 +54,7 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
   if (ignored) io.stderr.write(`${ignored}\n`);
   io.stdout.write(
     `berth serve: listening on ${server.socket} (${berth.backend.name}, config ${file ?? 'defaults'}, ` +
-      `sandboxes under ${berth.resolver.sandboxDir}); stop with Ctrl-C or SIGTERM\n`,
+      `sandboxes under ${berth.resolver.sandboxDir})${berth.metricsUrl ? `; metrics at ${berth.metricsUrl}` : ''}; stop with Ctrl-C or SIGTERM\n`,
   );
   await stopped;
   await server.close();

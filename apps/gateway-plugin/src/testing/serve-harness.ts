@@ -46,9 +46,12 @@ export function spawnArgv(argv: readonly string[], input?: Buffer): Promise<{ st
  * Hermes home (the test image, a 60 s timeout) and two users with tokens of their own; before the
  * file's tests, a server on `socket`, in a folder that does not exist yet (berth serve must create
  * it with mode 0700); after them, the server stopped and the folder removed with what it holds.
- * `config` adds lines under `terminal:` (two spaces in, as `docker_file_limit: 2`).
+ * `config` adds lines under `terminal:` (two spaces in, as `docker_file_limit: 2`), `environment`
+ * variables to the gateway's, `serve` arguments to the file's server (`--metrics :0`).
  */
-export function useServeHarness(options: { readonly config?: readonly string[] } = {}) {
+export function useServeHarness(
+  options: { readonly config?: readonly string[]; readonly environment?: Readonly<Record<string, string>>; readonly serve?: readonly string[] } = {},
+) {
   const root = mkdtempSync(path.join(os.tmpdir(), 'berth-sock-it-'));
   const home = path.join(root, 'hermes');
   const sandboxes = path.join(root, 'sandboxes');
@@ -67,6 +70,7 @@ export function useServeHarness(options: { readonly config?: readonly string[] }
     TERMINAL_SANDBOX_DIR: sandboxes,
     [`HERMES_USER_TELEGRAM_${alice}_GITHUB_TOKEN`]: tokens.alice,
     [`HERMES_USER_TELEGRAM_${bob}_GITHUB_TOKEN`]: tokens.bob,
+    ...options.environment,
   };
 
   /** Spawns `node dist/cli.js …args` with only the socket in common with the server. */
@@ -89,8 +93,8 @@ export function useServeHarness(options: { readonly config?: readonly string[] }
   const exec = (sessionKey: string, command: string, extra: string[] = []) =>
     berth(['exec', '--socket', socket, '--session-key', sessionKey, ...extra, '--', command]);
 
-  function startServer(socketPath: string): Promise<ServeProcess> {
-    const child = spawn(process.execPath, [BERTH_CLI, 'serve', '--socket', socketPath], { env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
+  function startServer(socketPath: string, extra: readonly string[] = []): Promise<ServeProcess> {
+    const child = spawn(process.execPath, [BERTH_CLI, 'serve', '--socket', socketPath, ...extra], { env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
     const server: ServeProcess = { child, stdout: '', stderr: '', exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
     child.stderr!.on('data', (chunk: Buffer) => (server.stderr += chunk.toString()));
     return new Promise((resolve, reject) => {
@@ -109,7 +113,7 @@ export function useServeHarness(options: { readonly config?: readonly string[] }
     mkdirSync(home, { recursive: true });
     const lines = [`docker_image: ${TEST_IMAGE}`, 'timeout: 60', ...(options.config ?? [])];
     writeFileSync(path.join(home, 'config.yaml'), `terminal:\n${lines.map((line) => `  ${line}\n`).join('')}`);
-    server = await startServer(socket);
+    server = await startServer(socket, options.serve);
   });
 
   afterAll(async () => {
@@ -122,6 +126,8 @@ export function useServeHarness(options: { readonly config?: readonly string[] }
 
   /** What the file's server has written to stderr so far (its log). */
   const serverLog = (): string => server?.stderr ?? '';
+  /** What the file's server has written to stdout so far (its ready line). */
+  const serverOutput = (): string => server?.stdout ?? '';
 
-  return { root, home, sandboxes, socket, alice, bob, tokens, environment, berth, exec, startServer, serverLog };
+  return { root, home, sandboxes, socket, alice, bob, tokens, environment, berth, exec, startServer, serverLog, serverOutput };
 }

@@ -5,14 +5,21 @@ import { hasInstallationKey, readInstallationKey } from '@berth/core/driver';
 import { containerName } from '../container-name.js';
 import type { SandboxEntry } from '../lifecycle/sandbox-entry.js';
 import { maskCommandLine } from '../output/mask-command-line.js';
+import type { RuntimeObserver } from '../runtime-observer.js';
 import type { SandboxSettings } from '../sandbox-settings.js';
 import { openAuditFile, type AuditFile } from './audit-file.js';
 
+/** What can happen to a sandbox, as the audit trail and the metrics name it. */
+export const AUDIT_EVENTS = ['created', 'adopted', 'recreated', 'started', 'stopped', 'removed', 'purged', 'refused'] as const;
+
 /** What happened to a sandbox, as the audit trail names it. */
-export type AuditEvent = 'created' | 'adopted' | 'recreated' | 'started' | 'stopped' | 'removed' | 'purged' | 'refused';
+export type AuditEvent = (typeof AUDIT_EVENTS)[number];
+
+/** How a command can end, as the audit trail and the metrics name it. */
+export const AUDIT_OUTCOMES = ['ran', 'refused', 'failed'] as const;
 
 /** How a command ended: it ran (whatever its exit code), was refused before it reached the engine, or failed in Berth or the engine. */
-export type AuditOutcome = 'ran' | 'refused' | 'failed';
+export type AuditOutcome = (typeof AUDIT_OUTCOMES)[number];
 
 /** One command, as {@link AuditTrail.command} records it. */
 export interface AuditedCommand {
@@ -28,7 +35,7 @@ export interface AuditedCommand {
 }
 
 /** The audit trail of one runtime: one JSON line per command and per sandbox event (docs/observability.md). */
-export interface AuditTrail {
+export interface AuditTrail extends RuntimeObserver {
   /** Whether `terminal.audit_file` is set. */
   readonly enabled: boolean;
   /** Records one command of `entry`'s sandbox; its first line is masked with the request's secrets. */

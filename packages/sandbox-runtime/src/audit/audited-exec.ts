@@ -1,7 +1,7 @@
 import { BerthError, type ExecRequest, type ExecResult, type SandboxRequest } from '@berth/core';
 import type { SandboxEntry } from '../lifecycle/sandbox-entry.js';
 import type { CommandUsage } from '../run-command.js';
-import type { AuditTrail } from './audit-trail.js';
+import type { RuntimeObserver } from '../runtime-observer.js';
 import type { CpuDay } from './cpu-day.js';
 import type { UserLimits } from './user-limits.js';
 
@@ -26,17 +26,18 @@ const codeOf = (error: unknown): string => (error instanceof BerthError ? error.
  * reaches the sandbox's queue or the engine.
  */
 export function createAuditedExec(parts: {
-  readonly audit: AuditTrail;
+  /** Told of each command: the audit trail and the runtime's other observers. */
+  readonly observer: Pick<RuntimeObserver, 'command'>;
   readonly limits: UserLimits;
   readonly cpu: Pick<CpuDay, 'check'>;
   readonly run: (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest, usage: CommandUsage) => Promise<ExecResult>;
 }): (entry: SandboxEntry, request: SandboxRequest, exec: ExecRequest) => Promise<ExecResult> {
-  const { audit, limits } = parts;
+  const { observer, limits } = parts;
   return async (entry, request, exec) => {
     const started = performance.now();
     const failed = (error: unknown): void => {
       const reason = codeOf(error);
-      audit.command(entry, request, {
+      observer.command(entry, request, {
         command: exec.command,
         outcome: REFUSAL_CODES.has(reason) ? 'refused' : 'failed',
         reason,
@@ -54,7 +55,7 @@ export function createAuditedExec(parts: {
     const usage: CommandUsage = { outputBytes: 0 };
     try {
       const result = await parts.run(entry, request, exec, usage);
-      audit.command(entry, request, {
+      observer.command(entry, request, {
         command: exec.command,
         outcome: 'ran',
         exitCode: result.exitCode,

@@ -66,7 +66,7 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
         });
         entry.recordedAt = sandbox.labels[LABELS.workspace];
         context.entries.set(scopeKey, entry);
-        context.audit.event(entry, 'adopted', 'found on the engine at start');
+        context.observer.event(entry, 'adopted', 'found on the engine at start');
       }
     },
   };

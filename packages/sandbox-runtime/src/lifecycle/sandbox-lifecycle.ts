@@ -151,7 +151,7 @@ export function createSandboxLifecycle(
     // This installation's sandboxes (its folders), whatever else shares the engine.
     const existing = sandboxes.filter((sandbox) => (sandbox.labels[LABELS.workspace] ?? '').startsWith(root)).length;
     if (existing >= limit) {
-      context.audit.event(entry, 'refused', 'SANDBOX_LIMIT');
+      context.observer.event(entry, 'refused', 'SANDBOX_LIMIT');
       throw new SandboxError(
         'SANDBOX_LIMIT',
         `this gateway already has ${existing} sandboxes, the most terminal.docker_max_sandboxes (${limit}) allows; remove unused ones (berth rm), ` +
@@ -212,7 +212,7 @@ export function createSandboxLifecycle(
         }
         entry.containerId = id;
         entry.running = true;
-        context.audit.event(entry, replaced ? 'recreated' : 'created', replaced);
+        context.observer.event(entry, replaced ? 'recreated' : 'created', replaced);
         return id;
       }
       if (found.labels[LABELS.managedBy] !== MANAGED_BY || found.labels[LABELS.scope] !== request.scope.key) {
@@ -242,9 +242,9 @@ export function createSandboxLifecycle(
           await context.limitCreate(() => start(entry, found.id));
         });
         logger?.info(`berth: restarted sandbox ${entry.name} for ${entry.scopeKey}`);
-        context.audit.event(entry, 'started', entry.containerId === undefined ? 'found stopped on the engine' : 'was stopped');
+        context.observer.event(entry, 'started', entry.containerId === undefined ? 'found stopped on the engine' : 'was stopped');
       } else if (entry.containerId === undefined) {
-        context.audit.event(entry, 'adopted', 'found running on the engine');
+        context.observer.event(entry, 'adopted', 'found running on the engine');
       }
       entry.containerId = found.id;
       entry.running = true;

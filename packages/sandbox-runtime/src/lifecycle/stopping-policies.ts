@@ -25,6 +25,8 @@ export interface StoppingPolicies {
    * `docker_max_running` run, or while the shared bound is filling up (`auto`).
    */
   enforceMaxRunning(current: SandboxEntry): Promise<void>;
+  /** The cap on running sandboxes the settings mean on the engine's host, 0 none (`auto` asks the engine's size once). */
+  runningCap(): Promise<number>;
   /** Stops the automatic reaper. */
   close(): void;
 }
@@ -114,7 +116,7 @@ export function createStoppingPolicies(
               .catch((error: unknown) => logger?.warn(`berth: could not unmount the disk of ${entry.name}: ${messageOf(error)}`));
           }
           context.entries.delete(entry.scopeKey);
-          context.audit.event(entry, 'removed', `unused for more than ${settings.docker_remove_after_seconds} s, files kept`);
+          context.observer.event(entry, 'removed', `unused for more than ${settings.docker_remove_after_seconds} s, files kept`);
           logger?.info(`berth: removed ${entry.name}, unused for more than ${settings.docker_remove_after_seconds} s (its files are kept)`);
         },
         () => options.settled(entry),
@@ -217,5 +219,7 @@ export function createStoppingPolicies(
     timer.unref();
   }
 
-  return { reap, enforceMaxRunning, close: () => clearInterval(timer) };
+  const runningCap = async (): Promise<number> =>
+    settings.docker_max_running === 'auto' ? maxRunningOf(settings, await sizeOfHost()) : settings.docker_max_running;
+  return { reap, enforceMaxRunning, runningCap, close: () => clearInterval(timer) };
 }
