@@ -9,12 +9,16 @@ afterEach(() => {
   for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
 });
 
+// Container ids as engines give them: 64 hex digits (a cgroup's name is read as fair-share.ts's childNamed reads it).
+const C0FFEE = 'c0ffee'.padEnd(64, '0');
+const BEEF = 'beef'.padEnd(64, '1');
+
 describe('readSandboxCpuSeconds', () => {
   it('reads cgroup v1 cpuacct.usage beside the bound’s memory folder, and v2 cpu.stat, by the container’s id', async () => {
     const root = mkdtempSync(path.join(tmpdir(), 'berth-cgroups-'));
     folders.push(root);
-    mkdirSync(path.join(root, 'cpuacct', 'berth-abc123', 'c0ffee'), { recursive: true });
-    writeFileSync(path.join(root, 'cpuacct', 'berth-abc123', 'c0ffee', 'cpuacct.usage'), '2500000000\n');
+    mkdirSync(path.join(root, 'cpuacct', 'berth-abc123', C0FFEE), { recursive: true });
+    writeFileSync(path.join(root, 'cpuacct', 'berth-abc123', C0FFEE, 'cpuacct.usage'), '2500000000\n');
     const v1 = {
       parent: '/berth-abc123',
       memoryMb: 1,
@@ -22,13 +26,13 @@ describe('readSandboxCpuSeconds', () => {
       version: 1 as const,
       paths: [path.join(root, 'memory', 'berth-abc123'), path.join(root, 'pids', 'berth-abc123')],
     };
-    expect(await readSandboxCpuSeconds(v1, 'c0ffee')).toBe(2.5);
+    expect(await readSandboxCpuSeconds(v1, C0FFEE)).toBe(2.5);
     expect(await readSandboxCpuSeconds(v1, 'other')).toBeUndefined();
 
-    mkdirSync(path.join(root, 'v2', 'berth-abc123', 'libpod-beef'), { recursive: true });
-    writeFileSync(path.join(root, 'v2', 'berth-abc123', 'libpod-beef', 'cpu.stat'), 'usage_usec 1500000\nuser_usec 1000000\n');
+    mkdirSync(path.join(root, 'v2', 'berth-abc123', `libpod-${BEEF}`), { recursive: true });
+    writeFileSync(path.join(root, 'v2', 'berth-abc123', `libpod-${BEEF}`, 'cpu.stat'), 'usage_usec 1500000\nuser_usec 1000000\n');
     const v2 = { parent: '/berth-abc123', memoryMb: 1, pids: 1, version: 2 as const, paths: [path.join(root, 'v2', 'berth-abc123')] };
-    expect(await readSandboxCpuSeconds(v2, 'beef')).toBe(1.5);
-    expect(await readSandboxCpuSeconds({ ...v2, unenforced: 'no bound' }, 'beef')).toBeUndefined();
+    expect(await readSandboxCpuSeconds(v2, BEEF)).toBe(1.5);
+    expect(await readSandboxCpuSeconds({ ...v2, unenforced: 'no bound' }, BEEF)).toBeUndefined();
   });
 });

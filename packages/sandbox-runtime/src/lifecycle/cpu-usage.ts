@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { childNamed } from './fair-share.js';
 import type { SharedBound } from './shared-bound.js';
 
 /**
@@ -15,7 +16,7 @@ export async function readSandboxCpuSeconds(bound: SharedBound, containerId: str
   const memory = bound.paths[0]!;
   const parent = bound.version === 2 ? memory : path.join(path.dirname(path.dirname(memory)), 'cpuacct', path.basename(memory));
   const names = await fs.readdir(parent).catch(() => [] as string[]);
-  const name = names.find((entry) => entry === containerId || entry === `libpod-${containerId}` || entry === `docker-${containerId}.scope`);
+  const name = childNamed(names, containerId);
   if (name === undefined) return undefined;
   try {
     if (bound.version === 2) {

@@ -1,9 +1,9 @@
 """The delegated-child mark of upstream Hermes, only as far as ``current_cron_execution`` reads it.
 
 Written from upstream ``agent/delegation_context.py`` at fc368b1f785e7c4d856e6b817c6f5c1ab18d8cf1:
-the ContextVar ``hermes_delegated_child_context`` (default False), ``delegated_child_context``
-(sets it for a ``delegate_task`` child; upstream also scopes the child's session id there, which
-the stand-in leaves out) and ``is_delegated_child_context``.
+the ContextVar ``hermes_delegated_child_context``, default False (:20-23); ``delegated_child_context``
+(:48-65), which sets it for a ``delegate_task`` child (upstream also scopes the child's session id
+there, :58-63, which the stand-in leaves out); and ``is_delegated_child_context`` (:68-70).
 """
 
 from __future__ import annotations
