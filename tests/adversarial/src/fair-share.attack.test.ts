@@ -70,7 +70,7 @@ describe.each(['docker', 'podman'] as const)('fair share under the shared bound 
           expect(result, `round ${round}`).toEqual({ output: 'status 0\n', returncode: 0 });
           // The attacker is told why, in one line, and holds nothing any more.
           const told = await gateway.run(attacker, 'ls /tmp/pin 2>/dev/null; ps -o args | grep -c "[a]wk"');
-          expect(told.output, `round ${round}`).toMatch(RECLAIMED);
+          expect(told.output, `round ${round}: ${JSON.stringify(told)}; the gateway's lines: ${gateway.logs.slice(-12).join(' | ')}`).toMatch(RECLAIMED);
           expect(told.output.split('\n').filter((line) => RECLAIMED.test(line))).toHaveLength(1);
           expect(told.output).not.toContain('/tmp/pin');
           expect(told.output.split('\n').filter((line) => line !== '' && !RECLAIMED.test(line))).toEqual(['0']);

@@ -13,8 +13,9 @@ import { writeValue, type SharedBound } from './shared-bound.js';
 //   meets the bound waits instead of killing; this guard sees `under_oom` and stops the sandbox
 //   holding the most (its processes killed at once from the host, sandbox-tasks.ts; the engine's
 //   stop takes its tmpfs, which no kill frees), and the waiting command goes on. A sandbox's own
-//   limit still kills inside that sandbox. The kernel makes only a page fault wait: a write that
-//   meets the full bound (a file in a tmpfs) fails at once with ENOMEM, so the largest over its
+//   limit still kills inside that sandbox (its own OOM killer, which it took from the bound as it
+//   was made, is turned back on: `enableOwnKillers`). The kernel makes only a page fault wait: a
+//   write that meets the full bound (a file in a tmpfs) fails at once with ENOMEM, so the largest over its
 //   share gives way before (`NEARLY_FULL`), and the guard looks four times as often near it.
 //   (Steering the kernel's own killer instead, every process over its share at oom_score_adj
 //   1000, was tried: the kernel still took a light user's command, on Podman every other round.)
@@ -193,6 +194,37 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     for (const name of firstSeen.keys()) if (!names.includes(name)) firstSeen.delete(name);
     for (const name of capsWritten.keys()) if (!names.includes(name)) capsWritten.delete(name);
   };
+  // cgroup v1: a new cgroup takes its parent's `oom_kill_disable` as the kernel makes it, so every
+  // sandbox started under the bound would wait at its own limit too, for good, instead of its own
+  // OOM killer acting inside it (seen: a command over its own limit held past its timeout, which
+  // could not kill it either, and then the sandbox restarted). Each child's is set back to 0 as
+  // the guard first sees it (the kernel then wakes what waits there), again when a cgroup of the
+  // same name is made anew (a restarted sandbox's: another inode or change time; a change of time
+  // alone only costs a read).
+  const killersOn = new Map<string, string>();
+  const enableOwnKillers = async (folder: string): Promise<void> => {
+    const names = (await fs.readdir(folder, { withFileTypes: true }).catch(() => [])).filter((name) => name.isDirectory()).map((name) => name.name);
+    for (const name of names) {
+      const child = path.join(folder, name);
+      const made = await fs.stat(child).then(
+        (stat) => `${stat.ino}:${stat.ctimeMs}`,
+        () => undefined,
+      );
+      if (made === undefined || killersOn.get(name) === made) continue;
+      const control = await readText(path.join(child, 'memory.oom_control')).catch(() => undefined);
+      if (control === undefined) continue;
+      if (
+        numberIn(control, 'oom_kill_disable') === 1 &&
+        !(await writeValue(path.join(child, 'memory.oom_control'), '0').then(
+          () => true,
+          () => false,
+        ))
+      )
+        continue;
+      killersOn.set(name, made);
+    }
+    for (const name of killersOn.keys()) if (!names.includes(name)) killersOn.delete(name);
+  };
   const pidsOf = async (): Promise<{ now: number; max: number }> => {
     const [now, max] = await Promise.all([readText(path.join(folders!.pids, 'pids.current')), readText(path.join(folders!.pids, 'pids.max'))]);
     return { now: asCount(now), max: asCount(max) };
@@ -223,6 +255,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   const look = async (): Promise<void> => {
     if (!folders) return;
     if (bound.version === 2) await groupKills(folders.memory);
+    else await enableOwnKillers(folders.memory);
     const { short: memory, used } = await shortOfMemory(bound, folders.memory);
     near = used >= NEAR;
     const pids = await pidsOf();

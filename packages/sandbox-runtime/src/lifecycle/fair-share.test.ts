@@ -183,6 +183,28 @@ describe('pids shares', () => {
   });
 });
 
+describe("a sandbox's own OOM killer on cgroup v1", () => {
+  it('is turned back on where it took the bound\'s "off" as it was made, and again for a cgroup made anew under the same name', async () => {
+    const bound = fakeBound(1, { [hex(1)]: [10, 3], [hex(2)]: [5, 2] });
+    const memory = bound.paths[0]!;
+    const control = (id: string) => path.join(memory, id, 'memory.oom_control');
+    // As the kernel makes a child of a bound whose killer is off: off too.
+    for (const id of [hex(1), hex(2)]) writeFileSync(control(id), 'oom_kill_disable 1\nunder_oom 0\noom_kill 0\n');
+    const guard = startFairShareGuard({ bound, floors: { memoryBytes: 0, pids: 0 }, sandboxPids: 512, intervalMs: 0, reclaim: async () => true });
+    await guard.check();
+    // A kernel file takes a write as a command; on the fake, the write lands at its start.
+    for (const id of [hex(1), hex(2)]) expect(readFileSync(control(id), 'utf8')).toMatch(/^0om_kill_disable 1/);
+    // The sandbox restarts: the engine removes its cgroup and makes one of the same name.
+    rmSync(path.join(memory, hex(2)), { recursive: true });
+    mkdirSync(path.join(memory, hex(2)));
+    writeFileSync(control(hex(2)), 'oom_kill_disable 1\nunder_oom 0\noom_kill 0\n');
+    writeFileSync(path.join(memory, hex(2), 'memory.usage_in_bytes'), String(5 * MB));
+    await guard.check();
+    expect(readFileSync(control(hex(2)), 'utf8')).toMatch(/^0om_kill_disable 1/);
+    await guard.close(false);
+  });
+});
+
 describe('the bound keeper', () => {
   it('finds the bound gone or changed, makes it again before the next start, and says so', async () => {
     const bound = fakeBound(1, {});
