@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -30,8 +30,22 @@ describe("other installations' stale bounds", () => {
     }
     make('memory', 'berth-333333', old, true);
     make('cpu', 'berth-333333', old);
+    // A member: an ordinary folder with a file in it refuses rmdir, as a cgroup with a process does.
+    const abc = path.join(root, 'memory', 'berth-333333', 'abc');
+    writeFileSync(path.join(abc, 'member'), '');
+    utimesSync(abc, old, old);
+    // Podman's empty `conmon` cgroup, made with the bound: it goes, and the bound with it.
+    for (const hierarchy of ['memory', 'pids']) {
+      make(hierarchy, 'berth-444444', old, true);
+      const conmon = path.join(root, hierarchy, 'berth-444444', 'abc');
+      utimesSync(conmon, old, old);
+    }
+    // An empty cgroup made a minute ago in an old bound: an engine making a sandbox in it.
+    make('memory', 'berth-555555', old, true);
     const removed = await sweepStaleBounds({ cgroupRoot: root, version: 1, own: 'berth-111111', now });
-    expect(removed.sort()).toEqual(['berth-0a0b0c', 'berth-333333']);
+    expect(removed.sort()).toEqual(['berth-0a0b0c', 'berth-333333', 'berth-444444']);
+    for (const hierarchy of ['memory', 'pids']) expect(existsSync(path.join(root, hierarchy, 'berth-444444'))).toBe(false);
+    expect(existsSync(path.join(root, 'memory', 'berth-555555', 'abc'))).toBe(true);
     for (const hierarchy of ['memory', 'pids', 'cpu', 'blkio']) {
       expect(existsSync(path.join(root, hierarchy, 'berth-0a0b0c'))).toBe(false);
       for (const kept of ['berth-111111', 'berth-222222', 'berth-gateway']) expect(existsSync(path.join(root, hierarchy, kept))).toBe(true);

@@ -30,10 +30,38 @@ export interface SweepStaleBoundsOptions {
   readonly now?: number;
 }
 
+/** How deep below a bound empty cgroups are looked for (Podman leaves `conmon` one level down). */
+const CHILD_DEPTH = 3;
+
+/**
+ * Removes the cgroups below `folder` that have no member and were made before `oldest`, deepest
+ * first; true when none is left. A young one stays (an engine may be making a sandbox in it).
+ */
+async function removeEmptyChildren(folder: string, oldest: number, depth: number): Promise<boolean> {
+  const children = await fs.readdir(folder, { withFileTypes: true }).catch(() => undefined);
+  if (!children) return false;
+  let left = false;
+  for (const child of children.filter((entry) => entry.isDirectory())) {
+    const inner = path.join(folder, child.name);
+    const made = await fs.lstat(inner).catch(() => undefined);
+    const gone =
+      made !== undefined &&
+      made.mtimeMs <= oldest &&
+      depth > 0 &&
+      (await removeEmptyChildren(inner, oldest, depth - 1)) &&
+      (await fs.rmdir(inner).then(
+        () => true,
+        () => false,
+      ));
+    if (!gone) left = true;
+  }
+  return !left;
+}
+
 /**
  * Removes the empty `berth-{tag}` cgroups of other installations made more than
  * {@link STALE_BOUND_MS} ago (a cgroup's time is when it was made: the kernel changes it for
- * nothing else), in every hierarchy. Resolves to the names of the bounds it removed anywhere.
+ * nothing else), in every hierarchy, with the empty old cgroups below them (no member in any). Resolves to the names of the bounds it removed anywhere.
  */
 export async function sweepStaleBounds(options: SweepStaleBoundsOptions): Promise<string[]> {
   const { cgroupRoot, own } = options;
@@ -51,6 +79,8 @@ export async function sweepStaleBounds(options: SweepStaleBoundsOptions): Promis
       const folder = path.join(hierarchy, name);
       const made = await fs.lstat(folder).catch(() => undefined);
       if (!made?.isDirectory() || made.mtimeMs > oldest) continue;
+      // Podman leaves an empty `conmon` cgroup in a bound, which would keep it for good.
+      if (!(await removeEmptyChildren(folder, oldest, CHILD_DEPTH))) continue;
       // rmdir only: the kernel keeps a cgroup that has members or children.
       if (
         await fs.rmdir(folder).then(
