@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readSandboxCpuSeconds } from './cpu-usage.js';
+import { readSandboxCpuSeconds, readSandboxesCpuSeconds } from './cpu-usage.js';
 
 const folders: string[] = [];
 afterEach(() => {
@@ -34,5 +34,28 @@ describe('readSandboxCpuSeconds', () => {
     const v2 = { parent: '/berth-abc123', memoryMb: 1, pids: 1, version: 2 as const, paths: [path.join(root, 'v2', 'berth-abc123')] };
     expect(await readSandboxCpuSeconds(v2, BEEF)).toBe(1.5);
     expect(await readSandboxCpuSeconds({ ...v2, unenforced: 'no bound' }, BEEF)).toBeUndefined();
+  });
+
+  it("reads every asked sandbox from one listing, leaving out the engine's own children and sandboxes not asked for", async () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'berth-cgroups-'));
+    folders.push(root);
+    const parent = path.join(root, 'cpuacct', 'berth-abc123');
+    for (const [name, usage] of [
+      [C0FFEE, '1000000000'],
+      [`libpod-${BEEF}`, '3000000000'],
+      ['conmon', '9000000000'],
+    ] as const) {
+      mkdirSync(path.join(parent, name), { recursive: true });
+      writeFileSync(path.join(parent, name, 'cpuacct.usage'), `${usage}\n`);
+    }
+    const v1 = { parent: '/berth-abc123', memoryMb: 1, pids: 1, version: 1 as const, paths: [path.join(root, 'memory', 'berth-abc123')] };
+    expect(await readSandboxesCpuSeconds(v1, new Set([C0FFEE, BEEF]))).toEqual(
+      new Map([
+        [C0FFEE, 1],
+        [BEEF, 3],
+      ]),
+    );
+    expect(await readSandboxesCpuSeconds(v1, new Set([BEEF]))).toEqual(new Map([[BEEF, 3]]));
+    expect(await readSandboxesCpuSeconds(v1, new Set())).toEqual(new Map());
   });
 });

@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { AUDIT_EVENTS, AUDIT_OUTCOMES } from '../audit/audit-trail.js';
-import { readSandboxCpuSeconds } from '../lifecycle/cpu-usage.js';
+import { readSandboxesCpuSeconds } from '../lifecycle/cpu-usage.js';
 import { readHoldings, type SandboxHolding } from '../lifecycle/fair-share.js';
 import { readBoundPressure, type BoundPressure } from '../lifecycle/shared-bound.js';
 import type { RuntimeObserver, RuntimeView } from '../runtime-observer.js';
@@ -194,7 +194,9 @@ async function readSnapshot(view: RuntimeView): Promise<Snapshot> {
   const bound = await view.bound();
   const pressure = bound ? await readBoundPressure(bound) : undefined;
   const holdings = bound && pressure ? await readHoldings(bound) : [];
-  const readings: Array<Promise<SandboxReading>> = [];
+  // One listing of the bound's CPU folder for every sandbox, not one each.
+  const cpu = bound && holdings.length > 0 ? await readSandboxesCpuSeconds(bound, new Set(holdings.map((holding) => holding.id))) : new Map<string, number>();
+  const sandboxes: SandboxReading[] = [];
   for (const entry of view.sandboxes()) {
     // Named and on the engine: an entry of a refused new user or of a removed sandbox is no sandbox.
     if (entry.name === '' || entry.containerId === undefined) continue;
@@ -202,18 +204,16 @@ async function readSnapshot(view: RuntimeView): Promise<Snapshot> {
     const user = settings.metrics_real_user_ids && owner.kind === 'user' && owner.platform !== undefined && owner.userId !== undefined;
     const { name, containerId, running } = entry;
     const holding = running ? holdings.find((candidate) => candidate.id === containerId) : undefined;
-    readings.push(
-      (holding && bound ? readSandboxCpuSeconds(bound, containerId) : Promise.resolve(undefined)).then((cpuSeconds) => ({
-        name,
-        state: running ? 'running' : 'stopped',
-        scope: owner.kind,
-        ...(user ? { user: `${owner.platform}:${owner.userId}` } : {}),
-        ...(holding ? { holding } : {}),
-        ...(cpuSeconds === undefined ? {} : { cpuSeconds }),
-      })),
-    );
+    const cpuSeconds = holding ? cpu.get(containerId) : undefined;
+    sandboxes.push({
+      name,
+      state: running ? 'running' : 'stopped',
+      scope: owner.kind,
+      ...(user ? { user: `${owner.platform}:${owner.userId}` } : {}),
+      ...(holding ? { holding } : {}),
+      ...(cpuSeconds === undefined ? {} : { cpuSeconds }),
+    });
   }
-  const sandboxes = await Promise.all(readings);
   // A count caps the running sandboxes unless `auto` leaves it to the shared bound in force.
   const runningCap = settings.docker_max_running === 'auto' && pressure ? 0 : await view.runningCap().catch(() => 0);
   return { sandboxes, runningCap, maxSandboxes: settings.docker_max_sandboxes, ...(pressure ? { pressure } : {}) };
