@@ -94,7 +94,8 @@ class ProcessRegistry:
             session = self._sessions.get(session_id)
         if session is None:
             return {"status": "not_found"}
-        return {"status": "exited" if session.exited else "running", "output": session.output, "exit_code": session.exit_code}
+        return {"status": "exited" if session.exited else "running", "output": session.output,
+                "exit_code": session.exit_code}
 
 
 process_registry = ProcessRegistry()
