@@ -154,7 +154,9 @@ export function createBoundKeeper(options: BoundKeeperOptions): BoundKeeper {
       // Another installation's sweep (stale-bounds.ts) may have removed the bound between the look
       // before the start and the engine's making of the sandbox under it: read it back.
       if (current) await keep(current, 'as a sandbox started under it');
-      // A look under way may have listed the bound before this sandbox was in it: one more after it.
+      // A look under way may have listed the bound before this sandbox was in it: one more after
+      // it, which reads every sandbox's limits back (a restarted one's cgroup is new, its name not).
+      guard?.readEveryChild();
       await guard?.check();
       await guard?.check();
     },

@@ -65,6 +65,8 @@ export interface FairShareGuardOptions {
 export interface FairShareGuard {
   /** One look at the bound, reclaiming if it is short; resolves when done. */
   check(): Promise<void>;
+  /** The next look reads every sandbox's limits back, not only new names' (a sandbox just started: its cgroup may be new under an old name). */
+  readEveryChild(): void;
   /**
    * Before another sandbox starts: when the bound's free pids are fewer than the newcomer's share,
    * the sandbox furthest over its pids share gives way first, so the start and its forks succeed.
@@ -169,13 +171,14 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   const capsWritten = new Map<string, number>();
   let readAllAt = 0;
   const capPids = async (folder: string, pidsLimit: number): Promise<void> => {
+    // Decided before the listing: a listing after a start's read-back request sees that sandbox.
+    const now = Date.now();
+    const readAll = now - readAllAt >= CAP_READ_BACK_MS;
+    if (readAll) readAllAt = now;
     const names = (await fs.readdir(folder, { withFileTypes: true }).catch(() => []))
       .filter((name) => name.isDirectory() && CHILD_NAME.test(name.name))
       .map((name) => name.name);
     const cap = Math.min(options.sandboxPids, sharesOf({ memoryLimit: 1, pidsLimit }, names.length, options.floors).pids);
-    const now = Date.now();
-    const readAll = now - readAllAt >= CAP_READ_BACK_MS;
-    if (readAll) readAllAt = now;
     for (const name of names) {
       const file = path.join(folder, name, 'pids.max');
       const seen = firstSeen.get(name) ?? now;
@@ -198,32 +201,32 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   // sandbox started under the bound would wait at its own limit too, for good, instead of its own
   // OOM killer acting inside it (seen: a command over its own limit held past its timeout, which
   // could not kill it either, and then the sandbox restarted). Each child's is set back to 0 as
-  // the guard first sees it (the kernel then wakes what waits there), again when a cgroup of the
-  // same name is made anew (a restarted sandbox's: another inode or change time; a change of time
-  // alone only costs a read).
-  const killersOn = new Map<string, string>();
+  // the guard first sees its name (the kernel then wakes what waits there), and every child's is
+  // read again every CAP_READ_BACK_MS and after each start (`readEveryChild`): a restarted
+  // sandbox's cgroup is made anew under the same name. (A stat of every child at every look, to
+  // tell a new cgroup by its inode, cost 3 % of a core with 100 sandboxes on a loaded machine.)
+  const killersOn = new Set<string>();
+  let killersReadAt = 0;
   const enableOwnKillers = async (folder: string): Promise<void> => {
+    const now = Date.now();
+    const readAll = now - killersReadAt >= CAP_READ_BACK_MS;
+    if (readAll) killersReadAt = now;
     const names = (await fs.readdir(folder, { withFileTypes: true }).catch(() => [])).filter((name) => name.isDirectory()).map((name) => name.name);
     for (const name of names) {
-      const child = path.join(folder, name);
-      const made = await fs.stat(child).then(
-        (stat) => `${stat.ino}:${stat.ctimeMs}`,
-        () => undefined,
-      );
-      if (made === undefined || killersOn.get(name) === made) continue;
-      const control = await readText(path.join(child, 'memory.oom_control')).catch(() => undefined);
+      if (!readAll && killersOn.has(name)) continue;
+      const file = path.join(folder, name, 'memory.oom_control');
+      const control = await readText(file).catch(() => undefined);
       if (control === undefined) continue;
-      if (
-        numberIn(control, 'oom_kill_disable') === 1 &&
-        !(await writeValue(path.join(child, 'memory.oom_control'), '0').then(
+      const on =
+        numberIn(control, 'oom_kill_disable') === 0 ||
+        (await writeValue(file, '0').then(
           () => true,
           () => false,
-        ))
-      )
-        continue;
-      killersOn.set(name, made);
+        ));
+      if (on) killersOn.add(name);
+      else killersOn.delete(name);
     }
-    for (const name of killersOn.keys()) if (!names.includes(name)) killersOn.delete(name);
+    for (const name of killersOn) if (!names.includes(name)) killersOn.delete(name);
   };
   const pidsOf = async (): Promise<{ now: number; max: number }> => {
     const [now, max] = await Promise.all([readText(path.join(folders!.pids, 'pids.current')), readText(path.join(folders!.pids, 'pids.max'))]);
@@ -294,6 +297,10 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
 
   return {
     check,
+    readEveryChild: () => {
+      readAllAt = 0;
+      killersReadAt = 0;
+    },
     roomForStart: () => roomForStart().catch((error: unknown) => logger?.warn(`berth: could not make room in the shared bound: ${(error as Error).message}`)),
     close: async (lastHolder) => {
       if (closed) return;

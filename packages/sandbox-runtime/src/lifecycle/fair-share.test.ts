@@ -184,7 +184,7 @@ describe('pids shares', () => {
 });
 
 describe("a sandbox's own OOM killer on cgroup v1", () => {
-  it('is turned back on where it took the bound\'s "off" as it was made, and again for a cgroup made anew under the same name', async () => {
+  it('is turned back on where it took the bound\'s "off" as it was made, and again for a cgroup made anew under the same name after a start', async () => {
     const bound = fakeBound(1, { [hex(1)]: [10, 3], [hex(2)]: [5, 2] });
     const memory = bound.paths[0]!;
     const control = (id: string) => path.join(memory, id, 'memory.oom_control');
@@ -199,6 +199,8 @@ describe("a sandbox's own OOM killer on cgroup v1", () => {
     mkdirSync(path.join(memory, hex(2)));
     writeFileSync(control(hex(2)), 'oom_kill_disable 1\nunder_oom 0\noom_kill 0\n');
     writeFileSync(path.join(memory, hex(2), 'memory.usage_in_bytes'), String(5 * MB));
+    // As the bound keeper does once a sandbox started.
+    guard.readEveryChild();
     await guard.check();
     expect(readFileSync(control(hex(2)), 'utf8')).toMatch(/^0om_kill_disable 1/);
     await guard.close(false);
