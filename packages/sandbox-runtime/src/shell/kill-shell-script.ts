@@ -8,7 +8,8 @@ import { quoteShell } from './shell-words.js';
  * found through /proc, and the processes in the session's process group made since the command
  * started (those it left to init, which no longer descend from it). The session's group is
  * stopped first, its shell with it for a moment, so nothing forks while the walk runs, and
- * continued after. Builtins only, so it works while a fork bomb holds every pid the container may
+ * continued after; the walk and the kill go in rounds until one finds no new process (a stop
+ * lands when its process next enters the kernel: a fork under way may finish). Builtins only, so it works while a fork bomb holds every pid the container may
  * have. When the kill shell's stdin ends (its connection to the gateway is gone), it kills the
  * command of the session it watches.
  */

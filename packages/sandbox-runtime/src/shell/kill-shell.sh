@@ -5,7 +5,7 @@
 __berth_session=
 trap '[ -n "$__berth_session" ] && __berth_kill "$__berth_session"' EXIT
 __berth_kill() {
-  read -r __berth_p __berth_pg __berth_before < "$1/pid" 2>/dev/null || return 0
+  { read -r __berth_p __berth_pg __berth_before < "$1/pid"; } 2>/dev/null || return 0
   [ -n "$__berth_p" ] || return 0
   # A group of the session's own only: never 0 (the kill shell's), 1 (every process) or junk.
   case "$__berth_pg" in '' | 0 | 1 | *[!0-9]*) __berth_pg=- ;; esac
@@ -25,7 +25,7 @@ __berth_kill() {
     while [ "$__berth_more" = 1 ]; do
       __berth_more=0
       for __berth_f in /proc/[0-9]*/stat; do
-        read -r __berth_l < "$__berth_f" 2>/dev/null || continue
+        { read -r __berth_l < "$__berth_f"; } 2>/dev/null || continue
         __berth_pid=${__berth_l%% *}
         case "$__berth_all" in *" $__berth_pid "*) continue ;; esac
         # shellcheck disable=SC2086 # split on purpose: the fields of /proc/PID/stat after the command's name (no glob characters)

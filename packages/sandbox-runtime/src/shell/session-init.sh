@@ -39,7 +39,7 @@ __berth_spare() {
 # This shell's process group, when it leads one (an engine's exec makes it lead a session): a
 # command's processes share it, so the kill shell finds those a command left to init too.
 __berth_pg=-
-if read -r __berth_j < "/proc/$$/stat" 2>/dev/null; then
+if { read -r __berth_j < "/proc/$$/stat"; } 2>/dev/null; then
   # shellcheck disable=SC2086 # split on purpose: the fields of /proc/PID/stat after the command's name (no glob characters)
   set -- ${__berth_j##*) }
   [ "$3" = "$$" ] && __berth_pg=$$
@@ -144,7 +144,7 @@ __BERTH_%s_E_125%s
   if [ ! -f "$__berth_d/init" ]; then
     __berth_x="${__berth_x}D"
   else
-    read -r __berth_v < "$__berth_d/saved" 2>/dev/null || __berth_v=
+    { read -r __berth_v < "$__berth_d/saved"; } 2>/dev/null || __berth_v=
     # A command exec'd as the child (mode e) saves nothing, having nothing to save.
     if [ "$__berth_v" != 1 ] && [ "$__berth_s" -lt 128 ] && [ "$3" != e ]; then __berth_x="${__berth_x}T"; fi
   fi
