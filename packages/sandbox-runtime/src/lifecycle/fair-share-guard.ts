@@ -15,8 +15,8 @@ import { writeValue, type SharedBound } from './shared-bound.js';
 //   stop takes its tmpfs, which no kill frees), and the waiting command goes on. A sandbox's own
 //   limit still kills inside that sandbox (its own OOM killer, which it took from the bound as it
 //   was made, is turned back on: `enableOwnKillers`). The kernel makes only a page fault wait: a
-//   write that meets the full bound (a file in a tmpfs) fails at once with ENOMEM, so the largest over its
-//   share gives way before (`NEARLY_FULL`), and the guard looks four times as often near it.
+//   write that meets the full bound (a file in a tmpfs) fails at once with ENOMEM, so the largest
+//   over its share gives way before (`NEARLY_FULL`), and the guard looks four times as often near it.
 //   (Steering the kernel's own killer instead, every process over its share at oom_score_adj
 //   1000, was tried: the kernel still took a light user's command, on Podman every other round.)
 // - cgroup v2: `memory.high` a little under the bound throttles whoever charges past it, and the
@@ -169,12 +169,8 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   // so a young sandbox's limit is read back at every look, everyone's once in CAP_READ_BACK_MS.
   const firstSeen = new Map<string, number>();
   const capsWritten = new Map<string, number>();
-  let readAllAt = 0;
-  const capPids = async (folder: string, pidsLimit: number): Promise<void> => {
-    // Decided before the listing: a listing after a start's read-back request sees that sandbox.
+  const capPids = async (folder: string, pidsLimit: number, readAll: boolean): Promise<void> => {
     const now = Date.now();
-    const readAll = now - readAllAt >= CAP_READ_BACK_MS;
-    if (readAll) readAllAt = now;
     const names = (await fs.readdir(folder, { withFileTypes: true }).catch(() => []))
       .filter((name) => name.isDirectory() && CHILD_NAME.test(name.name))
       .map((name) => name.name);
@@ -206,11 +202,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   // sandbox's cgroup is made anew under the same name. (A stat of every child at every look, to
   // tell a new cgroup by its inode, cost 3 % of a core with 100 sandboxes on a loaded machine.)
   const killersOn = new Set<string>();
-  let killersReadAt = 0;
-  const enableOwnKillers = async (folder: string): Promise<void> => {
-    const now = Date.now();
-    const readAll = now - killersReadAt >= CAP_READ_BACK_MS;
-    if (readAll) killersReadAt = now;
+  const enableOwnKillers = async (folder: string, readAll: boolean): Promise<void> => {
     const names = (await fs.readdir(folder, { withFileTypes: true }).catch(() => [])).filter((name) => name.isDirectory()).map((name) => name.name);
     for (const name of names) {
       if (!readAll && killersOn.has(name)) continue;
@@ -255,14 +247,19 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     if (pids.max - pids.now < Math.min(shares.pids, options.sandboxPids)) await reclaimFrom(holdings, shares, 'pids');
   };
 
+  // Every sandbox's limits are read back once in CAP_READ_BACK_MS, and at the look after a start;
+  // decided before any listing, so a listing after a start's request sees that sandbox.
+  let readAllAt = 0;
   const look = async (): Promise<void> => {
     if (!folders) return;
+    const readAll = Date.now() - readAllAt >= CAP_READ_BACK_MS;
+    if (readAll) readAllAt = Date.now();
     if (bound.version === 2) await groupKills(folders.memory);
-    else await enableOwnKillers(folders.memory);
+    else await enableOwnKillers(folders.memory, readAll);
     const { short: memory, used } = await shortOfMemory(bound, folders.memory);
     near = used >= NEAR;
     const pids = await pidsOf();
-    await capPids(folders.pids, pids.max);
+    await capPids(folders.pids, pids.max, readAll);
     const pidsShort = pids.now >= pids.max * PIDS_SHORT;
     if ((!memory && !pidsShort) || Date.now() < quietUntil) return;
     const holdings = await candidates();
@@ -299,7 +296,6 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     check,
     readEveryChild: () => {
       readAllAt = 0;
-      killersReadAt = 0;
     },
     roomForStart: () => roomForStart().catch((error: unknown) => logger?.warn(`berth: could not make room in the shared bound: ${(error as Error).message}`)),
     close: async (lastHolder) => {

@@ -46,6 +46,7 @@ class ProcessRegistry:
         wrapped = (f"mkdir -p {shlex.quote(temp_dir)} && ( sh -c {shlex.quote(command)} > {log_path} 2>&1; "
                    f"rc=$?; printf '%s\\n' \"$rc\" > {exit_path} ) & echo $! > {pid_path} && cat {pid_path}")
         result = env.execute(wrapped, timeout=timeout)
+        # The pid is the first line of digits; none is a failed start (:884-898).
         for line in result.get("output", "").strip().splitlines():
             if line.strip().isdigit():
                 session.pid = int(line.strip())
@@ -57,13 +58,14 @@ class ProcessRegistry:
             return session
         with self._lock:
             self._sessions[session.id] = session
+        # A poller thread of its own, without the message's ContextVars (:909-916).
         threading.Thread(target=self._env_poller_loop, args=(session, env, log_path, pid_path, exit_path),
                          daemon=True, name=f"proc-poller-{session.id}").start()
         return session
 
     def _env_poller_loop(self, session: ProcessSession, env, log_path: str, pid_path: str, exit_path: str) -> None:
         # As upstream's loop (tools/process_registry.py:981-1037 at 7e3acd02d), every POLL_SECONDS
-        # (upstream: 2 s): the log is read, then the job's liveness asked in a second command, and
+        # (upstream: 2 s, :990): the log is read, then the job's liveness asked in a second command, and
         # only a last line other than 0 ends it, so an empty answer does not; an exception loses the
         # job. Upstream reads no more after the end: output written between the two commands is lost.
         while not session.exited:
@@ -90,6 +92,7 @@ class ProcessRegistry:
                 return
 
     def poll(self, session_id: str) -> dict:
+        # Upstream's answer carries the exit code once the job ended (:1333-1357), output trimmed here.
         with self._lock:
             session = self._sessions.get(session_id)
         if session is None:
