@@ -7,6 +7,7 @@
  * The issue's bar is under 2 % of one core with 100 sandboxes. Prints a table and writes JSON to
  * bench-results/. Run with `pnpm --filter @berth/gateway-plugin bench:top` after a build, as
  * root (the shared bound's cgroups); making the sandboxes is not timed and takes a while.
+ * BENCH_PROFILE=DIR writes a CPU profile of `berth top` there (node --cpu-prof; it about doubles the cost).
  */
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -55,11 +56,15 @@ try {
   for (let next = 0; next < sandboxes; ) {
     const batch = Array.from({ length: Math.min(parallel, sandboxes - next) }, (_, index) => next + index);
     next += batch.length;
-    await Promise.all(batch.map((index) => berth(['exec', '--task', `bench-top-${index}`, '--', 'true'])));
+    // Every exec of the batch ends before a failure is thrown: none still writes when the folder is removed.
+    const settled = await Promise.allSettled(batch.map((index) => berth(['exec', '--task', `bench-top-${index}`, '--', 'true'])));
+    const failed = settled.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
   }
   const makingSeconds = (performance.now() - started) / 1000;
 
-  const top = spawn(process.execPath, [cli, 'top', '--interval', String(interval)], { env: environment, stdio: ['ignore', 'pipe', 'inherit'] });
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(process.env.BENCH_PROFILE)] : [];
+  const top = spawn(process.execPath, [...profile, cli, 'top', '--interval', String(interval)], { env: environment, stdio: ['ignore', 'pipe', 'inherit'] });
   const spawnedAt = performance.now();
   let output = '';
   let tables = 0;

@@ -17,6 +17,7 @@ import { listPodProcesses, openPodChannel } from './pod-exec.js';
 import { probeNetworkPolicy, type NetworkPolicyProbe } from './probe-network-policy.js';
 import { createClaim, deleteKeptClaims, dropRecord, readClaim, recordOf } from './sandbox-claims.js';
 import { deletePod, parseId, readPod, runPod, toSandbox } from './sandbox-pods.js';
+import { readPodUsage } from './pod-metrics.js';
 import { buildNetworkPolicies, buildSandboxClaim, buildSandboxPod, type ClusterObjectOptions } from './to-kubernetes-objects.js';
 
 /** Options of {@link createKubernetesDriver}. */
@@ -226,6 +227,9 @@ export function createKubernetesDriver(options: KubernetesDriverOptions = {}): K
           'remove it (berth rm) to let Berth make the sandbox again',
       );
     },
+
+    // One list of the namespace's PodMetrics for every sandbox (pod-metrics.ts).
+    usage: async () => readPodUsage((await connection()).cluster.kubeConfig, namespace),
 
     listProcesses: (id) => call(`list the processes of ${id}`, (connected) => listPodProcesses(connected, namespace, parseId(id).name)),
 

@@ -258,6 +258,17 @@ describe('kubernetes: the berth CLI', () => {
     expect(after.filter((entry) => entry.scope === `user:telegram:${user}`)).toEqual([]);
   });
 
+  it('berth top lists the Pod, and says this cluster serves no resource metrics API (it has no metrics-server)', async () => {
+    const user = newUser();
+    await berth('exec', '--config', configFile, '--platform', 'telegram', '--user', user, '--', 'true');
+    const { stdout, stderr } = await berth('top', '--once', '--json', '--config', configFile);
+    const rows = JSON.parse(stdout) as Array<{ scope: string; state: string; cpuPercent: number | null }>;
+    expect(rows.find((row) => row.scope === `user:telegram:${user}`)).toMatchObject({ state: 'running', cpuPercent: null });
+    // The Role lets the user ask (a 403 would say so); the API server answers 404.
+    expect(stderr).toContain('the cluster serves no resource metrics API (metrics.k8s.io');
+    await berth('rm', '--config', configFile, '--platform', 'telegram', '--user', user, '--purge');
+  }, 120_000);
+
   it('berth doctor reaches the cluster and says whether it enforces NetworkPolicy (this one does not)', async () => {
     const { stdout } = await berth('doctor', '--config', configFile, '--json').catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
     const report = JSON.parse(stdout) as {

@@ -1,4 +1,4 @@
-import type { DriverDescription } from './driver.js';
+import type { DriverDescription, EngineUsage } from './driver.js';
 import { UnsupportedSpecificationError } from './errors.js';
 import type { ResolvedEnvironment } from './resolve-environment.js';
 import type { SandboxPaths } from './sandbox-paths.js';
@@ -175,6 +175,8 @@ export interface SandboxBackendV1 {
    * and what they tell (`runtime.release`, gVisor), which only a status line may do without.
    */
   describe(options?: { image?: string; runtimeVersions?: boolean }): Promise<BackendDescription>;
+  /** What the engine reports each sandbox uses, by its name (`containerName`; the driver's `usage`; absent where its engine reports none). */
+  usage?(): Promise<EngineUsage>;
   /** Releases connections and timers; sandboxes keep running. */
   close(): Promise<void>;
 }

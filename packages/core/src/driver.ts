@@ -200,6 +200,14 @@ export interface DriverCapabilities {
  * `SandboxError` with code `SANDBOX_GONE` (no such sandbox, or not running any more),
  * `SANDBOX_CONFLICT` (a name taken, a removal in progress) or `ENGINE_ERROR`.
  */
+/**
+ * What the engine itself reports each sandbox uses now, where the gateway's host cannot read its
+ * cgroups (a cluster's metrics API); or one line saying what is missing.
+ */
+export type EngineUsage =
+  | { readonly sandboxes: ReadonlyMap<string, { readonly cpuCores: number; readonly memoryBytes: number }> }
+  | { readonly missing: string };
+
 export interface SandboxDriverV1 {
   readonly specificationVersion: 'v1';
   /** The engine's name, e.g. `docker`; in labels and messages. */
@@ -261,6 +269,12 @@ export interface SandboxDriverV1 {
   networkAddress?(id: string): Promise<{ readonly address: string; readonly gateway: string } | undefined>;
   /** Starts a process in it with stdin open and no terminal; no variables (they go over stdin). */
   openChannel(id: string, command: readonly string[], options?: { workingDir?: string }): Promise<ExecChannel>;
+  /**
+   * Every sandbox's CPU (cores, averaged over the engine's last window) and memory, by the
+   * sandbox's name, in one call for all (`berth top`). Optional: a local engine's usage is read
+   * from its cgroups instead.
+   */
+  usage?(): Promise<EngineUsage>;
   /** Deletes a removed scope's storage, for a driver without host folders (a claim, a volume). */
   purgeStorage?(scopeKey: string): Promise<void>;
   /** Called before the runtime deletes a removed sandbox's host folders (rootless Podman gives write permission back). */

@@ -87,7 +87,7 @@ export {
   type SandboxState,
 } from './backend.js';
 // The driver contract is `@berth/core/driver`; its interface is here too, as a backend's users name it.
-export type { SandboxDriverV1 } from './driver.js';
+export type { EngineUsage, SandboxDriverV1 } from './driver.js';
 export {
   assertHost,
   type BerthHostV1,

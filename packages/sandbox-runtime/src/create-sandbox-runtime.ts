@@ -2,7 +2,7 @@ import path from 'node:path';
 import { SandboxError, type BackendCapabilities, type SandboxBackendV1, type SandboxRequest } from '@berth/core';
 import { assertSandboxDriver, type SandboxDriverV1 } from '@berth/core/driver';
 import { createStoppingPolicies } from './lifecycle/stopping-policies.js';
-import { createInventory } from './lifecycle/inventory.js';
+import { createDiskReader, createInventory } from './lifecycle/inventory.js';
 import { touchLastUsed } from './lifecycle/last-used-file.js';
 import { sandboxIsBusy } from './lifecycle/is-sandbox-busy.js';
 import { containerName } from './container-name.js';
@@ -147,6 +147,10 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     sandboxes: () => context.entries.values(),
     runningCap: () => policies.runningCap(),
     bound: async () => descriptions.bound.made()?.catch(() => undefined),
+    disks: () => {
+      const read = createDiskReader(context);
+      return (entry) => read(entry.paths?.workspace ?? entry.recordedAt);
+    },
   });
   const shells = createShellSessions(context, lifecycle);
   /** Whether the installation has a sandbox on the engine (its egress table stays while it has). */
@@ -215,6 +219,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     },
 
     list: () => inventory.list(),
+    ...(driver.usage ? { usage: () => driver.usage!() } : {}),
 
     async stop(scopeKey) {
       const entry = context.entries.get(scopeKey);

@@ -12,7 +12,15 @@ export { EGRESS_PROXY_PORT, egressRuleset } from './egress/egress-firewall.js';
 export { loadCertificateAuthority, type CertificateAuthority } from './egress/egress-proxy/certificate-authority.js';
 export { capacityReport, describeRunningCap, localHostSize, type HostSize } from './lifecycle/capacity.js';
 export { readBoundShares, SHARE_FLOOR_PIDS } from './lifecycle/fair-share.js';
-export { meterSource, readSandboxMeters, type MeterSource, type SandboxMeter } from './lifecycle/sandbox-meters.js';
+export {
+  createSandboxMeterReader,
+  METER_REREAD_MS,
+  meterSource,
+  readSandboxMeters,
+  type MeterSource,
+  type SandboxMeter,
+  type SandboxMeterReader,
+} from './lifecycle/sandbox-meters.js';
 export { AUDIT_TAIL_MIB, createAuditTail, type AuditReading, type AuditTally } from './audit/audit-tail.js';
 export type { ProgressEvent } from './runtime-context.js';
 export { sandboxSettings, type SandboxSettings, type SandboxSettingsInput } from './sandbox-settings.js';

@@ -1,5 +1,6 @@
 import type { HostLogger, SandboxRequest } from '@berth/core';
 import type { AuditedCommand, AuditEvent } from './audit/audit-trail.js';
+import type { DiskUsage } from './lifecycle/inventory.js';
 import type { SandboxEntry } from './lifecycle/sandbox-entry.js';
 import type { SharedBound } from './lifecycle/shared-bound.js';
 import type { SandboxSettings } from './sandbox-settings.js';
@@ -27,6 +28,8 @@ export interface RuntimeView {
   runningCap(): Promise<number>;
   /** The shared bound, once made for the first sandbox; `undefined` before (asking makes nothing). */
   bound(): Promise<SharedBound | undefined>;
+  /** A reader of sandboxes' own disks for one scrape (the mount table read once); `undefined` for none. */
+  disks?(): (entry: SandboxEntry) => DiskUsage | undefined;
 }
 
 /** One observer over several: each is told in turn, and one that throws is logged, never a command's failure. */

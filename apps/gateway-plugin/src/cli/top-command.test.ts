@@ -18,12 +18,20 @@ const sandboxes: SandboxInfo[] = Array.from({ length: 30 }, (_, index) => ({
   workspace: `/srv/t${index}/workspace`,
   home: `/srv/t${index}/home`,
 }));
+/** What the stand-in engine is, and what it reports of its sandboxes' use (a cluster's metrics API) when set. */
+const engine: { name: string; usage?: () => Promise<unknown> } = { name: 'docker' };
 vi.mock('../create-berth.js', () => ({
   createBerth: async () => ({
     backend: {
+      get name() {
+        return engine.name;
+      },
+      get usage() {
+        return engine.usage;
+      },
       describe: async () => {
         calls.describe++;
-        return { engine: 'docker', endpoint: 'x', warnings: [] };
+        return { engine: engine.name, endpoint: 'x', warnings: [] };
       },
       list: async () => {
         calls.list++;
@@ -39,7 +47,11 @@ const { runTopCommand } = await import('./top-command.js');
 
 const home = mkdtempSync(path.join(os.tmpdir(), 'berth-top-'));
 afterAll(() => rmSync(home, { recursive: true, force: true }));
-beforeEach(() => Object.assign(calls, { list: 0, describe: 0, close: 0 }));
+beforeEach(() => {
+  Object.assign(calls, { list: 0, describe: 0, close: 0 });
+  engine.name = 'docker';
+  delete engine.usage;
+});
 
 function io(isTTY: boolean): CliIo & { out: string[]; err: string[]; interrupt: () => void } {
   const out: string[] = [];
@@ -92,5 +104,27 @@ describe('berth top', () => {
     expect(rows).toHaveLength(30);
     expect(rows[0]).toMatchObject({ cpuPercent: null, commandsLastHour: null });
     expect(cli.err.join('')).toMatch(/^berth top: CPU, MEMORY/);
+  });
+
+  it("shows CPU and memory from the engine's report where the host cannot read the cgroups, and what is missing when it has none", async () => {
+    engine.name = 'kubernetes';
+    let reports = 0;
+    engine.usage = async () => {
+      reports++;
+      return { sandboxes: new Map([['berth-1', { cpuCores: 0.25, memoryBytes: 64 * 2 ** 20 }]]) };
+    };
+    const cli = io(false);
+    expect(await runTopCommand(cli, { json: true, once: true, purge: false }, 1)).toBe(0);
+    expect(reports).toBe(1);
+    const rows = JSON.parse(cli.out.join('')) as Array<{ sandbox: string; cpuPercent: number | null; memory: unknown; processes: unknown }>;
+    expect(rows[0]).toMatchObject({ sandbox: 'berth-1', cpuPercent: 25, memory: { usedMb: 64, limitMb: null }, processes: null });
+    expect(rows.find((row) => row.sandbox === 'berth-2')).toMatchObject({ cpuPercent: null, memory: null });
+    expect(cli.err.join('')).toContain('PROCS and NET IN/OUT are "-": the kubernetes engine\'s metrics report CPU and memory only');
+
+    engine.usage = async () => ({ missing: 'the cluster serves no resource metrics API' });
+    const without = io(false);
+    expect(await runTopCommand(without, { json: true, once: true, purge: false }, 1)).toBe(0);
+    expect(JSON.parse(without.out.join(''))[0]).toMatchObject({ cpuPercent: null, memory: null });
+    expect(without.err.join('')).toContain('CPU, MEMORY, PROCS and NET IN/OUT are "-": the cluster serves no resource metrics API');
   });
 });

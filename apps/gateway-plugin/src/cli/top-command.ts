@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { expandHome, type TerminalConfig } from '@berth/core';
+import { expandHome, type SandboxInfo, type TerminalConfig } from '@berth/core';
 import {
   AUDIT_TAIL_MIB,
   createAuditTail,
+  createSandboxMeterReader,
   meterSource,
-  readSandboxMeters,
   type AuditReading,
   type MeterSource,
   type SandboxMeter,
@@ -30,12 +30,15 @@ export function topFooter(options: {
   readonly config: Pick<TerminalConfig, 'audit_file' | 'user_commands_per_minute' | 'user_concurrent_commands' | 'user_cpu_seconds_per_day'>;
   readonly audit: AuditReading | undefined;
   readonly rows: readonly TopRow[];
+  /** Set when the engine reported CPU and memory (a cluster's metrics API): what the rest lacks. */
+  readonly engineOnly?: string;
 }): string[] {
   const { source, config, audit, rows } = options;
   const lines: string[] = [];
   const running = rows.filter((row) => row.state === 'running').length;
   lines.push(`${rows.length} sandboxes, ${running} running; CPU is % of one core; sorted by CPU, then memory against its limit`);
-  if ('missing' in source) lines.push(`CPU, MEMORY, PROCS and NET IN/OUT are "-": ${source.missing}`);
+  if (options.engineOnly !== undefined) lines.push(`PROCS and NET IN/OUT are "-": ${options.engineOnly}`);
+  else if ('missing' in source) lines.push(`CPU, MEMORY, PROCS and NET IN/OUT are "-": ${source.missing}`);
   if (config.audit_file === undefined) {
     lines.push('CMDS/H and NEAR are "-": commands per hour and per-user limits need terminal.audit_file (docs/observability.md)');
   } else if (audit?.error !== undefined) {
@@ -51,6 +54,31 @@ export function topFooter(options: {
       );
   }
   return lines;
+}
+
+/** An error's first line, short. */
+const firstLine = (error: unknown): string => (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 200);
+
+/** The engine's report as meters by container id: CPU (cores, a rate) and memory; the rest unknown. */
+function engineMeters(
+  sandboxes: readonly SandboxInfo[],
+  usage: ReadonlyMap<string, { readonly cpuCores: number; readonly memoryBytes: number }>,
+): Map<string, SandboxMeter> {
+  const meters = new Map<string, SandboxMeter>();
+  for (const info of sandboxes) {
+    const reported = usage.get(info.containerName);
+    if (!reported) continue;
+    meters.set(info.containerId, {
+      cpuSeconds: null,
+      cpuCores: reported.cpuCores,
+      memoryBytes: reported.memoryBytes,
+      memoryLimitBytes: null,
+      pids: null,
+      pidsLimit: null,
+      network: null,
+    });
+  }
+  return meters;
 }
 
 /** Waits `ms`, or less once `stop` fires. */
@@ -84,23 +112,34 @@ export async function runTopCommand(io: CliIo, options: CliOptions, refreshes = 
     const source: MeterSource =
       description instanceof Error ? { missing: `the engine did not describe itself (${description.message})` } : meterSource(description);
     const tail = config.audit_file === undefined ? undefined : createAuditTail(path.resolve(expandHome(config.audit_file)));
-    const readMeters = (): { at: number; meters: ReadonlyMap<string, SandboxMeter> } => ({
-      at: performance.now(),
-      meters: 'parent' in source ? readSandboxMeters(source) : new Map(),
-    });
+    const reader = 'parent' in source ? createSandboxMeterReader(source) : () => new Map<string, SandboxMeter>();
+    const readMeters = (): { at: number; meters: ReadonlyMap<string, SandboxMeter> } => ({ at: performance.now(), meters: reader() });
+    // Where this host cannot read the sandboxes' cgroups, the engine's own report (a cluster's metrics API), when it has one.
+    const fromEngine = 'missing' in source && backend.usage ? backend.usage.bind(backend) : undefined;
 
     let before = readMeters();
     await pause(options.once ? ONCE_SAMPLE_MS : Math.min(ONCE_SAMPLE_MS, (options.interval ?? TOP_INTERVAL_SECONDS) * 1000), stopped);
     for (let refresh = 0; !stopped.value && refresh < refreshes; refresh++) {
       const sandboxes = await backend.list();
-      const after = readMeters();
+      let after = readMeters();
+      let shown = source;
+      let engineOnly: string | undefined;
+      if (fromEngine) {
+        const usage = await fromEngine().catch((error: unknown) => ({ missing: `the engine's report failed (${firstLine(error)})` }));
+        if ('missing' in usage) shown = usage;
+        else {
+          after = { at: after.at, meters: engineMeters(sandboxes, usage.sandboxes) };
+          engineOnly = `the ${backend.name} engine's metrics report CPU and memory only`;
+        }
+      }
       const readings: MeterReadings = { before, after };
       const audit = tail?.read();
       const rows = topRows({ sandboxes, readings, audit, config, now: Date.now() });
       before = after;
+      const footer = topFooter({ source: shown, config, audit, rows, ...(engineOnly === undefined ? {} : { engineOnly }) });
       if (options.json) {
         io.stdout.write(`${stringifyForDisplay(rows)}\n`);
-        for (const line of topFooter({ source, config, audit, rows }).slice(1)) io.stderr.write(`berth top: ${line}\n`);
+        for (const line of footer.slice(1)) io.stderr.write(`berth top: ${line}\n`);
         return 0;
       }
       const table =
@@ -110,13 +149,12 @@ export async function runTopCommand(io: CliIo, options: CliOptions, refreshes = 
               TOP_TABLE_HEADERS,
               rows.map((row) => topTableRow(row, { atLeast: audit?.coveredSince !== undefined })),
             );
-      const footer = topFooter({ source, config, audit, rows }).join('\n');
       if (options.once) {
-        io.stdout.write(`${table}${footer}\n`);
+        io.stdout.write(`${table}${footer.join('\n')}\n`);
         return 0;
       }
       const heading = `berth top: every ${options.interval ?? TOP_INTERVAL_SECONDS} s, Ctrl-C to leave; ${new Date().toISOString().slice(11, 19)} UTC\n`;
-      io.stdout.write(`${io.stdout.isTTY ? CLEAR : ''}${heading}${table}${footer}\n${io.stdout.isTTY ? '' : '\n'}`);
+      io.stdout.write(`${io.stdout.isTTY ? CLEAR : ''}${heading}${table}${footer.join('\n')}\n${io.stdout.isTTY ? '' : '\n'}`);
       if (refresh + 1 < refreshes) await pause((options.interval ?? TOP_INTERVAL_SECONDS) * 1000, stopped);
     }
     return 0;

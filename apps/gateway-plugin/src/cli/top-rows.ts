@@ -56,6 +56,8 @@ const MB = 2 ** 20;
 const round = (value: number, digits = 1): number => Math.round(value * 10 ** digits) / 10 ** digits;
 
 function cpuPercent(id: string, readings: MeterReadings): number | null {
+  const cores = readings.after.meters.get(id)?.cpuCores;
+  if (cores != null) return round(cores * 100);
   const before = readings.before.meters.get(id)?.cpuSeconds;
   const after = readings.after.meters.get(id)?.cpuSeconds;
   const seconds = (readings.after.at - readings.before.at) / 1000;

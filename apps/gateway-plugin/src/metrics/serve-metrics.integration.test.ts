@@ -56,4 +56,30 @@ describe('berth serve --metrics', () => {
       expect(text).toMatch(/^berth_sandbox_cpu_seconds_total\{sandbox="berth-[0-9a-z]+"\} [0-9.e-]+$/m);
     }
   });
+
+  it("shows a sandbox's own disk fill as it writes, and its network counters, by its opaque name", async () => {
+    expect((await exec(keyOf(alice), 'rm -f /workspace/fill; sync')).status).toBe(0);
+    /** Each sandbox's sample of `metric`, by its name. */
+    const byName = (text: string, metric: string): Map<string, number> =>
+      new Map([...text.matchAll(new RegExp(`^${metric}\\{sandbox="(berth-[0-9a-z]+)"\\} (\\S+)$`, 'gm'))].map((match) => [match[1]!, Number(match[2])]));
+    const before = byName(await scrape(), 'berth_sandbox_disk_used_bytes');
+    // The harness's sandboxes have their own disk (container_disk's default).
+    expect(before.size, 'a disk gauge per sandbox').toBeGreaterThan(0);
+    expect((await exec(keyOf(alice), 'dd if=/dev/zero of=/workspace/fill bs=1M count=30 2>/dev/null && sync')).status).toBe(0);
+    // A scrape's reading serves one second.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const text = await scrape();
+    const grown = [...byName(text, 'berth_sandbox_disk_used_bytes')].filter(([name, used]) => used - (before.get(name) ?? used) > 20 * 2 ** 20);
+    expect(
+      grown.map(([name]) => name),
+      'the one sandbox whose disk took 30 MB',
+    ).toHaveLength(1);
+    const [name] = grown[0]!;
+    expect(byName(text, 'berth_sandbox_disk_limit_bytes').get(name)).toBeGreaterThan(30 * 2 ** 20);
+    if (sampleOf(text, 'berth_capacity_limit{resource="memory_bytes"}') !== undefined) {
+      expect(byName(text, 'berth_sandbox_network_received_bytes_total').get(name)).toBeGreaterThanOrEqual(0);
+      expect(byName(text, 'berth_sandbox_network_sent_bytes_total').get(name)).toBeGreaterThanOrEqual(0);
+    }
+    expect((await exec(keyOf(alice), 'rm -f /workspace/fill')).status).toBe(0);
+  });
 });

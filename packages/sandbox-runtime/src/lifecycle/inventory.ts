@@ -15,27 +15,52 @@ export interface Inventory {
   adoptExisting(): Promise<void>;
 }
 
+/** How long a listing's reading of a sandbox's disk serves the next listings of the same runtime, ms. */
+export const DISK_REREAD_MS = 5_000;
+
+/** A sandbox's own disk: its use and size, MB. */
+export interface DiskUsage {
+  readonly usedMb: number;
+  readonly limitMb: number;
+}
+
+/**
+ * A reader of sandboxes' own disks by their workspace, for one listing or one scrape: the mount
+ * table is read once, at the first disk, for all of them (once each, it cost `berth top` most of
+ * its time). `undefined` where the driver has no host folders or the sandbox has no disk.
+ */
+export function createDiskReader(context: Pick<RuntimeContext, 'driver' | 'disks'>): (workspace: string | undefined) => DiskUsage | undefined {
+  let table: MountTable | undefined;
+  return (workspace) => {
+    if (!context.driver.capabilities.hostFolders || !workspace) return undefined;
+    table ??= readMountTable();
+    return context.disks.usage(path.dirname(workspace), table);
+  };
+}
+
 /** Builds the inventory over the lifecycle's view of the engine. */
 export function createInventory(context: RuntimeContext, lifecycle: SandboxLifecycle): Inventory {
   const { driver, settings } = context;
   // The last use an earlier process recorded beside the folders, where the driver has them.
   const recordedUse = (workspace: string | undefined): number | undefined => (driver.capabilities.hostFolders ? readLastUsed(workspace) : undefined);
 
-  const diskOf = (workspace: string | undefined, mounts: () => MountTable): { disk?: { usedMb: number; limitMb: number } } => {
-    if (!driver.capabilities.hostFolders || !workspace) return {};
-    const disk = context.disks.usage(path.dirname(workspace), mounts());
-    return disk ? { disk } : {};
-  };
+  // Each sandbox's disk as last read, by workspace: a listing again within DISK_REREAD_MS (`berth
+  // top` lists every 2 s) reads only the disks it has not read lately.
+  let disks = new Map<string, { at: number; usage: DiskUsage | undefined }>();
 
   return {
     async list() {
-      // The mount table is read once for every sandbox's disk (once each, it cost `berth top` most of its time).
-      let table: MountTable | undefined;
-      const mounts = (): MountTable => {
-        table ??= readMountTable();
-        return table;
+      const read = createDiskReader(context);
+      const now = Date.now();
+      const kept = new Map<string, { at: number; usage: DiskUsage | undefined }>();
+      const diskOf = (workspace: string | undefined): DiskUsage | undefined => {
+        if (!workspace) return undefined;
+        const known = disks.get(workspace);
+        const fresh = known && now - known.at < DISK_REREAD_MS ? known : { at: now, usage: read(workspace) };
+        kept.set(workspace, fresh);
+        return fresh.usage;
       };
-      return (await lifecycle.find()).map((sandbox): SandboxInfo => {
+      const listed = (await lifecycle.find()).map((sandbox): SandboxInfo => {
         const scopeKey = sandbox.labels[LABELS.scope] ?? '';
         const lastUsed = context.entries.get(scopeKey)?.lastUsed ?? recordedUse(sandbox.labels[LABELS.workspace]);
         return {
@@ -47,9 +72,11 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
           workspace: sandbox.labels[LABELS.workspace] ?? '',
           home: sandbox.labels[LABELS.home] ?? '',
           ...(lastUsed === undefined ? {} : { lastUsed: new Date(lastUsed).toISOString() }),
-          ...diskOf(sandbox.labels[LABELS.workspace], mounts),
+          ...((disk) => (disk ? { disk } : {}))(diskOf(sandbox.labels[LABELS.workspace])),
         };
       });
+      disks = kept;
+      return listed;
     },
 
     async adoptExisting() {

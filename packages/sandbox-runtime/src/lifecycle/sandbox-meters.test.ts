@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { meterSource, parseNetDev, readSandboxMeters } from './sandbox-meters.js';
+import { createSandboxMeterReader, METER_REREAD_MS, meterSource, parseNetDev, readNetwork, readSandboxMeters, sliceFolder } from './sandbox-meters.js';
 
 // `berth top`'s readings on folders laid out as the kernel lays out cgroup v1's hierarchies (and
 // v2's one) and /proc, as fair-share.test.ts fakes the bound.
@@ -24,15 +24,16 @@ function write(folder: string, file: string, value: string): void {
   writeFileSync(path.join(folder, file), value);
 }
 
-/** A host with the bound `berth-a1` holding `children` (child folder name → its numbers). */
+/** A host with the bound `berth-a1` holding `children` (child folder name → its numbers); `into` adds them to one made before. */
 function fakeHost(
   version: 1 | 2,
   children: Record<string, { cpuSeconds: number; mb: number; cacheMb?: number; pids: number; pid?: string; net?: [number, number] }>,
+  into?: { cgroupRoot: string; procRoot: string },
 ) {
   const root = mkdtempSync(path.join(os.tmpdir(), 'berth-meters-'));
   roots.push(root);
-  const cgroupRoot = path.join(root, 'cgroup');
-  const procRoot = path.join(root, 'proc');
+  const cgroupRoot = into?.cgroupRoot ?? path.join(root, 'cgroup');
+  const procRoot = into?.procRoot ?? path.join(root, 'proc');
   const folder = (hierarchy: string, child: string) =>
     version === 2 ? path.join(cgroupRoot, 'berth-a1', child) : path.join(cgroupRoot, hierarchy, 'berth-a1', child);
   for (const [child, numbers] of Object.entries(children)) {
@@ -88,6 +89,44 @@ describe('readSandboxMeters', () => {
   });
 });
 
+describe('createSandboxMeterReader', () => {
+  it('reads usage at every call, limits, network counters and page cache only every so often, and a new child at once', () => {
+    const roots = fakeHost(1, { [hex(4)]: { cpuSeconds: 1, mb: 10, pids: 2, pid: '3400', net: [100, 10] } });
+    let clock = 1_000_000;
+    const read = createSandboxMeterReader({ parent: '/berth-a1', version: 1 }, { ...roots, now: () => clock });
+    expect(read().get(hex(4))).toMatchObject({ cpuSeconds: 1, memoryLimitBytes: 512 * MB, network: { receivedBytes: 100 } });
+    // The sandbox burns CPU, its limit is raised, it receives bytes; and a second sandbox starts.
+    const memory = path.join(roots.cgroupRoot, 'memory', 'berth-a1', hex(4));
+    writeFileSync(path.join(roots.cgroupRoot, 'cpuacct', 'berth-a1', hex(4), 'cpuacct.usage'), String(3e9));
+    writeFileSync(path.join(memory, 'memory.limit_in_bytes'), String(1024 * MB));
+    writeFileSync(path.join(roots.procRoot, '3400', 'net', 'dev'), NET_DEV(900, 90));
+    // 4 MB of the 10 become page cache it could drop.
+    writeFileSync(path.join(memory, 'memory.stat'), `total_inactive_file ${4 * MB}\n`);
+    fakeHost(1, { [hex(5)]: { cpuSeconds: 2, mb: 20, pids: 3, pid: '3500', net: [7, 8] } }, roots);
+    clock += METER_REREAD_MS.network - 1;
+    const soon = read();
+    expect(soon.get(hex(4))).toMatchObject({ cpuSeconds: 3, memoryBytes: 10 * MB, memoryLimitBytes: 512 * MB, network: { receivedBytes: 100 } });
+    expect(soon.get(hex(5))).toMatchObject({ cpuSeconds: 2, memoryLimitBytes: 512 * MB, network: { receivedBytes: 7 } });
+    clock += 1;
+    expect(read().get(hex(4))).toMatchObject({ memoryBytes: 6 * MB, memoryLimitBytes: 512 * MB, network: { receivedBytes: 900, sentBytes: 90 } });
+    clock += METER_REREAD_MS.limits;
+    expect(read().get(hex(4))).toMatchObject({ memoryLimitBytes: 1024 * MB });
+  });
+
+  it("shows no network counters when the pid it read them through is no longer the sandbox's (a reused pid)", () => {
+    const roots = fakeHost(1, { [hex(6)]: { cpuSeconds: 1, mb: 1, pids: 1, pid: '3600', net: [5, 5] } });
+    const folder = path.join(roots.cgroupRoot, 'pids', 'berth-a1', hex(6));
+    const reading = (swap: boolean) => (file: string) => {
+      const text = readFileSync(file, 'utf8');
+      // The sandbox's process ends while its counters are read; another takes its pid.
+      if (swap && file.endsWith(path.join('net', 'dev'))) writeFileSync(path.join(folder, 'cgroup.procs'), '3601\n');
+      return text;
+    };
+    expect(readNetwork(folder, roots.procRoot, reading(false))).toEqual({ receivedBytes: 5, sentBytes: 5 });
+    expect(readNetwork(folder, roots.procRoot, reading(true))).toBeNull();
+  });
+});
+
 describe('parseNetDev', () => {
   it('sums every interface but lo, and says nothing of a text with no interface', () => {
     expect(parseNetDev(`${NET_DEV(10, 20)}  eth1: 5 0 0 0 0 0 0 0 6 0 0 0 0 0 0 0\n`)).toEqual({ receivedBytes: 15, sentBytes: 26 });
@@ -105,9 +144,38 @@ describe('meterSource', () => {
     expect(meterSource(local)).toEqual({ parent: '/berth-a1', version: 1 });
     expect(meterSource({ ...local, engine: 'kubernetes' })).toMatchObject({ missing: expect.stringMatching(/metrics API/) });
     expect(meterSource({ engine: 'podman' })).toMatchObject({ missing: expect.stringMatching(/rootless or remote/) });
-    expect(meterSource({ ...local, cgroups: { manager: 'systemd', version: 2 } })).toMatchObject({ missing: expect.stringMatching(/systemd/) });
+    expect(meterSource({ ...local, cgroups: { manager: 'systemd', version: 2 } })).toMatchObject({ missing: expect.stringMatching(/systemd.*no slice/) });
     expect(meterSource({ ...local, sharedBound: { memoryMb: 1, pids: 1, enforced: false } })).toMatchObject({
       missing: expect.stringMatching(/docker_cgroup_parent/),
     });
+  });
+});
+
+describe("under systemd's cgroup manager", () => {
+  it('reads the scopes under the slice where systemd makes it, each dash a level', () => {
+    const systemd = {
+      engine: 'docker',
+      cgroups: { manager: 'systemd', version: 2 },
+      sharedBound: { parent: 'berth-a1b2c3.slice', memoryMb: 1, pids: 1, enforced: false },
+    } as const;
+    expect(sliceFolder('berth.slice')).toBe('berth.slice');
+    expect(sliceFolder('berth-a1b2c3.slice')).toBe('berth.slice/berth-a1b2c3.slice');
+    expect(meterSource(systemd)).toEqual({ parent: 'berth.slice/berth-a1b2c3.slice', version: 2 });
+    for (const parent of ['../x.slice', 'berth--a.slice', '-.slice', 'berth-a1']) {
+      expect(meterSource({ ...systemd, sharedBound: { ...systemd.sharedBound, parent } })).toMatchObject({ missing: expect.stringMatching(/no slice/) });
+    }
+    // Docker's scopes (`docker-{id}.scope`) and Podman's (`libpod-{id}.scope`) are read as the cgroupfs children are.
+    const root = mkdtempSync(path.join(os.tmpdir(), 'berth-meters-'));
+    roots.push(root);
+    const cgroupRoot = path.join(root, 'cgroup');
+    for (const [scope, mb] of [
+      [`docker-${hex(7)}.scope`, 10],
+      [`libpod-${hex(8)}.scope`, 20],
+    ] as const) {
+      write(path.join(cgroupRoot, 'berth.slice', 'berth-a1b2c3.slice', scope), 'memory.current', String(mb * MB));
+    }
+    const meters = readSandboxMeters({ parent: 'berth.slice/berth-a1b2c3.slice', version: 2 }, { cgroupRoot, procRoot: path.join(root, 'proc') });
+    expect(meters.get(hex(7))?.memoryBytes).toBe(10 * MB);
+    expect(meters.get(hex(8))?.memoryBytes).toBe(20 * MB);
   });
 });

@@ -2,6 +2,8 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { AUDIT_EVENTS, AUDIT_OUTCOMES } from '../audit/audit-trail.js';
 import { readSandboxesCpuSeconds } from '../lifecycle/cpu-usage.js';
 import { readHoldings, type SandboxHolding } from '../lifecycle/fair-share.js';
+import type { DiskUsage } from '../lifecycle/inventory.js';
+import { readSandboxesNetwork } from '../lifecycle/sandbox-meters.js';
 import { readBoundPressure, type BoundPressure } from '../lifecycle/shared-bound.js';
 import type { RuntimeObserver, RuntimeView } from '../runtime-observer.js';
 
@@ -10,6 +12,7 @@ export const EXEC_DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 
 /** How long one reading of the runtime's state serves the gauges: one scrape reads it once. */
 const SNAPSHOT_MS = 1_000;
+const MB = 2 ** 20;
 
 /** The metrics of one runtime, in a registry of their own (docs/observability.md). */
 export interface RuntimeMetrics {
@@ -33,9 +36,13 @@ interface SandboxReading {
   readonly holding?: SandboxHolding;
   /** CPU seconds its cgroup used since the sandbox started. */
   readonly cpuSeconds?: number;
+  /** Its own disk (`container_disk`), running or not. */
+  readonly disk?: DiskUsage;
+  /** Bytes its network namespace received and sent (every interface but `lo`), while it runs. */
+  readonly network?: { readonly receivedBytes: number; readonly sentBytes: number };
 }
 
-/** What one scrape reads: memory, one cached cap, and the bound's files (no engine call). */
+/** What one scrape reads: memory, one cached cap, the bound's files and the disks' sizes (no engine call). */
 interface Snapshot {
   readonly sandboxes: readonly SandboxReading[];
   readonly runningCap: number;
@@ -46,11 +53,12 @@ interface Snapshot {
 /**
  * The runtime's metrics: commands by outcome and their latency, refusals and failures by error
  * code, sandbox events, and at scrape time the sandboxes by state, capacity in use against its
- * limits and each sandbox's memory, pids and CPU time under the shared bound. A label names a sandbox by
+ * limits, each sandbox's memory, pids, CPU time and network bytes under the shared bound, and its
+ * own disk (to the MB). A label names a sandbox by
  * its opaque engine name; a user appears only on `berth_sandbox_info`, and only with
  * `metrics_real_user_ids`.
  */
-export function createRuntimeMetrics(options: { readonly registry?: Registry } = {}): RuntimeMetrics {
+export function createRuntimeMetrics(options: { readonly registry?: Registry; readonly procRoot?: string } = {}): RuntimeMetrics {
   const registry = options.registry ?? new Registry();
   const registers = [registry];
   let view: RuntimeView | undefined;
@@ -96,7 +104,7 @@ export function createRuntimeMetrics(options: { readonly registry?: Registry } =
   const snapshot = (): Promise<Snapshot> | undefined => {
     if (!view) return undefined;
     if (last && Date.now() - last.at < SNAPSHOT_MS) return last.snapshot;
-    last = { at: Date.now(), snapshot: readSnapshot(view) };
+    last = { at: Date.now(), snapshot: readSnapshot(view, options.procRoot) };
     return last.snapshot;
   };
   /** A gauge set afresh from each scrape's snapshot. */
@@ -158,17 +166,44 @@ export function createRuntimeMetrics(options: { readonly registry?: Registry } =
     for (const sandbox of read.sandboxes) if (sandbox.holding) metric.set({ sandbox: sandbox.name }, sandbox.holding.pids);
   });
 
-  new Counter({
-    name: 'berth_sandbox_cpu_seconds_total',
-    help: "A running sandbox's CPU time since it started, from its cgroup under the shared bound",
-    labelNames: ['sandbox'],
-    registers,
-    async collect() {
-      const read = await snapshot();
-      this.reset();
-      for (const sandbox of read?.sandboxes ?? []) if (sandbox.cpuSeconds !== undefined) this.inc({ sandbox: sandbox.name }, sandbox.cpuSeconds);
-    },
+  gauge('berth_sandbox_disk_used_bytes', "A sandbox's own disk in use (container_disk), running or stopped", ['sandbox'], (metric, read) => {
+    for (const sandbox of read.sandboxes) if (sandbox.disk) metric.set({ sandbox: sandbox.name }, sandbox.disk.usedMb * MB);
   });
+  gauge('berth_sandbox_disk_limit_bytes', "A sandbox's own disk's size (container_disk)", ['sandbox'], (metric, read) => {
+    for (const sandbox of read.sandboxes) if (sandbox.disk) metric.set({ sandbox: sandbox.name }, sandbox.disk.limitMb * MB);
+  });
+  /** A counter the kernel keeps, set afresh from each scrape's snapshot. */
+  const counter = (name: string, help: string, value: (sandbox: SandboxReading) => number | undefined): void => {
+    new Counter({
+      name,
+      help,
+      labelNames: ['sandbox'],
+      registers,
+      async collect() {
+        const read = await snapshot();
+        this.reset();
+        for (const sandbox of read?.sandboxes ?? []) {
+          const counted = value(sandbox);
+          if (counted !== undefined) this.inc({ sandbox: sandbox.name }, counted);
+        }
+      },
+    });
+  };
+  counter(
+    'berth_sandbox_cpu_seconds_total',
+    "A running sandbox's CPU time since it started, from its cgroup under the shared bound",
+    (sandbox) => sandbox.cpuSeconds,
+  );
+  counter(
+    'berth_sandbox_network_received_bytes_total',
+    "Bytes a running sandbox's network namespace received since it started (every interface but lo)",
+    (sandbox) => sandbox.network?.receivedBytes,
+  );
+  counter(
+    'berth_sandbox_network_sent_bytes_total',
+    "Bytes a running sandbox's network namespace sent since it started (every interface but lo)",
+    (sandbox) => sandbox.network?.sentBytes,
+  );
 
   const observer: RuntimeObserver = {
     command(_entry, _request, command) {
@@ -189,13 +224,16 @@ export function createRuntimeMetrics(options: { readonly registry?: Registry } =
 }
 
 /** The runtime's state as one scrape shows it: its sandboxes from memory, the bound's files once it is made. */
-async function readSnapshot(view: RuntimeView): Promise<Snapshot> {
+async function readSnapshot(view: RuntimeView, procRoot: string | undefined): Promise<Snapshot> {
   const { settings } = view;
   const bound = await view.bound();
   const pressure = bound ? await readBoundPressure(bound) : undefined;
   const holdings = bound && pressure ? await readHoldings(bound) : [];
   // One listing of the bound's CPU folder for every sandbox, not one each.
-  const cpu = bound && holdings.length > 0 ? await readSandboxesCpuSeconds(bound, new Set(holdings.map((holding) => holding.id))) : new Map<string, number>();
+  const held = new Set(holdings.map((holding) => holding.id));
+  const cpu = bound && held.size > 0 ? await readSandboxesCpuSeconds(bound, held) : new Map<string, number>();
+  const networks = bound?.paths[0] !== undefined && bound.unenforced === undefined ? readSandboxesNetwork(bound.paths[0], held, procRoot) : new Map();
+  const diskOf = view.disks?.() ?? (() => undefined);
   const sandboxes: SandboxReading[] = [];
   for (const entry of view.sandboxes()) {
     // Named and on the engine: an entry of a refused new user or of a removed sandbox is no sandbox.
@@ -205,6 +243,8 @@ async function readSnapshot(view: RuntimeView): Promise<Snapshot> {
     const { name, containerId, running } = entry;
     const holding = running ? holdings.find((candidate) => candidate.id === containerId) : undefined;
     const cpuSeconds = holding ? cpu.get(containerId) : undefined;
+    const network = holding ? networks.get(containerId) : undefined;
+    const disk = diskOf(entry);
     sandboxes.push({
       name,
       state: running ? 'running' : 'stopped',
@@ -212,6 +252,8 @@ async function readSnapshot(view: RuntimeView): Promise<Snapshot> {
       ...(user ? { user: `${owner.platform}:${owner.userId}` } : {}),
       ...(holding ? { holding } : {}),
       ...(cpuSeconds === undefined ? {} : { cpuSeconds }),
+      ...(disk ? { disk } : {}),
+      ...(network ? { network } : {}),
     });
   }
   // A count caps the running sandboxes unless `auto` leaves it to the shared bound in force.

@@ -32,6 +32,12 @@ function fakeBound(): SharedBound {
     write(child, 'memory.current', String(mb * MB));
     write(child, 'pids.current', String(pids));
     write(child, 'cpu.stat', `usage_usec ${usec}\nuser_usec 0\n`);
+    write(child, 'cgroup.procs', `${3000 + n}\n`);
+    write(
+      path.join(root, 'proc', String(3000 + n), 'net'),
+      'dev',
+      `  lo: 9 1 0 0 0 0 0 0 9 1 0 0 0 0 0 0\n  eth0: ${n * 1000} 1 0 0 0 0 0 0 ${n * 10} 1 0 0 0 0 0 0\n`,
+    );
   }
   write(root, 'memory.current', String(160 * MB));
   write(root, 'memory.stat', `inactive_file ${10 * MB}\n`);
@@ -50,21 +56,26 @@ const entry = (name: string, n: number, running: boolean, userId: string) => ({
 
 describe('the gauges read at scrape time', () => {
   it("shows each running sandbox's memory, pids and CPU time by its opaque name, and the bound's use against its limits", async () => {
-    const metrics = createRuntimeMetrics();
     const bound = fakeBound();
+    const metrics = createRuntimeMetrics({ procRoot: path.join(bound.paths[0]!, 'proc') });
     const sandboxes = [entry('berth-aaa', 1, true, '555000111'), entry('berth-bbb', 2, false, '555000222')];
     metrics.observer.attach!({
       settings: sandboxSettings({ docker_max_running: 'auto' }),
       sandboxes: () => sandboxes as never,
       runningCap: async () => 9,
       bound: async () => bound,
+      disks: () => (sandbox) => ({ usedMb: sandbox.name === 'berth-bbb' ? 3 : 12, limitMb: 1024 }),
     });
     const text = await metrics.text();
     expect(text).toContain(`berth_sandbox_memory_bytes{sandbox="berth-aaa"} ${100 * MB}`);
     expect(text).toContain('berth_sandbox_pids{sandbox="berth-aaa"} 7');
     expect(text).toContain('berth_sandbox_cpu_seconds_total{sandbox="berth-aaa"} 2.5');
+    expect(text).toContain('berth_sandbox_network_received_bytes_total{sandbox="berth-aaa"} 1000');
+    expect(text).toContain('berth_sandbox_network_sent_bytes_total{sandbox="berth-aaa"} 10');
+    expect(text).toContain(`berth_sandbox_disk_used_bytes{sandbox="berth-aaa"} ${12 * MB}`);
+    expect(text).toContain(`berth_sandbox_disk_limit_bytes{sandbox="berth-aaa"} ${1024 * MB}`);
     // A stopped sandbox holds nothing: no per-sandbox sample, whatever its cgroup still says.
-    expect(text).not.toMatch(/^berth_sandbox_(?:memory_bytes|pids|cpu_seconds_total)\{sandbox="berth-bbb"\}/m);
+    expect(text).not.toMatch(/^berth_sandbox_(?:memory_bytes|pids|cpu_seconds_total|network_\w+)\{sandbox="berth-bbb"\}/m);
     expect(text).toContain(`berth_capacity_used{resource="memory_bytes"} ${150 * MB}`);
     expect(text).toContain(`berth_capacity_limit{resource="memory_bytes"} ${600 * MB}`);
     expect(text).toContain('berth_capacity_limit{resource="pids"} 1000');
