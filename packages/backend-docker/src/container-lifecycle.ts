@@ -10,7 +10,7 @@ import { toContainerCreateOptions } from './to-container-options.js';
 const REFILL_DELAY_MS = 200;
 
 /** The calls of the driver port that make, start, stop and remove a sandbox's container. */
-export type ContainerLifecycle = Pick<SandboxDriverV1, 'prepare' | 'create' | 'start' | 'stop' | 'unpause' | 'remove' | 'rename'>;
+export type ContainerLifecycle = Pick<SandboxDriverV1, 'prepare' | 'create' | 'start' | 'stop' | 'pause' | 'unpause' | 'remove' | 'rename'>;
 
 /**
  * A sandbox's container and its own network, from prepare() to remove(): the network taken for
@@ -119,6 +119,8 @@ export function containerLifecycle({ engine, call, isGone, isConflict, inspectRa
           if (!isAlreadyDone(error) && !isGone(error)) throw error;
         }
       }),
+
+    pause: (id) => call(`pause container ${id}`, async ({ docker }) => void (await docker.getContainer(id).pause())),
 
     unpause: (id) => call(`unpause container ${id}`, async ({ docker }) => void (await docker.getContainer(id).unpause())),
 

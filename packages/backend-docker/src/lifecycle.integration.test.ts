@@ -164,6 +164,25 @@ describe('recovery', () => {
     await backend.close();
   });
 
+  it('with docker_freeze_seconds, freezes an idle sandbox, thaws it for the next command (same shell, its job resumed), then stops it', async () => {
+    const backend = harness.backend({ lifetime_seconds: 1, docker_freeze_seconds: 3 }, { reapIntervalMs: 0 });
+    const request = harness.request({ platform: 'telegram', userId: '2005' });
+    await backend.doExec(request, { command: 'cd /tmp && export KEPT=yes; (sleep 300 &) ; true' });
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    expect(await backend.reap()).not.toContain(request.scope.key);
+    expect((await containersOf(request.scope.key))[0]?.State).toBe('paused');
+    const woke = await backend.doExec(request, { command: 'echo "$KEPT $PWD"; ps -o args | grep -c "^sleep 300"', timeout: 20 });
+    expect(woke).toMatchObject({ exitCode: 0, stdout: 'yes /tmp\n1\n', timedOut: false });
+    expect((await containersOf(request.scope.key))[0]?.State).toBe('running');
+    // Idle again: frozen again, and stopped once frozen for docker_freeze_seconds.
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    expect(await backend.reap()).not.toContain(request.scope.key);
+    await new Promise((resolve) => setTimeout(resolve, 3200));
+    expect(await backend.reap()).toContain(request.scope.key);
+    expect((await containersOf(request.scope.key))[0]?.State).toBe('exited');
+    await backend.close();
+  });
+
   it('stops the least recently used sandbox beyond docker_max_running', async () => {
     const backend = harness.backend({ docker_max_running: 1 });
     const one = harness.request({ platform: 'telegram', userId: '2005' });

@@ -249,6 +249,11 @@ export interface SandboxDriverV1 {
   /** Stops it within `graceSeconds`; a stopped or removed sandbox is fine. */
   stop(id: string, graceSeconds: number): Promise<void>;
   unpause(id: string): Promise<void>;
+  /**
+   * Freezes every process of the running sandbox (the cgroup freezer: `docker pause`); its memory
+   * stays, `unpause` thaws it. Optional: where it is absent, idle sandboxes are stopped.
+   */
+  pause?(id: string): Promise<void>;
   /** Removes it with its own network; a removed one is fine. */
   remove(id: string): Promise<void>;
   /** Renames it (adopting a sandbox an earlier release named otherwise). */

@@ -129,6 +129,10 @@ export const terminalConfigSchema = z
       .default(DEFAULT_NETWORK_POOL),
     timeout: z.number().positive().max(MAX_COMMAND_TIMEOUT_SECONDS).default(DEFAULT_COMMAND_TIMEOUT_SECONDS),
     lifetime_seconds: z.number().int().min(0).max(31_536_000).default(300),
+    // Berth's own: a sandbox idle for lifetime_seconds is frozen (docker pause: its processes
+    // stop, its memory stays, the next command thaws it at once) and stopped once frozen this
+    // long; 0 (the default for now) stops it at lifetime_seconds (docs/sandbox-runtime.md).
+    docker_freeze_seconds: z.number().int().min(0).max(31_536_000).default(0),
     sandbox_dir: z.string().min(1).optional(),
     docker_volumes: z.array(volume).default([]),
     // Hermes' name for variables that reach sandboxes from the gateway's environment: Berth adds

@@ -98,11 +98,14 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       if (found?.labels[LABELS.managedBy] !== MANAGED_BY) return false;
       // Its processes die at once (what they hold is free now); the engine's stop ends the rest (its /tmp).
       await killNow();
+      // Frozen (idle, docker_freeze_seconds): the kills land once it is thawed (cgroup v1's freezer holds them).
+      if (found.state === 'paused') await driver.unpause(found.id).catch(() => undefined);
       const entry = [...context.entries.values()].find((candidate) => candidate.containerId === found.id);
       if (entry) {
         entry.reclaimed = why;
         dropShells(entry);
         entry.running = false;
+        entry.frozenAt = undefined;
       }
       await driver.stop(found.id, 1).catch((error: unknown) => options.logger?.warn(`berth: could not stop ${found.name}: ${(error as Error).message}`));
       if (entry) {
@@ -138,6 +141,7 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
   const policies = createStoppingPolicies(context, {
     adopt: inventory.adoptExisting,
     stop: stopEntry,
+    freeze: (entry, reason) => lifecycle.freeze(entry, reason),
     settled,
     ...(options.reapIntervalMs !== undefined ? { reapIntervalMs: options.reapIntervalMs } : {}),
   });

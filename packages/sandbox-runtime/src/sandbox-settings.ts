@@ -33,6 +33,7 @@ export const SANDBOX_SETTING_KEYS = [
   'docker_output_limit',
   'timeout',
   'lifetime_seconds',
+  'docker_freeze_seconds',
   'audit_file',
   'audit_real_user_ids',
   'audit_max_mb',

@@ -10,7 +10,7 @@ import type { SandboxSettings } from '../sandbox-settings.js';
 import { openAuditFile, type AuditFile } from './audit-file.js';
 
 /** What can happen to a sandbox, as the audit trail and the metrics name it. */
-export const AUDIT_EVENTS = ['created', 'adopted', 'recreated', 'started', 'stopped', 'removed', 'purged', 'refused'] as const;
+export const AUDIT_EVENTS = ['created', 'adopted', 'recreated', 'started', 'frozen', 'thawed', 'stopped', 'removed', 'purged', 'refused'] as const;
 
 /** What happened to a sandbox, as the audit trail names it. */
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];

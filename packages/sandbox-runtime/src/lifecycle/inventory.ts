@@ -86,12 +86,14 @@ export function createInventory(context: RuntimeContext, lifecycle: SandboxLifec
         const entry = newEntry(scopeKey, ownerOf(sandbox.labels), {
           name: sandbox.name,
           containerId: sandbox.id,
-          running: sandbox.state === 'running',
+          // Frozen by an earlier gateway (or by hand): running, thawed by its next command.
+          running: sandbox.state === 'running' || sandbox.state === 'paused',
           ...(settings.docker_exec_mode === 'exec' ? { mode: 'exec' as const } : {}),
           // A full lifetime from now when no earlier use was recorded.
           lastUsed: recordedUse(sandbox.labels[LABELS.workspace]) ?? Date.now(),
         });
         entry.recordedAt = sandbox.labels[LABELS.workspace];
+        if (sandbox.state === 'paused') entry.frozenAt = entry.lastUsed;
         context.entries.set(scopeKey, entry);
         context.observer.event(entry, 'adopted', 'found on the engine at start');
       }

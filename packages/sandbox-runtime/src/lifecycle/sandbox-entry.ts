@@ -31,6 +31,8 @@ export interface SandboxEntry {
   stale: boolean;
   /** The sandbox's launcher did not answer: its shells are engine execs until it is started again. */
   shellsByExec?: boolean;
+  /** When the reaper froze the idle sandbox (`docker_freeze_seconds`); the next command thaws it. */
+  frozenAt?: number | undefined;
   /** How many times this process created or started the sandbox. */
   starts?: number;
   /** A shell came from the sandbox's launcher since it was last started. */

@@ -10,12 +10,19 @@ import { buildSandboxSpec, LABELS, MANAGED_BY } from '../sandbox-spec.js';
 /** How many times acquiring looks again at a sandbox that keeps changing under it. */
 const ACQUIRE_ATTEMPTS = 12;
 
-/** The sandbox-level steps: make, adopt, recreate, start, thaw, stop. */
+/** The sandbox-level steps: make, adopt, recreate, start, freeze, thaw, stop. */
 export interface SandboxLifecycle {
   /** Makes sure the scope's sandbox exists and runs: adopts, restarts, recreates or creates it. Returns its id. */
   acquire(entry: SandboxEntry, request: SandboxRequest): Promise<string>;
   /** Unpauses a sandbox someone paused from outside; never throws. */
   thawIfPaused(entry: SandboxEntry): Promise<void>;
+  /**
+   * Freezes the idle sandbox (the driver's `pause`): its processes stop where they are, its memory
+   * stays. False where the driver cannot; throws what the engine said.
+   */
+  freeze(entry: SandboxEntry, reason: string): Promise<boolean>;
+  /** Thaws a sandbox this process froze, before its next command; never throws (a sandbox gone is the command's own path's to find). */
+  thaw(entry: SandboxEntry): Promise<void>;
   /** Stops the sandbox; it starts again on the next command. */
   stop(entry: SandboxEntry, dropSessions: () => void): Promise<void>;
   /** Every sandbox of this runtime (with the run's labels), or those of one scope. */
@@ -165,7 +172,9 @@ export function createSandboxLifecycle(
     try {
       const found = await driver.inspect(entry.containerId);
       if (found?.state !== 'paused') return;
-      logger?.warn(`berth: sandbox ${entry.name} was paused from outside; unpausing it so its command can answer`);
+      logger?.warn(
+        `berth: sandbox ${entry.name} was paused (by hand, or frozen by another process of this installation); unpausing it so its command can answer`,
+      );
       await driver.unpause(entry.containerId);
     } catch {
       // Gone or unreachable: the command's own path reports that.
@@ -253,15 +262,41 @@ export function createSandboxLifecycle(
     throw new SandboxError('SANDBOX_CONFLICT', `sandbox ${entry.name} kept changing while Berth acquired it; retry the command`);
   };
 
+  const freeze: SandboxLifecycle['freeze'] = async (entry, reason) => {
+    const id = entry.containerId;
+    if (!driver.pause || !id || !entry.running) return false;
+    // An exec that is still starting when the sandbox freezes would hold the engine's lock on it
+    // until thawed (shell-sessions.ts): the kill shell a command replaced is let finish first.
+    await entry.killerOpening;
+    await driver.pause(id);
+    entry.frozenAt = Date.now();
+    context.observer.event(entry, 'frozen', reason);
+    return true;
+  };
+
+  const thaw: SandboxLifecycle['thaw'] = async (entry) => {
+    const id = entry.containerId;
+    if (entry.frozenAt === undefined || !id) return;
+    entry.frozenAt = undefined;
+    try {
+      await driver.unpause(id);
+      context.observer.event(entry, 'thawed', 'a command came');
+    } catch {
+      // Thawed by another process of the installation, stopped by an engine restart, or gone:
+      // the command's own path finds out (a dead session, then acquire) and says so.
+    }
+  };
+
   const stop: SandboxLifecycle['stop'] = async (entry, dropSessions) => {
     // A paused sandbox's processes cannot receive the stop's signals; bounded, because an
     // inspect can be slow while a fork bomb fills the sandbox.
     await Promise.race([thawIfPaused(entry), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    entry.frozenAt = undefined;
     dropSessions();
     entry.running = false;
     const ids = entry.containerId ? [entry.containerId] : (await find(entry.scopeKey)).map((sandbox) => sandbox.id);
     for (const id of ids) await driver.stop(id, 3);
   };
 
-  return { acquire, thawIfPaused, stop, find };
+  return { acquire, thawIfPaused, freeze, thaw, stop, find };
 }

@@ -13,7 +13,8 @@ import { beyondShares, readHoldings, SHARE_FLOOR_PIDS, sharesOf } from './fair-s
 export const CAPACITY_STOP_COOL_DOWN_MS = 10 * 60_000;
 
 /**
- * The stopping policies: idle sandboxes after `lifetime_seconds`; the least recently used idle
+ * The stopping policies: idle sandboxes after `lifetime_seconds` (frozen first where the driver
+ * can, then stopped after `docker_freeze_seconds` more); the least recently used idle
  * ones while the shared bound is filling up (`docker_max_running: auto`), or beyond a fixed
  * `docker_max_running`.
  */
@@ -54,6 +55,8 @@ export function createStoppingPolicies(
   options: {
     adopt: () => Promise<void>;
     stop: (entry: SandboxEntry, reason: string) => Promise<void>;
+    /** Freezes an idle sandbox instead of stopping it (`docker_freeze_seconds`); false where the driver cannot. */
+    freeze?: (entry: SandboxEntry, reason: string) => Promise<boolean>;
     settled: (entry: SandboxEntry) => void;
     reapIntervalMs?: number;
   },
@@ -79,22 +82,47 @@ export function createStoppingPolicies(
     await removeLongStopped();
     if (settings.lifetime_seconds <= 0) return stopped;
     const deadline = Date.now() - settings.lifetime_seconds * 1000;
+    const freezeMs = settings.docker_freeze_seconds * 1000;
     for (const entry of [...context.entries.values()]) {
       if (!entry.running || entry.pending > 0 || withRecordedUse(context, entry).lastUsed > deadline) continue;
+      // Used since it was frozen (by another process of the installation, which thawed it): not frozen now.
+      if (entry.frozenAt !== undefined && entry.lastUsed > entry.frozenAt) entry.frozenAt = undefined;
+      if (entry.frozenAt !== undefined && Date.now() - entry.frozenAt < freezeMs) continue;
       await enqueue(
         entry,
         async () => {
           // Looked at again inside the queue: a command may have come in meanwhile.
           if (!entry.running || withRecordedUse(context, entry).lastUsed > deadline) return;
-          await options.stop(entry, `idle for more than ${settings.lifetime_seconds} s`);
+          const idle = `idle for more than ${settings.lifetime_seconds} s`;
+          if (entry.frozenAt === undefined && freezeMs > 0 && (await freezeOrNot(entry, idle))) return;
+          const why = entry.frozenAt === undefined ? idle : `frozen for more than ${settings.docker_freeze_seconds} s`;
+          await options.stop(entry, why);
           stopped.push(entry.scopeKey);
-          logger?.info(`berth: stopped ${entry.name}, idle for more than ${settings.lifetime_seconds} s`);
+          logger?.info(`berth: stopped ${entry.name}, ${why}`);
         },
         () => options.settled(entry),
         { use: false },
       ).catch((error: unknown) => logger?.warn(`berth: could not stop idle sandbox ${entry.name}: ${messageOf(error)}`));
     }
     return stopped;
+  };
+
+  let freezeRefused = false;
+  /** Freezes an idle sandbox where the driver can; false (and a warning, when it failed) to stop it instead. */
+  const freezeOrNot = async (entry: SandboxEntry, idle: string): Promise<boolean> => {
+    if (!options.freeze) return false;
+    try {
+      if (!(await options.freeze(entry, idle))) return false;
+      logger?.info(`berth: froze ${entry.name}, ${idle}; its next command thaws it, and it stops after ${settings.docker_freeze_seconds} s more`);
+      return true;
+    } catch (error) {
+      // Once per process as a warning (an engine that cannot freeze, rootless Podman on cgroup v1, refuses every time).
+      const line = `berth: could not freeze ${entry.name} (${messageOf(error)}); stopping it instead`;
+      if (freezeRefused) logger?.info(line);
+      else logger?.warn(line);
+      freezeRefused = true;
+      return false;
+    }
   };
 
   /** Removes the sandboxes of users unseen for `docker_remove_after_seconds`; their files stay. */
@@ -183,7 +211,8 @@ export function createStoppingPolicies(
           const usage = await readSandboxUsage(bound, entry.containerId);
           if (!usage || (usage.memoryBytes < pressure.memoryLimit * 0.01 && usage.pids < pressure.pidsLimit * 0.01)) continue;
           // Never a busy one: a job of its user still running (a server, a build) is theirs to keep.
-          if (context.driver.capabilities.processList && (await sandboxIsBusy(context.driver, entry.containerId))) continue;
+          // A frozen one runs nothing (and where processes are listed from inside, cannot be asked).
+          if (entry.frozenAt === undefined && context.driver.capabilities.processList && (await sandboxIsBusy(context.driver, entry.containerId))) continue;
           const which =
             memory / pressure.memoryLimit >= pids / pressure.pidsLimit
               ? `memory ${Math.round((memory / pressure.memoryLimit) * 100)} %`

@@ -92,6 +92,8 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
   };
 
   const ensureReady: ShellSessions['ensureReady'] = async (entry, request) => {
+    // Frozen while idle: thawed, its session (and its cd and export) goes on where it stopped.
+    await lifecycle.thaw(entry);
     if (entry.containerId && entry.running && (entry.mode === 'exec' || entry.session?.alive)) return;
     // The kill shell stays when it is alive: a session retired for its leftovers needs no new one.
     entry.session?.close();

@@ -54,6 +54,8 @@ export function createFakeDriver(
     hostFolders?: boolean;
     /** The images the engine has; absent: every image. */
     images?: readonly string[];
+    /** Whether it can freeze a sandbox (`pause`): its shells get SIGSTOP, and SIGCONT at `unpause`. */
+    pause?: boolean;
   } = {},
 ): FakeDriver {
   const sandboxes = new Map<string, FakeSandbox>();
@@ -154,10 +156,28 @@ export function createFakeDriver(
       kill(sandbox);
       sandbox.state = 'stopped';
     },
+    ...(options.pause
+      ? {
+          async pause(id: string) {
+            calls.push(`pause ${id}`);
+            const failure = failures.get('pause');
+            if (failure) {
+              failures.delete('pause');
+              throw failure;
+            }
+            const sandbox = sandboxes.get(id);
+            if (sandbox?.state !== 'running') throw new SandboxError('SANDBOX_GONE', `sandbox ${id} is not running on the fake engine`);
+            for (const child of sandbox.processes) child.kill('SIGSTOP');
+            sandbox.state = 'paused';
+          },
+        }
+      : {}),
     async unpause(id) {
       calls.push(`unpause ${id}`);
       const sandbox = sandboxes.get(id);
-      if (sandbox?.state === 'paused') sandbox.state = 'running';
+      if (sandbox?.state !== 'paused') throw new SandboxError('ENGINE_ERROR', `sandbox ${id} is not paused on the fake engine`);
+      for (const child of sandbox.processes) child.kill('SIGCONT');
+      sandbox.state = 'running';
     },
     async remove(id) {
       calls.push(`remove ${id}`);
