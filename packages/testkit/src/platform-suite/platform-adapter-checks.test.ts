@@ -1,4 +1,4 @@
-import { IdentityError, type PlatformAdapterV1 } from '@berth/core';
+import { describeForMessage, IdentityError, type PlatformAdapterV1 } from '@berth/core';
 import { describe, expect, it } from 'vitest';
 import { PROPERTY_TIMEOUT_MS, type PlatformAdapterVectors } from '../test-platform-adapter.js';
 import { platformAdapterChecks } from './platform-adapter-checks.js';
@@ -7,7 +7,8 @@ import { platformAdapterChecks } from './platform-adapter-checks.js';
 function toyAdapter(overrides: Partial<PlatformAdapterV1> = {}): PlatformAdapterV1 {
   const normalize = (raw: unknown): string => {
     if (typeof raw === 'string' && /^[a-z0-9]{1,30}$/.test(raw)) return raw;
-    throw new IdentityError('toy', `toy sender ${JSON.stringify(String(raw).slice(0, 40))} is not 1 to 30 lower-case letters or digits`);
+    // Described as the real adapters describe a sender: String() throws for an object whose toString is no function.
+    throw new IdentityError('toy', `toy sender ${describeForMessage(raw)} is not 1 to 30 lower-case letters or digits`);
   };
   return {
     specificationVersion: 'v1',
