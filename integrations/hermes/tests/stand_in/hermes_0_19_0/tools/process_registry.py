@@ -2,6 +2,7 @@
 
 As in Hermes, the job is started through the environment's execute() in the tool's thread, and
 then polled from a thread of its own, which does not carry the message's session ContextVars.
+Every ":N" below is a line of upstream's tools/process_registry.py at commit 7e3acd02d.
 """
 
 import shlex
