@@ -21,7 +21,7 @@ import type { SandboxRuntimeOptions } from './sandbox-runtime-options.js';
 import { createShellSessions, dropShells } from './shell/shell-sessions.js';
 import { createBoundKeeper } from './lifecycle/bound-keeper.js';
 import { SHARE_FLOOR_PIDS } from './lifecycle/fair-share.js';
-import { LABELS, MANAGED_BY } from './sandbox-spec.js';
+import { createReclaim } from './lifecycle/give-way.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
@@ -93,27 +93,16 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     sandboxRoot: context.sandboxRoot,
     floors: { memoryBytes: settings.docker_share_floor * 2 ** 20, pids: Math.min(SHARE_FLOOR_PIDS, settings.docker_pids_limit) },
     sandboxPids: settings.docker_pids_limit,
-    reclaim: async (id, why, killNow) => {
-      const found = await driver.inspect(id).catch(() => undefined);
-      if (found?.labels[LABELS.managedBy] !== MANAGED_BY) return false;
-      // Its processes die at once (what they hold is free now); the engine's stop ends the rest (its /tmp).
-      await killNow();
-      // Frozen (idle, docker_freeze_seconds): the kills land once it is thawed (cgroup v1's freezer holds them).
-      if (found.state === 'paused') await driver.unpause(found.id).catch(() => undefined);
-      const entry = [...context.entries.values()].find((candidate) => candidate.containerId === found.id);
-      if (entry) {
-        entry.reclaimed = why;
-        dropShells(entry);
-        entry.running = false;
-        entry.frozenAt = undefined;
-      }
-      await driver.stop(found.id, 1).catch((error: unknown) => options.logger?.warn(`berth: could not stop ${found.name}: ${(error as Error).message}`));
-      if (entry) {
+    reclaim: createReclaim({
+      driver,
+      entries: () => context.entries.values(),
+      dropShells,
+      stopped: async (entry) => {
         await broker.detach(entry);
         context.observer.event(entry, 'stopped', 'gave way: it held the most when the shared bound ran short');
-      }
-      return true;
-    },
+      },
+      logger: options.logger,
+    }),
     logger: options.logger,
     ...(options.guardIntervalMs !== undefined ? { guardIntervalMs: options.guardIntervalMs } : {}),
   });

@@ -28,6 +28,11 @@ function takeReclaimed(entry: SandboxEntry): string | undefined {
 export const STATE_NOT_SAVED_NOTICE =
   'berth: this command ended its shell before Berth could save its cd and export (an exit after its own trap … EXIT, or an exec), so they were not kept\n';
 
+/** Said (on stderr) when Berth could not write a command into its sandbox's shell: it did not run. */
+export const NOT_WRITTEN_NOTICE =
+  "berth: this command did not run: Berth could not write it into the sandbox's /tmp (the line above says why; a full shared memory bound " +
+  'fails such a write for a moment); run it again\n';
+
 /** Said (on stderr) when a command deleted its session's state folder. */
 export const STATE_DELETED_NOTICE =
   "berth: this command deleted the sandbox's shell state (its folder in /tmp), so the cd and export of earlier commands are lost; the next " +
@@ -108,7 +113,8 @@ export function createCommandRunner(
     if (usage) usage.outputBytes = final.stdout.totalBytes + final.stderr.totalBytes;
     maskers?.stdout.end();
     maskers?.stderr.end();
-    if (final.stateNotSaved) notice += STATE_NOT_SAVED_NOTICE;
+    if (final.notWritten) notice += NOT_WRITTEN_NOTICE;
+    else if (final.stateNotSaved) notice += STATE_NOT_SAVED_NOTICE;
     const reclaimedNow = takeReclaimed(entry);
     if (reclaimedNow) notice += reclaimedNow;
     if (final.stateDeleted) notice += STATE_DELETED_NOTICE;

@@ -3,10 +3,11 @@ import path from 'node:path';
 import type { HostLogger } from '@berth/core';
 import { BOUND_HOLDERS_FOLDER } from '@berth/core/driver';
 import { isProcessIdentityGone, processIdentity } from './process-identity.js';
-import { startFairShareGuard, takeOomDecision, type FairShareGuard } from './fair-share-guard.js';
+import { startFairShareGuard, takeOomDecision, type FairShareGuard, type Reclaim } from './fair-share-guard.js';
 import { boundFolders } from './fair-share.js';
 import { releaseSharedBound, type SharedBound } from './shared-bound.js';
 import { sweepStaleBounds } from './stale-bounds.js';
+import { createOrphanWatch, ORPHAN_LOOK_MS } from './orphan-bounds.js';
 
 // The shared bound belongs to the installation, not to a process: every process of it that
 // starts sandboxes (a gateway, `berth serve`, `berth exec`) holds the bound while it runs, by a
@@ -38,7 +39,7 @@ export interface BoundKeeperOptions {
   readonly floors: { readonly memoryBytes: number; readonly pids: number };
   /** One sandbox's own pids limit. */
   readonly sandboxPids: number;
-  readonly reclaim: (id: string, why: string, killNow: () => Promise<void>) => Promise<boolean>;
+  readonly reclaim: Reclaim;
   readonly logger?: HostLogger | undefined;
   /** The guard's interval (`startFairShareGuard`); 0 for none. */
   readonly guardIntervalMs?: number;
@@ -78,6 +79,25 @@ export function createBoundKeeper(options: BoundKeeperOptions): BoundKeeper {
   let guard: FairShareGuard | undefined;
   let current: SharedBound | undefined;
   let checking: Promise<void> | undefined;
+  // cgroup v1: other installations' bounds left full with nobody deciding (orphan-bounds.ts).
+  let orphanTimer: NodeJS.Timeout | undefined;
+  const watchOrphans = (bound: SharedBound): void => {
+    const folders = boundFolders(bound);
+    if (orphanTimer || bound.version !== 1 || !folders || !bound.parent || options.guardIntervalMs === 0) return;
+    const watch = createOrphanWatch({ memoryRoot: path.dirname(folders.memory), own: bound.parent.replace(/^\//, ''), logger });
+    let looking = false;
+    orphanTimer = setInterval(() => {
+      if (looking) return;
+      looking = true;
+      void watch
+        .look()
+        .catch(() => undefined)
+        .finally(() => {
+          looking = false;
+        });
+    }, ORPHAN_LOOK_MS);
+    orphanTimer.unref();
+  };
 
   const hold = async (bound: SharedBound): Promise<void> => {
     // A bound Berth does not enforce (none, the engine's, systemd's) is nobody's to remove.
@@ -137,6 +157,7 @@ export function createBoundKeeper(options: BoundKeeperOptions): BoundKeeper {
       await hold(current);
       await guardIt(current);
       sweep(current);
+      watchOrphans(current);
     } else {
       await keep(current, 'before starting a sandbox');
     }
@@ -162,6 +183,7 @@ export function createBoundKeeper(options: BoundKeeperOptions): BoundKeeper {
     },
     readBack: async () => (current ? boundDrift(current) : undefined),
     close: async () => {
+      clearInterval(orphanTimer);
       if (!current) return;
       const bound = current;
       let last = false;

@@ -42,6 +42,23 @@ const CAP_YOUNG_MS = 10_000;
 const CAP_READ_BACK_MS = 2_000;
 /** After a sandbox gave way, nobody else does for this long: what it freed takes effect first. */
 const RECLAIM_QUIET_MS = 1_000;
+/**
+ * While the engine stops a sandbox that gave way, nobody else does for up to this long: its /tmp
+ * goes only with the stop. A stop that takes longer may be waiting for the very memory the bound
+ * lacks (Podman's conmon lives under it): then the next gives way. (A choice: long enough for a
+ * stop on a busy machine, short enough that a user waiting at the bound is answered in seconds.)
+ */
+const STOP_WAIT_MS = 3_000;
+
+/**
+ * Makes a sandbox give way: resolves once its processes are killed (`killNow`), with the engine's
+ * stop still under way in `stopped`, or with false when it is no sandbox of this installation's (a
+ * container an operator put under the same parent: the next one gives way instead). The guard
+ * never waits for the stop: on Podman the engine's own monitor (conmon) lives under the bound, and
+ * a stop that needs it waits for memory while the bound is full — seen: the guard stuck 60 s
+ * behind one stop while two more hogs kept the bound full and every user's answer waited.
+ */
+export type Reclaim = (id: string, why: string, killNow: () => Promise<void>) => Promise<false | { readonly stopped: Promise<void> }>;
 
 /** Options of {@link startFairShareGuard}. */
 export interface FairShareGuardOptions {
@@ -50,12 +67,8 @@ export interface FairShareGuardOptions {
   readonly floors: { readonly memoryBytes: number; readonly pids: number };
   /** One sandbox's own pids limit (`docker_pids_limit`): a pids share never raises it. */
   readonly sandboxPids: number;
-  /**
-   * Stops the sandbox whose container id is `id`; `why` is the one line its user gets. False when
-   * it is no sandbox of this installation's (a container an operator put under the same parent):
-   * the next one gives way instead.
-   */
-  readonly reclaim: (id: string, why: string, killNow: () => Promise<void>) => Promise<boolean>;
+  /** Stops the sandbox whose container id is `id`; `why` is the one line its user gets. See {@link Reclaim}. */
+  readonly reclaim: Reclaim;
   readonly logger?: HostLogger | undefined;
   /** @default GUARD_INTERVAL_MS; 0: no timer (tests call `check`). */
   readonly intervalMs?: number;
@@ -129,6 +142,8 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   // Containers under the bound that are not Berth's sandboxes: never chosen again.
   const notOurs = new Set<string>();
   let quietUntil = 0;
+  // Sandboxes whose stop is under way: never chosen again meanwhile; closing waits for them.
+  const givingWay = new Map<string, { readonly since: number; readonly done: Promise<void> }>();
   let failing = false;
   let running: Promise<void> | undefined;
   let closed = false;
@@ -143,11 +158,14 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
         : `berth: this sandbox was stopped because the sandboxes' shared process count ran out while it had ${holding.pids} processes, more ` +
           `than any other and more than its fair share (${shares.pids}); its files in /workspace and /root are kept, /tmp and its processes ` +
           `are not`;
-    if (!(await options.reclaim(holding.id, why, () => killSandboxTasks(bound, holding.id)))) {
+    const reclaimed = await options.reclaim(holding.id, why, () => killSandboxTasks(bound, holding.id));
+    if (!reclaimed) {
       // Not Berth's to stop: left out of every later choice.
       notOurs.add(holding.id);
       return false;
     }
+    const done = reclaimed.stopped.catch(() => undefined).finally(() => givingWay.delete(holding.id));
+    givingWay.set(holding.id, { since: Date.now(), done });
     quietUntil = Date.now() + RECLAIM_QUIET_MS;
     logger?.warn(`berth: sandbox ${holding.id.slice(0, 12)} gave way: ${why.slice('berth: this sandbox was stopped because '.length)}`);
     return true;
@@ -236,7 +254,8 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     }
   };
 
-  const candidates = async (): Promise<SandboxHolding[]> => (await readHoldings(bound)).filter((holding) => !notOurs.has(holding.id));
+  const candidates = async (): Promise<SandboxHolding[]> =>
+    (await readHoldings(bound)).filter((holding) => !notOurs.has(holding.id) && !givingWay.has(holding.id));
 
   const roomForStart = async (): Promise<void> => {
     if (!folders || closed) return;
@@ -262,10 +281,12 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     await capPids(folders.pids, pids.max, readAll);
     const pidsShort = pids.now >= pids.max * PIDS_SHORT;
     if ((!memory && !pidsShort) || Date.now() < quietUntil) return;
+    if ([...givingWay.values()].some((stop) => Date.now() - stop.since < STOP_WAIT_MS)) return;
     const holdings = await candidates();
     const shares = sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: pids.max }, holdings.length, options.floors);
-    // Nearly full only: the largest gives way before anyone meets the limit, if it is over its share.
-    if (memory === 'nearly' && !pidsShort && (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) <= shares.memoryBytes) return;
+    // Nearly full only: the largest gives way before anyone meets the limit, if it is over its
+    // share, and if no stop is under way (what that one still holds, its /tmp, goes with it).
+    if (memory === 'nearly' && !pidsShort && (givingWay.size > 0 || (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) <= shares.memoryBytes)) return;
     await reclaimFrom(holdings, shares, memory ? 'memory' : 'pids');
   };
 
@@ -303,6 +324,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
       closed = true;
       clearInterval(timer);
       await running;
+      await Promise.all([...givingWay.values()].map((stop) => stop.done));
       if (lastHolder) await returnOomDecision(bound);
     },
   };

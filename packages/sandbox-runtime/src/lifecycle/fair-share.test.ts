@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { beyondShares, chooseHog, readHoldings, sharesOf } from './fair-share.js';
 import { startFairShareGuard, takeOomDecision } from './fair-share-guard.js';
 import { boundDrift, createBoundKeeper } from './bound-keeper.js';
@@ -19,6 +19,8 @@ afterEach(() => {
 });
 
 const hex = (n: number): string => n.toString(16).padStart(64, '0');
+/** A reclaim's answer whose engine stop is already done. */
+const STOPPED = { stopped: Promise.resolve() };
 
 /** A bound of 600 MB and 1000 pids with `children` (id → MB, pids) under it, as v1 or v2 keeps it. */
 function fakeBound(version: 1 | 2, children: Record<string, [number, number]>, state: { underOom?: boolean; pidsNow?: number } = {}): SharedBound {
@@ -93,7 +95,7 @@ describe('the fair-share guard', () => {
           lines.push(why);
           if (id === hex(1) && stopped.length === 0 && lines.length === 1) return false;
           stopped.push(id);
-          return true;
+          return STOPPED;
         },
       });
       await guard.check();
@@ -107,12 +109,51 @@ describe('the fair-share guard', () => {
     });
   }
 
+  it('goes on looking while a stop it asked for hangs, and makes the next largest give way when the bound is still short', async () => {
+    // On Podman the engine's monitor lives under the bound: a stop can wait for the memory it would free.
+    const bound = fakeBound(1, { [hex(1)]: [210, 2], [hex(2)]: [200, 2], [hex(3)]: [190, 2] }, { underOom: true });
+    const asked: string[] = [];
+    let endStop: () => void = () => undefined;
+    const hanging = new Promise<void>((resolve) => (endStop = resolve));
+    const guard = startFairShareGuard({
+      bound,
+      floors: { memoryBytes: 0, pids: 0 },
+      sandboxPids: 512,
+      intervalMs: 0,
+      reclaim: async (id) => {
+        asked.push(id);
+        return { stopped: hanging };
+      },
+    });
+    await guard.check();
+    expect(asked).toEqual([hex(1)]);
+    // The first one's processes are dead, its stop hangs, and the bound is full again: while the
+    // stop may still free its /tmp, nobody else gives way; once it has taken too long, the next
+    // look (not stuck behind the stop) takes the largest of the others.
+    writeFileSync(path.join(bound.paths[0]!, hex(1), 'memory.usage_in_bytes'), String(300 * MB));
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 1_100);
+    await guard.check();
+    expect(asked).toEqual([hex(1)]);
+    vi.setSystemTime(Date.now() + 2_000);
+    await guard.check();
+    vi.useRealTimers();
+    expect(asked).toEqual([hex(1), hex(2)]);
+    const closing = guard.close(false);
+    let closed = false;
+    void closing.then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(closed).toBe(false);
+    endStop();
+    await closing;
+  });
+
   it('leaves everyone alone while the bound has room, and takes pids only from a sandbox over its pids share', async () => {
     const calm = fakeBound(1, { [hex(1)]: [380, 19], [hex(2)]: [5, 1] });
     const stopped: string[] = [];
     const reclaim = async (id: string) => {
       stopped.push(id);
-      return true;
+      return STOPPED;
     };
     await startFairShareGuard({ bound: calm, floors: { memoryBytes: 0, pids: 0 }, sandboxPids: 1000, intervalMs: 0, reclaim }).check();
     expect(stopped).toEqual([]);
@@ -150,7 +191,7 @@ describe('pids shares', () => {
       intervalMs: 0,
       reclaim: async (id) => {
         stopped.push(id);
-        return true;
+        return STOPPED;
       },
     });
     await guard.check();
@@ -170,7 +211,7 @@ describe('pids shares', () => {
 
   it('writes the cap again where the engine wrote its own limit over it as the sandbox started', async () => {
     const bound = fakeBound(1, { [hex(1)]: [10, 30], [hex(2)]: [5, 20] });
-    const guard = startFairShareGuard({ bound, floors: { memoryBytes: 0, pids: 64 }, sandboxPids: 512, intervalMs: 0, reclaim: async () => true });
+    const guard = startFairShareGuard({ bound, floors: { memoryBytes: 0, pids: 64 }, sandboxPids: 512, intervalMs: 0, reclaim: async () => STOPPED });
     const limitOf = (id: string) => readFileSync(path.join(bound.paths[1]!, id, 'pids.max'), 'utf8').trim();
     await guard.check();
     expect(limitOf(hex(2))).toBe('500');
@@ -190,7 +231,7 @@ describe("a sandbox's own OOM killer on cgroup v1", () => {
     const control = (id: string) => path.join(memory, id, 'memory.oom_control');
     // As the kernel makes a child of a bound whose killer is off: off too.
     for (const id of [hex(1), hex(2)]) writeFileSync(control(id), 'oom_kill_disable 1\nunder_oom 0\noom_kill 0\n');
-    const guard = startFairShareGuard({ bound, floors: { memoryBytes: 0, pids: 0 }, sandboxPids: 512, intervalMs: 0, reclaim: async () => true });
+    const guard = startFairShareGuard({ bound, floors: { memoryBytes: 0, pids: 0 }, sandboxPids: 512, intervalMs: 0, reclaim: async () => STOPPED });
     await guard.check();
     // A kernel file takes a write as a command; on the fake, the write lands at its start.
     for (const id of [hex(1), hex(2)]) expect(readFileSync(control(id), 'utf8')).toMatch(/^0om_kill_disable 1/);
@@ -225,7 +266,7 @@ describe('the bound keeper', () => {
       sandboxRoot: root,
       floors: { memoryBytes: 0, pids: 0 },
       sandboxPids: 100,
-      reclaim: async () => true,
+      reclaim: async () => STOPPED,
       logger: { info: () => undefined, warn: (line) => logs.push(line), error: () => undefined },
       guardIntervalMs: 0,
     });
@@ -256,7 +297,7 @@ describe('the bound keeper', () => {
         sandboxRoot: root,
         floors: { memoryBytes: 0, pids: 0 },
         sandboxPids: 100,
-        reclaim: async () => true,
+        reclaim: async () => STOPPED,
         guardIntervalMs: 0,
       });
     const first = keeper();

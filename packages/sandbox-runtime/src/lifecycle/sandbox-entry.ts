@@ -39,6 +39,8 @@ export interface SandboxEntry {
   launcherAnswered?: boolean;
   /** Why the fair-share guard stopped the sandbox: said to its user with the next result, once. */
   reclaimed?: string | undefined;
+  /** The engine's stop of a sandbox that gave way, while it is under way (it never rejects). */
+  givingWay?: Promise<void> | undefined;
   /** Digest of the environment the fallback mode last sent. */
   environmentKey: string | undefined;
   /** Whose sandbox it is, for `list()`. */

@@ -182,6 +182,12 @@ export function createSandboxLifecycle(
   };
 
   const acquire: SandboxLifecycle['acquire'] = async (entry, request) => {
+    // It gave way to the fair-share guard a moment ago: started again once the engine's stop is
+    // done, never during it (give-way.ts); a stop that hangs holds the command for 30 s at most.
+    if (entry.givingWay) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([entry.givingWay, new Promise((resolve) => (timer = setTimeout(resolve, 30_000)))]).finally(() => clearTimeout(timer));
+    }
     const bound = await context.sharedBound();
     const runtimeMounts = await context.egress.mounts(request.paths.root);
     const { spec, configHash } = buildSandboxSpec({

@@ -81,10 +81,25 @@ __berth_say() { if [ "$2" = 3 ]; then echo "$1" >&3; else echo "$1" >&4; fi; }
 __berth_shut() { if [ "$1" = 3 ]; then exec 3>&-; else exec 4>&-; fi; }
 __berth_unspare() {
   [ -n "$__berth_sp" ] || return 0
-  __berth_say q "$__berth_sfd"
+  # A failed write (ENOMEM) would leave it waiting, and this shell with it.
+  __berth_say q "$__berth_sfd" || kill -9 "$__berth_sp" 2>/dev/null
   wait "$__berth_sp" 2>/dev/null
   __berth_shut "$__berth_sfd"
   __berth_sp=
+}
+# Berth's own write of a command (its file, its input, a change of variables, the word to its
+# spare; $2 set: the start frame went already) failed (a full memory bound fails it with ENOMEM): nothing runs — an old file would run the previous command
+# again — and the answer says so (W); the host gives the next command a new session. The spare is
+# left alone: a write to its FIFO could fail too, and then a wait for it would never end.
+__berth_unwritten() {
+  __berth_wf=
+  [ -n "$2" ] || printf '__BERTH_%s_S__
+' "$1"
+  printf '
+__BERTH_%s_E_125%s
+' "$1" W; printf '
+__BERTH_%s_E_125%s
+' "$1" W >&2
 }
 __berth_run() {
   printf '__BERTH_%s_S__
@@ -108,7 +123,13 @@ __BERTH_%s_E_125%s
   if [ -n "$__berth_sp" ] && [ -e "/proc/$__berth_sp/fd/0" ]; then
     __berth_p=$__berth_sp; __berth_pfd=$__berth_sfd; __berth_sp=
     echo "$__berth_p $__berth_pg$__berth_now" > "$__berth_d/pid"
-    if [ "$3" = x ]; then __berth_say "x$2" "$__berth_pfd"; else __berth_say "$2" "$__berth_pfd"; fi
+    if [ "$3" = x ]; then __berth_w="x$2"; else __berth_w=$2; fi
+    if ! __berth_say "$__berth_w" "$__berth_pfd"; then
+      # The spare never got its word (ENOMEM): it goes, and the command did not run.
+      kill -9 "$__berth_p" 2>/dev/null; wait "$__berth_p" 2>/dev/null; __berth_shut "$__berth_pfd"
+      __berth_unwritten "$1" started
+      return
+    fi
   else
     __berth_unspare
     if [ "$2" = 1 ]; then __berth_i="$__berth_d/in"; else __berth_i=/dev/null; fi

@@ -66,8 +66,8 @@ export function buildEnvironmentUpdate(variables: Readonly<Record<string, string
   // The spare took the environment before the change: it goes, and the command gets a new child.
   return `__berth_unspare
 __berth_e=${quoteShell(buildEnvironmentScript(variables, removed))}
-printf '%s\n' "$__berth_e" >> "$__berth_d/init"
-printf '%s\n' "$__berth_e" >> "$__berth_d/state"
+printf '%s\n' "$__berth_e" >> "$__berth_d/init" || __berth_wf=1
+printf '%s\n' "$__berth_e" >> "$__berth_d/state" || __berth_wf=1
 unset __berth_e
 `;
 }
@@ -77,10 +77,11 @@ export function buildCommandScript(options: { id: string; command: string; cwd?:
   // A plain program with no directory of its own: the child becomes it (`e`: nothing to save).
   const plain = options.cwd === undefined && isPlainProgram(options.command);
   const file = plain ? `exec ${options.command}\n` : buildCommandFile(options.command, options.cwd);
-  const input = options.stdin === undefined ? '' : `printf ${encodePrintfFormat(options.stdin)} > "$__berth_d/in"\n`;
+  const input = options.stdin === undefined ? '' : `printf ${encodePrintfFormat(options.stdin)} > "$__berth_d/in" || __berth_wf=1\n`;
   const mode = plain ? ' e' : needsOwnShell(options.command) ? ' x' : '';
+  // A write that failed (__berth_wf, also set by an environment change before) runs nothing.
   return `__berth_c=${quoteShell(file)}
-printf '%s' "$__berth_c" > "$__berth_d/cmd"
-${input}__berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}${mode}
+printf '%s' "$__berth_c" > "$__berth_d/cmd" || __berth_wf=1
+${input}if [ -n "$__berth_wf" ]; then __berth_unwritten ${options.id}; else __berth_run ${options.id} ${options.stdin === undefined ? 0 : 1}${mode}; fi
 `;
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFile, readlink, rm } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, readlink, rm } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ExecChannel } from '@berth/core/driver';
 import { KillerShell } from './killer-shell.js';
@@ -112,6 +113,29 @@ describe('ShellSession on the host shell', () => {
     expect((await run('echo "$TOKEN"', { variables: { TOKEN: 'rotated' } })).stdout).toBe('rotated\n');
   });
 
+  it("runs nothing when its write of the command fails, never the previous command's file again, and says so", async () => {
+    const { session, run } = await open();
+    const ran = `/tmp/berth-ran-${randomBytes(6).toString('hex')}`;
+    try {
+      expect((await run(`echo first >> ${ran}`)).status).toBe(0);
+      // The write fails as a full memory bound fails it (ENOMEM); here the name is a folder.
+      await rm(`${session.stateDir}/cmd`);
+      await mkdir(`${session.stateDir}/cmd`);
+      const result = await session.run({
+        command: `echo second >> ${ran}`,
+        timeoutMs: 10_000,
+        outputLimit: 10_000,
+        variables: {},
+        kill: async () => undefined,
+      });
+      expect(result).toMatchObject({ status: 125, notWritten: true });
+      expect(result.stderr.text()).toMatch(/cmd/);
+      expect(await readFile(ran, 'utf8')).toBe('first\n');
+    } finally {
+      await rm(ran, { force: true });
+    }
+  });
+
   it('kills a grandchild at the timeout and stays usable', async () => {
     const { run, session } = await open();
     const result = await run('sh -c "sleep 30" & wait', { timeoutMs: 300 });
@@ -148,6 +172,17 @@ describe('ShellSession on the host shell', () => {
     // Jobs that outlive the test's slowest run (the poll below may take 20 s on a loaded machine),
     // so that only a kill ends them.
     expect((await run(`(sh -c 'sleep 600; : ${older}' > /dev/null 2>&1 &); echo started`)).stdout).toBe('started\n');
+    // Its `sleep` is there before the next command looks at what is alive (on a loaded machine it
+    // came after, counted as the next command's, and its kill ended the older job: seen once).
+    const hasChild = (pid: number): boolean =>
+      readdirSync('/proc').some((entry) => {
+        try {
+          return /^\d+$/.test(entry) && readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1] === String(pid);
+        } catch {
+          return false;
+        }
+      });
+    await expect.poll(() => hostProcessesWith(older).some(hasChild), { timeout: 20_000 }).toBe(true);
     // This command's own job, left to init at once (its parent is gone), so no longer its descendant.
     // A timeout long enough that the command has surely started on a loaded machine (its output
     // says so): a kill that came before the command would prove nothing.

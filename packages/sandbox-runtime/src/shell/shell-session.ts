@@ -31,6 +31,8 @@ export interface SessionRunResult {
   readonly stateLost?: boolean;
   /** The command deleted the session's state folder. */
   readonly stateDeleted?: boolean;
+  /** Berth's own write of the command into the session failed (ENOMEM at a full bound, say): it did not run. */
+  readonly notWritten?: boolean;
 }
 
 /** How long a new shell may take to answer its set-up before it is deemed unable to hold a session. */
@@ -281,6 +283,7 @@ export class ShellSession {
               stateNotSaved: flags.includes('T'),
               stateLost: flags.includes('G'),
               stateDeleted: flags.includes('D'),
+              notWritten: flags.includes('W'),
             },
           });
         }

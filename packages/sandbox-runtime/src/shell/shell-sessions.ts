@@ -212,7 +212,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
       // sandbox ends every process in it; the next command starts it again, files intact.
       logger?.warn(`berth: a timed-out command in ${entry.name} could not be killed; restarting the sandbox`);
       await lifecycle.stop(entry, () => drop(entry)).catch(() => undefined);
-    } else if (result.leftovers || result.stateLost || result.stateDeleted) {
+    } else if (result.leftovers || result.stateLost || result.stateDeleted || result.notWritten) {
       // A process the command left behind holds the session's output (or the session lost its
       // state): the next command gets a new session, and whatever the old one's pipes carry
       // from now on reaches nobody. A new session after leftovers takes over the state folder.
