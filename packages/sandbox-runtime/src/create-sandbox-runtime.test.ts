@@ -583,6 +583,12 @@ describe('the sandbox runtime', () => {
     expect(lost.exitCode).toBe(3);
     expect(lost.stderr).toMatch(/^berth: this command ended its shell before Berth could save its cd and export/);
     expect((await runtime.doExec(request('55'), { command: 'pwd; echo $A' })).stdout).toBe('/\n1\n');
+    // The save itself failed for want of memory (a full shared bound): said as that, not as an exit.
+    const full = await runtime.doExec(request('55'), {
+      command: 'cd /tmp; echo "sh: can\'t create state: Cannot allocate memory" >&2; rm -f "$__berth_dir/state"; mkdir "$__berth_dir/state"',
+    });
+    expect(full.stderr).toMatch(/\nberth: this command's cd and export could not be saved \(the sandbox's \/tmp had no memory for them/);
+    expect(full.stderr).not.toMatch(/ended its shell/);
   });
 
   it("tells the truth when a command deletes the session's state folder, and runs the next command in a new shell", async () => {

@@ -28,6 +28,13 @@ function takeReclaimed(entry: SandboxEntry): string | undefined {
 export const STATE_NOT_SAVED_NOTICE =
   'berth: this command ended its shell before Berth could save its cd and export (an exit after its own trap … EXIT, or an exec), so they were not kept\n';
 
+/**
+ * Said instead when the save failed for want of memory (the output says "Cannot allocate memory":
+ * a full shared bound fails a write to /tmp at once, docs/backend-docker.md#fair-share).
+ */
+export const STATE_NOT_SAVED_NO_MEMORY_NOTICE =
+  "berth: this command's cd and export could not be saved (the sandbox's /tmp had no memory for them, as said above), so they were not kept\n";
+
 /** Said (on stderr) when Berth could not write a command into its sandbox's shell: it did not run. */
 export const NOT_WRITTEN_NOTICE =
   "berth: this command did not run: Berth could not write it into the sandbox's /tmp (the line above says why; a full shared memory bound " +
@@ -114,7 +121,7 @@ export function createCommandRunner(
     maskers?.stdout.end();
     maskers?.stderr.end();
     if (final.notWritten) notice += NOT_WRITTEN_NOTICE;
-    else if (final.stateNotSaved) notice += STATE_NOT_SAVED_NOTICE;
+    else if (final.stateNotSaved) notice += /Cannot allocate memory/.test(final.stderr.text()) ? STATE_NOT_SAVED_NO_MEMORY_NOTICE : STATE_NOT_SAVED_NOTICE;
     const reclaimedNow = takeReclaimed(entry);
     if (reclaimedNow) notice += reclaimedNow;
     if (final.stateDeleted) notice += STATE_DELETED_NOTICE;

@@ -65,10 +65,13 @@ describe.each(['docker', 'podman'] as const)('one bound for all sandboxes togeth
       // way, whatever the kernel must allocate fails at once (it makes only a page fault wait): the
       // session's own file in /tmp, the command's write to its output (seen in CI: `echo` exit 1,
       // busybox's "write error"), Berth's write of the command itself (then nothing runs, and one
-      // line says so): each said in a line naming ENOMEM (docs/backend-docker.md#fair-share).
+      // line says so), the save of its cd and export (one line says so): each said in a line
+      // naming ENOMEM (docs/backend-docker.md#fair-share).
       const lines = value.output.split('\n').filter((line) => line !== '');
       const explained = (line: string): boolean =>
-        /Cannot allocate memory/.test(line) || line.startsWith('berth: this command did not run: Berth could not write it');
+        /Cannot allocate memory/.test(line) ||
+        line.startsWith('berth: this command did not run: Berth could not write it') ||
+        line.startsWith("berth: this command's cd and export could not be saved (the sandbox's /tmp had no memory");
       expect(lines.filter((line) => line !== 'alive').every(explained), value.output).toBe(true);
       if (value.returncode !== 0 || !lines.includes('alive')) {
         expect(value.output, `exit ${value.returncode}; gateway said: ${gateway.logs.join(' / ')}`).toMatch(/Cannot allocate memory/);
