@@ -42,6 +42,9 @@ describe('berth serve --metrics', () => {
     const before = sampleOf(await scrape(), 'berth_exec_total{outcome="ran"}') ?? 0;
     const run = await exec(keyOf(alice), 'echo "$TEAM_TOKEN $GITHUB_TOKEN"');
     expect(run).toMatchObject({ status: 0, stdout: '*** ***\n' });
+    // A scrape's reading of the sandboxes serves one second: the one before the command may still
+    // be served (seen when the sandbox was made and the command ran within that second).
+    await new Promise((resolve) => setTimeout(resolve, 1100));
     const text = await scrape();
     for (const line of text.split('\n').filter((candidate) => candidate !== '' && !candidate.startsWith('#'))) expect(line).toMatch(SAMPLE);
     expect(sampleOf(text, 'berth_exec_total{outcome="ran"}')).toBe(before + 1);
@@ -62,6 +65,8 @@ describe('berth serve --metrics', () => {
     /** Each sandbox's sample of `metric`, by its name. */
     const byName = (text: string, metric: string): Map<string, number> =>
       new Map([...text.matchAll(new RegExp(`^${metric}\\{sandbox="(berth-[0-9a-z]+)"\\} (\\S+)$`, 'gm'))].map((match) => [match[1]!, Number(match[2])]));
+    // A reading taken before that command may still be served for a second.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
     const before = byName(await scrape(), 'berth_sandbox_disk_used_bytes');
     // The harness's sandboxes have their own disk (container_disk's default).
     expect(before.size, 'a disk gauge per sandbox').toBeGreaterThan(0);
