@@ -99,6 +99,26 @@ describe('idle sandboxes are frozen, then stopped', () => {
     expect(logs.filter((line) => /could not freeze .*the engine refused.*stopping it instead/.test(line))).toHaveLength(1);
   });
 
+  it('two commands of one user at once on a frozen sandbox: both answered in the same shell state, one thaw', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const { request, runtimeOver, events } = setUp({ lifetime_seconds: 1, docker_freeze_seconds: 60 });
+    const driver = createFakeDriver({ pause: true });
+    const runtime = runtimeOver(driver);
+    await runtime.doExec(request('46'), { command: 'export KEPT=yes' });
+    vi.setSystemTime(Date.now() + 1_100);
+    expect(await runtime.reap()).toEqual([]);
+    expect(await stateOf(runtime, '46')).toBe('paused');
+    const answers = await Promise.all([1, 2].map((n) => runtime.doExec(request('46'), { command: `echo "$KEPT ${n}"`, timeout: 10 })));
+    expect(answers.map((answer) => [answer.exitCode, answer.stdout, answer.timedOut])).toEqual([
+      [0, 'yes 1\n', false],
+      [0, 'yes 2\n', false],
+    ]);
+    // The fake engine's unpause throws when not paused: a second thaw would have failed a command.
+    expect(driver.calls.filter((call) => call.startsWith('unpause '))).toHaveLength(1);
+    expect(driver.calls.filter((call) => call.startsWith('create ') || call.startsWith('start '))).toHaveLength(2);
+    expect(events.filter((event) => event === 'thawed 46')).toHaveLength(1);
+  });
+
   it('a restarted gateway adopts a frozen sandbox: its next command thaws it, and the reaper stops it once frozen long enough', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const { request, runtimeOver } = setUp({ lifetime_seconds: 1, docker_freeze_seconds: 5 });
