@@ -98,6 +98,10 @@ describe.each(['docker', 'podman'] as const)('the OpenClaw bridge on %s, attacke
         'head -c 4000000 /dev/zero > /workspace/growing; (i=0; while [ $i -lt 600 ]; ' +
         'do head -c 100000 /dev/zero >> /workspace/growing; sleep 0.05; i=$((i+1)); done) >/dev/null 2>&1 &',
     });
+    // The writer is under way before the read: a second append seen (once, on a busy machine, the
+    // read began after the first and met no other, and read the file whole).
+    const sizeNow = async (): Promise<number> => Number((await handle.runShellCommand({ script: 'stat -c %s /workspace/growing' })).stdout.toString().trim());
+    await expect.poll(sizeNow, { timeout: 10_000, interval: 50 }).toBeGreaterThan(4_100_000);
     const read = await bridge.readFile({ filePath: '/workspace/growing' }).then(
       (bytes) => bytes.length,
       (error: unknown) => error,
