@@ -6,6 +6,7 @@ import type { RuntimeContext } from '../runtime-context.js';
 import type { SandboxEntry } from './sandbox-entry.js';
 import { sandboxIsBusy } from './is-sandbox-busy.js';
 import { buildSandboxSpec, LABELS, MANAGED_BY } from '../sandbox-spec.js';
+import { waitAtMost } from '../wait-at-most.js';
 
 /** How many times acquiring looks again at a sandbox that keeps changing under it. */
 const ACQUIRE_ATTEMPTS = 12;
@@ -86,9 +87,10 @@ export function createSandboxLifecycle(
     if (hooks.beforeStart) {
       // Room for it first, waited for a while: a stop queued behind another user's long command
       // must not hold this start (it goes on, and frees its room when it can).
-      const room = hooks.beforeStart(entry).catch(() => undefined);
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([room, new Promise((resolve) => (timer = setTimeout(resolve, ROOM_WAIT_MS)))]).finally(() => clearTimeout(timer));
+      await waitAtMost(
+        hooks.beforeStart(entry).catch(() => undefined),
+        ROOM_WAIT_MS,
+      );
     }
     await driver.start(id, justCreated ? { justCreated } : undefined);
     // Before its first command: the bound's guard gives the new sandbox its share (its pids cap).
@@ -184,10 +186,7 @@ export function createSandboxLifecycle(
   const acquire: SandboxLifecycle['acquire'] = async (entry, request) => {
     // It gave way to the fair-share guard a moment ago: started again once the engine's stop is
     // done, never during it (give-way.ts); a stop that hangs holds the command for 30 s at most.
-    if (entry.givingWay) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([entry.givingWay, new Promise((resolve) => (timer = setTimeout(resolve, 30_000)))]).finally(() => clearTimeout(timer));
-    }
+    if (entry.givingWay) await waitAtMost(entry.givingWay, 30_000);
     const bound = await context.sharedBound();
     const runtimeMounts = await context.egress.mounts(request.paths.root);
     const { spec, configHash } = buildSandboxSpec({
@@ -296,7 +295,7 @@ export function createSandboxLifecycle(
   const stop: SandboxLifecycle['stop'] = async (entry, dropSessions) => {
     // A paused sandbox's processes cannot receive the stop's signals; bounded, because an
     // inspect can be slow while a fork bomb fills the sandbox.
-    await Promise.race([thawIfPaused(entry), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    await waitAtMost(thawIfPaused(entry), 2_000);
     entry.frozenAt = undefined;
     dropSessions();
     entry.running = false;

@@ -9,6 +9,7 @@ import type { SandboxLifecycle } from '../lifecycle/sandbox-lifecycle.js';
 import { KILLER_INIT } from './shell-protocol.js';
 import { environmentDigest, SessionClosedError, ShellSession, type SessionRunResult } from './shell-session.js';
 import { WORKSPACE_TARGET } from '../sandbox-spec.js';
+import { waitAtMost } from '../wait-at-most.js';
 
 /** How long a command may run before Berth checks whether its sandbox was paused from outside. */
 const PAUSE_CHECK_AFTER_MS = 1_500;
@@ -83,7 +84,7 @@ export function createShellSessions(context: RuntimeContext, lifecycle: SandboxL
         entry.killer = killer;
         // An exec that is still starting when the sandbox is paused holds the engine's lock on
         // it; waiting for the answer makes sure this one has started.
-        await Promise.race([killer.ready, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+        await waitAtMost(killer.ready, 10_000);
         return killer;
       })
       .catch(() => undefined)
