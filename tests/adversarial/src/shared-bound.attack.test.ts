@@ -91,10 +91,12 @@ describe.each(['docker', 'podman'] as const)('one bound for all sandboxes togeth
     // The bound was reached and never passed: cgroup v1 keeps the highest use it saw, v2 counts
     // each time a charge met the limit.
     if (existsSync(path.join(folder, 'memory.max_usage_in_bytes'))) {
-      // Reached; passed by no more than a page, which the kernel charges before a fault waits
-      // for Berth's guard (the bound's own OOM killer is off: docs/backend-docker.md#fair-share).
+      // Reached; passed by no more than the few pages the kernel charges past a limit when it
+      // may not fail (seen: one page, and once two on Podman), while a fault waits for Berth's
+      // guard (the bound's own OOM killer is off: docs/backend-docker.md#fair-share); the hogs
+      // asked for 200 MB more than the bound.
       expect(readNumber(path.join(folder, 'memory.max_usage_in_bytes'))).toBeGreaterThanOrEqual(TOTAL_MB * 1024 * 1024);
-      expect(readNumber(path.join(folder, 'memory.max_usage_in_bytes'))).toBeLessThanOrEqual(TOTAL_MB * 1024 * 1024 + 4096);
+      expect(readNumber(path.join(folder, 'memory.max_usage_in_bytes'))).toBeLessThanOrEqual(TOTAL_MB * 1024 * 1024 + 16 * 4096);
     } else {
       expect(Number(/^max (\d+)$/m.exec(readFileSync(path.join(folder, 'memory.events'), 'utf8'))?.[1] ?? 0)).toBeGreaterThan(0);
     }

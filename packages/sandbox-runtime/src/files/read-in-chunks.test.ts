@@ -111,6 +111,29 @@ describe('read-chunk.sh', () => {
     expect(await statusOf('big')).toBe('TOO_LARGE');
   });
 
+  it('hands over no more than the size it printed when the file grows after its stat', async () => {
+    // A `stat` that appends to the file once it has answered: the growth lands between the
+    // size line and the read, on the last chunk, where nothing later would notice it.
+    const bin = path.join(folder, 'bin');
+    mkdirSync(bin);
+    const real = spawnSync('sh', ['-c', 'command -v stat']).stdout.toString().trim();
+    writeFileSync(path.join(bin, 'stat'), `#!/bin/sh\n"${real}" "$@"\nstatus=$?\nprintf 'more' >> "${path.join(root, 'growing')}"\nexit $status\n`, {
+      mode: 0o755,
+    });
+    const bytes = Buffer.alloc(CHUNK + 10, 7);
+    writeFileSync(path.join(root, 'growing'), bytes);
+    const grown = async (program: string, args: readonly string[]): Promise<FileProgramResult> => {
+      const result = spawnSync('sh', ['-c', program, 'berth-file', ...args], { timeout: 20_000, env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+      return { exitCode: result.status ?? 124, stdout: result.stdout.toString(), stderr: result.stderr.toString(), timedOut: false, truncated: false };
+    };
+    const single = () => readInChunks({ path: path.join(root, 'growing'), roots: [root], limit: 1_000_000, outputLimit: 64 * 1024, run: grown });
+    // Two chunks: the first stat's growth shows as a new size at the second, which is refused.
+    expect(await refusalOf(single())).toMatchObject({ reason: 'changed' });
+    // One chunk (a file that fits one): what was there at the stat, exactly, not a lie refused.
+    writeFileSync(path.join(root, 'growing'), 'hello\n');
+    expect((await single()).toString()).toBe('hello\n');
+  });
+
   it('sets every name of the exit-code table in front of every program, which exits by name only', () => {
     for (const [program, text] of Object.entries(FILE_PROGRAMS)) {
       for (const [name, status] of Object.entries(FILE_EXIT)) expect(text, program).toContain(`${name}=${status}\n`);

@@ -49,6 +49,8 @@ const RECLAIM_QUIET_MS = 1_000;
  * stop on a busy machine, short enough that a user waiting at the bound is answered in seconds.)
  */
 const STOP_WAIT_MS = 3_000;
+/** How long a start waits for the memory a sandbox that gave way frees (killed processes free it in well under that). */
+const ROOM_WAIT_MS = 3_000;
 
 /**
  * Makes a sandbox give way: resolves once its processes are killed (`killNow`), with the engine's
@@ -264,6 +266,22 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     const holdings = await candidates();
     const shares = sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: pids.max }, holdings.length + 1, options.floors);
     if (pids.max - pids.now < Math.min(shares.pids, options.sandboxPids)) await reclaimFrom(holdings, shares, 'pids');
+    // Memory: the engine makes the sandbox's cgroup as it starts, and v1 charges that to the bound,
+    // so a start under a full bound fails ("mkdir …: cannot allocate memory", seen on Docker when a
+    // sandbox that gave way was started again while two hogs still filled the bound). Room first:
+    // the largest gives way as the guard's look would (on a nearly full bound only if over its
+    // share with the newcomer counted), then the start waits for the bound to leave its OOM.
+    let { short } = await shortOfMemory(bound, folders.memory);
+    if (short === false) return;
+    const stopping = [...givingWay.values()].some((stop) => Date.now() - stop.since < STOP_WAIT_MS);
+    if (!stopping && (short === 'short' || (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) > shares.memoryBytes)) {
+      await reclaimFrom(holdings, shares, 'memory');
+    }
+    // Its processes are killed: what they held is free in a moment.
+    for (const until = Date.now() + ROOM_WAIT_MS; short === 'short' && givingWay.size > 0 && Date.now() < until; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      ({ short } = await shortOfMemory(bound, folders.memory));
+    }
   };
 
   // Every sandbox's limits are read back once in CAP_READ_BACK_MS, and at the look after a start;

@@ -180,7 +180,7 @@ describe("the sandbox's processes, from the host", () => {
   });
 });
 
-describe('pids shares', () => {
+describe('room for a start, and pids shares', () => {
   it("caps each sandbox's pids at its share while others run, and makes room for a start that would find too few", async () => {
     const bound = fakeBound(1, { [hex(1)]: [10, 300], [hex(2)]: [5, 20] }, { pidsNow: 320 });
     const stopped: string[] = [];
@@ -207,6 +207,45 @@ describe('pids shares', () => {
     await guard.roomForStart();
     expect(stopped).toEqual([hex(1)]);
     await guard.close(false);
+  });
+
+  it('makes memory room for a start under a full bound, and waits until the bound leaves its OOM, not longer', async () => {
+    // The bound waits in its OOM: the engine could not even make the new sandbox's cgroup (v1 charges it to the bound).
+    const bound = fakeBound(1, { [hex(1)]: [400, 5], [hex(2)]: [190, 5] }, { underOom: true });
+    const control = path.join(bound.paths[0]!, 'memory.oom_control');
+    const stopped: string[] = [];
+    const guard = startFairShareGuard({
+      bound,
+      floors: { memoryBytes: 0, pids: 0 },
+      sandboxPids: 512,
+      intervalMs: 0,
+      reclaim: async (id) => {
+        stopped.push(id);
+        // Its processes are killed; the kernel leaves the OOM a moment later; the engine's stop goes on.
+        setTimeout(() => writeFileSync(control, 'oom_kill_disable 1\nunder_oom 0\noom_kill 0\n'), 300);
+        return { stopped: new Promise<void>((resolve) => setTimeout(resolve, 10_000).unref()) };
+      },
+    });
+    const started = Date.now();
+    await guard.roomForStart();
+    expect(stopped).toEqual([hex(1)]);
+    expect(readFileSync(control, 'utf8')).toContain('under_oom 0');
+    expect(Date.now() - started).toBeLessThan(2_500);
+    // Nearly full (98 %) with everyone within their share, the floor of 200 MB even with the
+    // newcomer counted (600 / 4 is less): nobody gives way, and the start does not wait.
+    const even = fakeBound(1, { [hex(3)]: [195, 5], [hex(4)]: [193, 5], [hex(5)]: [200, 5] });
+    const fair: string[] = [];
+    await startFairShareGuard({
+      bound: even,
+      floors: { memoryBytes: 200 * MB, pids: 0 },
+      sandboxPids: 512,
+      intervalMs: 0,
+      reclaim: async (id) => {
+        fair.push(id);
+        return STOPPED;
+      },
+    }).roomForStart();
+    expect(fair).toEqual([]);
   });
 
   it('writes the cap again where the engine wrote its own limit over it as the sandbox started', async () => {

@@ -32,6 +32,8 @@ export interface SandboxLifecycle {
 
 /** How long a start waits for the room its `beforeStart` makes; the stops go on after it. */
 const ROOM_WAIT_MS = 5_000;
+/** An engine's answer when the kernel could not allocate what a start needs (runc: "mkdir …: cannot allocate memory"). */
+const OUT_OF_MEMORY = /cannot allocate memory|\bENOMEM\b/i;
 
 /**
  * Builds the lifecycle steps over the context's driver. `beforeStart` runs each time a sandbox is
@@ -84,15 +86,35 @@ export function createSandboxLifecycle(
 
   const start = async (entry: SandboxEntry, id: string, justCreated = false): Promise<void> => {
     context.onProgress?.({ phase: 'start', message: `starting ${entry.name}` });
-    if (hooks.beforeStart) {
-      // Room for it first, waited for a while: a stop queued behind another user's long command
-      // must not hold this start (it goes on, and frees its room when it can).
-      await waitAtMost(
-        hooks.beforeStart(entry).catch(() => undefined),
-        ROOM_WAIT_MS,
-      );
+    // Room for it first, waited for a while: a stop queued behind another user's long command
+    // must not hold this start (it goes on, and frees its room when it can).
+    const makeRoom = async (): Promise<void> => {
+      if (hooks.beforeStart)
+        await waitAtMost(
+          hooks.beforeStart(entry).catch(() => undefined),
+          ROOM_WAIT_MS,
+        );
+    };
+    await makeRoom();
+    try {
+      await driver.start(id, justCreated ? { justCreated } : undefined);
+    } catch (error) {
+      // The shared bound filled between the room made and the engine making the sandbox's cgroup
+      // (cgroup v1 charges it to the bound): room once more, then one line, not runc's.
+      if (!hooks.beforeStart || !OUT_OF_MEMORY.test(String((error as Error)?.message))) throw error;
+      await makeRoom();
+      try {
+        await driver.start(id, justCreated ? { justCreated } : undefined);
+      } catch (again) {
+        if (!OUT_OF_MEMORY.test(String((again as Error)?.message))) throw again;
+        context.observer.event(entry, 'refused', 'SANDBOX_LIMIT');
+        throw new SandboxError(
+          'SANDBOX_LIMIT',
+          `sandbox ${entry.name} could not start: the kernel had no memory for it (the sandboxes' shared bound, ` +
+            'terminal.docker_total_memory, or the host is full right now); try again in a moment, or raise terminal.docker_total_memory',
+        );
+      }
     }
-    await driver.start(id, justCreated ? { justCreated } : undefined);
     // Before its first command: the bound's guard gives the new sandbox its share (its pids cap).
     await hooks.afterStart?.();
     entry.starts = (entry.starts ?? 0) + 1;
