@@ -49,6 +49,8 @@ const RECLAIM_QUIET_MS = 1_000;
  * stop on a busy machine, short enough that a user waiting at the bound is answered in seconds.)
  */
 const STOP_WAIT_MS = 3_000;
+/** What a sandbox that gave way must still hold for its stop to be waited for (its /tmp): less is freed by nothing more. */
+const STOP_FREES_BYTES = 8 * 2 ** 20;
 /** How long a start waits for the memory a sandbox that gave way frees (killed processes free it in well under that). */
 const ROOM_WAIT_MS = 3_000;
 
@@ -155,8 +157,11 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     const why =
       resource === 'memory'
         ? `berth: this sandbox was stopped because the sandboxes' shared memory ran out while it held ${mb(holding.memoryBytes)} MB, more than ` +
-          `any other and more than its fair share (${mb(shares.memoryBytes)} MB); its files in /workspace and /root are kept, /tmp and its ` +
-          `processes are not`
+          // Over its share, or (the floors of all running sandboxes add up to more than the bound) the most of anyone's.
+          (holding.memoryBytes > shares.memoryBytes
+            ? `any other and more than its fair share (${mb(shares.memoryBytes)} MB)`
+            : `any other (the bound could not hold every sandbox's fair share of ${mb(shares.memoryBytes)} MB at once)`) +
+          '; its files in /workspace and /root are kept, /tmp and its processes are not'
         : `berth: this sandbox was stopped because the sandboxes' shared process count ran out while it had ${holding.pids} processes, more ` +
           `than any other and more than its fair share (${shares.pids}); its files in /workspace and /root are kept, /tmp and its processes ` +
           `are not`;
@@ -256,14 +261,26 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     }
   };
 
-  const candidates = async (): Promise<SandboxHolding[]> =>
-    (await readHoldings(bound)).filter((holding) => !notOurs.has(holding.id) && !givingWay.has(holding.id));
+  /**
+   * Who may give way, and whether a stop under way may still free memory: one that gave way
+   * less than STOP_WAIT_MS ago and still holds at least STOP_FREES_BYTES (its /tmp, which goes
+   * only with the stop). One whose killed processes left it next to nothing frees nothing more
+   * by its stop: waiting for it held everyone at a full bound for 3 s (seen on Podman, whose
+   * stop of it waited for memory itself).
+   */
+  const candidates = async (): Promise<{ holdings: SandboxHolding[]; freeing: boolean }> => {
+    const all = await readHoldings(bound);
+    const freeing = [...givingWay].some(
+      ([id, stop]) => Date.now() - stop.since < STOP_WAIT_MS && (all.find((holding) => holding.id === id)?.memoryBytes ?? 0) >= STOP_FREES_BYTES,
+    );
+    return { holdings: all.filter((holding) => !notOurs.has(holding.id) && !givingWay.has(holding.id)), freeing };
+  };
 
   const roomForStart = async (): Promise<void> => {
     if (!folders || closed) return;
     const pids = await pidsOf().catch(() => undefined);
     if (!pids) return;
-    const holdings = await candidates();
+    const { holdings, freeing } = await candidates();
     const shares = sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: pids.max }, holdings.length + 1, options.floors);
     if (pids.max - pids.now < Math.min(shares.pids, options.sandboxPids)) await reclaimFrom(holdings, shares, 'pids');
     // Memory: the engine makes the sandbox's cgroup as it starts, and v1 charges that to the bound,
@@ -273,8 +290,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     // share with the newcomer counted), then the start waits for the bound to leave its OOM.
     let { short } = await shortOfMemory(bound, folders.memory);
     if (short === false) return;
-    const stopping = [...givingWay.values()].some((stop) => Date.now() - stop.since < STOP_WAIT_MS);
-    if (!stopping && (short === 'short' || (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) > shares.memoryBytes)) {
+    if (!freeing && (short === 'short' || (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) > shares.memoryBytes)) {
       await reclaimFrom(holdings, shares, 'memory');
     }
     // Its processes are killed: what they held is free in a moment.
@@ -299,8 +315,8 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     await capPids(folders.pids, pids.max, readAll);
     const pidsShort = pids.now >= pids.max * PIDS_SHORT;
     if ((!memory && !pidsShort) || Date.now() < quietUntil) return;
-    if ([...givingWay.values()].some((stop) => Date.now() - stop.since < STOP_WAIT_MS)) return;
-    const holdings = await candidates();
+    const { holdings, freeing } = await candidates();
+    if (freeing) return;
     const shares = sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: pids.max }, holdings.length, options.floors);
     // Nearly full only: the largest gives way before anyone meets the limit, if it is over its
     // share, and if no stop is under way (what that one still holds, its /tmp, goes with it).

@@ -148,6 +148,36 @@ describe('the fair-share guard', () => {
     await closing;
   });
 
+  it('does not wait for a stop that frees nothing more: the one that gave way holds next to nothing, and the bound is full again', async () => {
+    // Seen on Podman: the killed sandbox held 0 MB while its stop waited for memory itself, and
+    // the two others filled the bound again; everyone waited out the 3 s hold.
+    const bound = fakeBound(1, { [hex(1)]: [210, 2], [hex(2)]: [200, 2], [hex(3)]: [190, 2] }, { underOom: true });
+    const asked: string[] = [];
+    const lines: string[] = [];
+    const guard = startFairShareGuard({
+      bound,
+      floors: { memoryBytes: 256 * MB, pids: 0 },
+      sandboxPids: 512,
+      intervalMs: 0,
+      reclaim: async (id, why) => {
+        asked.push(id);
+        lines.push(why);
+        return { stopped: new Promise<void>(() => undefined) };
+      },
+    });
+    await guard.check();
+    expect(asked).toEqual([hex(1)]);
+    // Within the floor (256 MB), not over a share: the line does not say it was.
+    expect(lines[0]).toMatch(/held 210 MB, more than any other \(the bound could not hold every sandbox's fair share of 256 MB at once\);/);
+    writeFileSync(path.join(bound.paths[0]!, hex(1), 'memory.usage_in_bytes'), String(1 * MB));
+    vi.useFakeTimers({ toFake: ['Date'] });
+    // After the quiet second, well within the stop's 3 s: the next largest gives way.
+    vi.setSystemTime(Date.now() + 1_100);
+    await guard.check();
+    vi.useRealTimers();
+    expect(asked).toEqual([hex(1), hex(2)]);
+  });
+
   it('leaves everyone alone while the bound has room, and takes pids only from a sandbox over its pids share', async () => {
     const calm = fakeBound(1, { [hex(1)]: [380, 19], [hex(2)]: [5, 1] });
     const stopped: string[] = [];
