@@ -6,7 +6,7 @@
  *
  * - frozen: `docker_freeze_seconds` set, the sandbox frozen by the gateway's own reaper after
  *   `lifetime_seconds` (1 s here) of silence; the next command thaws it;
- * - stopped: the default (`docker_freeze_seconds: 0`), the sandbox stopped by the reaper; the next
+ * - stopped: `docker_freeze_seconds: 0` (the default before it was 3600), the sandbox stopped by the reaper; the next
  *   command starts it again;
  * - `docker run --rm IMAGE true`.
  *
@@ -65,7 +65,7 @@ async function until(userId: string, state: 'paused' | 'exited'): Promise<void> 
 }
 
 const frozen = await register('frozen', { docker_freeze_seconds: 3600 });
-const stopped = await register('stopped', {});
+const stopped = await register('stopped', { docker_freeze_seconds: 0 });
 const times = { frozen: [] as number[], stopped: [] as number[], dockerRun: [] as number[] };
 try {
   for (let index = 0; index < runs; index++) {

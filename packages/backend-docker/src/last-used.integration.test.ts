@@ -26,7 +26,7 @@ describe('last use across gateway processes', () => {
     // Recorded, not made up: after a restart, a sandbox idle for longer than the lifetime is
     // stopped at once (an unknown last use would give it a full lifetime from the restart).
     await new Promise((resolve) => setTimeout(resolve, 2_500));
-    const third = harness.backend({ lifetime_seconds: 2 });
+    const third = harness.backend({ lifetime_seconds: 2, docker_freeze_seconds: 0 });
     expect(await third.reap()).toContain(request.scope.key);
     const [stopped] = (await third.list()).filter((sandbox) => sandbox.scopeKey === request.scope.key);
     expect(stopped?.state).toBe('stopped');

@@ -95,7 +95,7 @@ describe('two gateways on one engine', () => {
     const otherDir = await mkdtemp(path.join(tmpdir(), 'berth-docker-other-'));
     try {
       const rootOf = (dir: string) => path.join(dir, 'docker');
-      const mine = harness.backend({ lifetime_seconds: 1 }, { sandboxRoot: rootOf(harness.sandboxDir), reapIntervalMs: 0 });
+      const mine = harness.backend({ lifetime_seconds: 1, docker_freeze_seconds: 0 }, { sandboxRoot: rootOf(harness.sandboxDir), reapIntervalMs: 0 });
       const theirs = harness.backend({ sandbox_dir: otherDir }, { sandboxRoot: rootOf(otherDir), reapIntervalMs: 0 });
       const user = { platform: 'telegram', userId: '2090' };
       const myRequest = harness.request(user);
@@ -150,7 +150,7 @@ describe('recovery', () => {
 
   it('stops idle sandboxes on reap, and the next command starts them again', async () => {
     // The automatic reaper is off: this test decides when to reap, so no timer can beat it to it.
-    const backend = harness.backend({ lifetime_seconds: 1 }, { reapIntervalMs: 0 });
+    const backend = harness.backend({ lifetime_seconds: 1, docker_freeze_seconds: 0 }, { reapIntervalMs: 0 });
     const request = harness.request({ platform: 'telegram', userId: '2004' });
     await backend.doExec(request, { command: 'echo x > /workspace/r.txt' });
     // Sandboxes of earlier tests may be reaped here (their recorded last use is old); this one is fresh.

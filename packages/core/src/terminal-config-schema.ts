@@ -131,8 +131,9 @@ export const terminalConfigSchema = z
     lifetime_seconds: z.number().int().min(0).max(31_536_000).default(300),
     // Berth's own: a sandbox idle for lifetime_seconds is frozen (docker pause: its processes
     // stop, its memory stays, the next command thaws it at once) and stopped once frozen this
-    // long; 0 (the default for now) stops it at lifetime_seconds (docs/sandbox-runtime.md).
-    docker_freeze_seconds: z.number().int().min(0).max(31_536_000).default(0),
+    // long (an hour by default: a conversation picked up within the hour starts at once); 0
+    // stops it at lifetime_seconds (docs/sandbox-runtime.md).
+    docker_freeze_seconds: z.number().int().min(0).max(31_536_000).default(3600),
     sandbox_dir: z.string().min(1).optional(),
     docker_volumes: z.array(volume).default([]),
     // Hermes' name for variables that reach sandboxes from the gateway's environment: Berth adds

@@ -21,7 +21,7 @@ import { releaseDisksUnder } from '@berth/gateway-plugin';
 // must then stop it, leaving nothing running behind.
 const CHILD = path.join(import.meta.dirname, 'support', 'gateway-child.ts');
 const sandboxDir = temporarySandboxDir('child');
-const config = { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 128, lifetime_seconds: 2, timeout: 120 };
+const config = { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 128, lifetime_seconds: 2, docker_freeze_seconds: 2, timeout: 120 };
 const user = randomTelegramUser();
 const marker = randomBytes(8).toString('hex');
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -86,8 +86,9 @@ describe('faults: the gateway process is killed with SIGKILL mid-command and sta
     const after = await containersUnder(sandboxDir);
     expect(after.map((container) => container.Id)).toEqual([original!.Id]);
 
-    // Idle past lifetime_seconds: the restarted gateway's reaper stops the adopted sandbox,
-    // which ends the killed gateway's orphaned command too.
+    // Idle past lifetime_seconds: the restarted gateway's reaper freezes the adopted sandbox, and
+    // stops it once frozen for docker_freeze_seconds, which ends the killed gateway's orphaned
+    // command too.
     const deadline = Date.now() + 20_000;
     let state = '';
     while (Date.now() < deadline) {

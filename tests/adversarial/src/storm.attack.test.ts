@@ -2,9 +2,9 @@ import { randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docker, startAttackGateway, type AttackGateway, type Sender } from './support/attack-gateway.js';
 
-// 200 first messages from 50 users within one second, then the idle reaper stopping sandboxes
-// while commands keep arriving: zero errors, exactly 50 containers, each user sees only their
-// own marker.
+// 200 first messages from 50 users within one second, then the idle reaper freezing sandboxes
+// and stopping frozen ones while commands keep arriving (and thaw or start them again): zero
+// errors, exactly 50 containers, each user sees only their own marker.
 const USERS = 50;
 const MESSAGES_PER_USER = 4;
 const base = randomInt(1_000_000_000, 1_900_000_000);
@@ -15,7 +15,7 @@ const markerOf = (sender: Sender): string => `marker-${sender.platform}-${String
 let gateway: AttackGateway;
 
 beforeAll(async () => {
-  gateway = await startAttackGateway({ config: { container_memory: 32, lifetime_seconds: 2, docker_pids_limit: 64 } });
+  gateway = await startAttackGateway({ config: { container_memory: 32, lifetime_seconds: 2, docker_freeze_seconds: 2, docker_pids_limit: 64 } });
 });
 
 afterAll(async () => {
@@ -62,13 +62,16 @@ describe('a storm of first messages, then the reaper under load', () => {
     console.log(`storm: ${results.length} messages, ${USERS} sandboxes created in ${Math.round(elapsed)} ms`);
   });
 
-  it('the idle reaper (lifetime_seconds 2) stops sandboxes while commands keep arriving: zero errors, still 50 containers, markers intact', async () => {
+  it('the idle reaper (lifetime_seconds 2, docker_freeze_seconds 2) freezes and stops sandboxes while commands keep arriving: zero errors, still 50 containers, markers intact', async () => {
     const results: Array<Awaited<ReturnType<typeof message>>> = [];
     const until = Date.now() + 8_000;
     let reaped = 0;
+    let frozen = 0;
     const watcher = (async () => {
       while (Date.now() < until) {
-        reaped = Math.max(reaped, (await gateway.containers()).filter((container) => container.State === 'exited').length);
+        const states = (await gateway.containers()).map((container) => container.State);
+        reaped = Math.max(reaped, states.filter((state) => state === 'exited').length);
+        frozen = Math.max(frozen, states.filter((state) => state === 'paused').length);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     })();
@@ -86,9 +89,10 @@ describe('a storm of first messages, then the reaper under load', () => {
       errors.length === 0 ? '' : await whyFailed(errors.map((result) => result.sender)),
     ).toEqual([]);
     for (const result of results) expect('output' in result ? result.output : '').toBe(`${markerOf(result.sender)}\n`);
-    // The reaper did run: some sandboxes were stopped during the window.
+    // The reaper did run: some sandboxes were frozen, and some frozen long enough were stopped, during the window.
+    expect(frozen).toBeGreaterThan(0);
     expect(reaped).toBeGreaterThan(0);
     expect(await gateway.containers()).toHaveLength(USERS);
-    console.log(`reaper under load: ${results.length} commands, up to ${reaped} sandboxes stopped at once, 0 errors`);
+    console.log(`reaper under load: ${results.length} commands, up to ${frozen} sandboxes frozen and ${reaped} stopped at once, 0 errors`);
   });
 });

@@ -68,3 +68,39 @@ export async function sharesCheck(
       `(when the bound runs short, the one holding the most gives way); in use (container id): ${each.join('; ')}${more}`,
   };
 }
+
+/**
+ * The frozen sandboxes (idle past `lifetime_seconds`, `docker_freeze_seconds`): how many, and
+ * what memory they still hold (read from the shared bound where it is enforced on this host),
+ * since a frozen sandbox's memory stays held until it is stopped.
+ */
+export async function frozenCheck(
+  config: TerminalConfig,
+  sandboxes: readonly { readonly state: string; readonly containerId: string }[],
+  sharedBound?: BackendDescription['sharedBound'],
+  cgroupRoot?: string,
+): Promise<DoctorCheck> {
+  if (config.docker_freeze_seconds === 0) {
+    return { name: 'frozen', status: 'ok', detail: 'freezing is off (docker_freeze_seconds: 0): idle sandboxes stop at lifetime_seconds' };
+  }
+  const frozen = sandboxes.filter((sandbox) => sandbox.state === 'paused');
+  const when =
+    `idle sandboxes are frozen at lifetime_seconds (${config.lifetime_seconds} s) and stopped once frozen for docker_freeze_seconds ` +
+    `(${config.docker_freeze_seconds} s), or sooner by docker_max_running, which counts them as running`;
+  if (frozen.length === 0) return { name: 'frozen', status: 'ok', detail: `no sandbox is frozen; ${when}` };
+  const read =
+    sharedBound?.enforced && sharedBound.parent
+      ? await readBoundShares(
+          { parent: sharedBound.parent, memoryMb: sharedBound.memoryMb, pids: sharedBound.pids },
+          { memoryBytes: 0, pids: 0 },
+          cgroupRoot,
+        ).catch(() => undefined)
+      : undefined;
+  const ids = new Set(frozen.map((sandbox) => sandbox.containerId));
+  const held = read?.holdings.filter((holding) => ids.has(holding.id)).reduce((sum, holding) => sum + holding.memoryBytes, 0);
+  const memory =
+    held === undefined
+      ? `their memory stays held while frozen (up to container_memory, ${config.container_memory} MB, each)`
+      : `holding ${Math.round(held / 2 ** 20)} MB of the shared bound's ${sharedBound!.memoryMb} MB while frozen`;
+  return { name: 'frozen', status: 'ok', detail: `${frozen.length} sandbox${frozen.length === 1 ? ' is' : 'es are'} frozen, ${memory}; ${when}` };
+}

@@ -13,6 +13,7 @@ export interface DoctorCheck {
     | 'runtime'
     | 'capacity'
     | 'shares'
+    | 'frozen'
     | 'disk';
   readonly status: 'ok' | 'problem' | 'warning' | 'skipped';
   readonly detail: string;

@@ -2,8 +2,11 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { HostLogger } from '@berth/core';
 import { killSandboxTasks } from './sandbox-tasks.js';
-import { boundFolders, CHILD_NAME, chooseHog, memoryFile, readHoldings, sharesOf, type SandboxHolding, type Shares } from './fair-share.js';
+import { boundFolders, CHILD_NAME, chooseHog, readHoldings, sharesOf, type SandboxHolding, type Shares } from './fair-share.js';
 import { writeValue, type SharedBound } from './shared-bound.js';
+import { asCount, numberIn, readText, returnOomDecision, shortOfMemory } from './bound-memory.js';
+
+export { returnOomDecision, takeOomDecision } from './bound-memory.js';
 
 // Berth, not the kernel, decides who gives way when the shared bound runs short. Left to itself
 // the kernel's OOM killer picks the largest process under the bound: a light user's one big
@@ -28,10 +31,6 @@ import { writeValue, type SharedBound } from './shared-bound.js';
 
 /** How often the guard reads the bound, ms. */
 export const GUARD_INTERVAL_MS = 200;
-/** cgroup v2: `memory.high` of the bound, as a share of its `memory.max`. */
-export const HIGH_SHARE = 0.95;
-/** cgroup v1: the share of the bound's memory in use from which the largest sandbox gives way, before a write meets the limit. */
-export const NEARLY_FULL = 0.97;
 /** The share of the bound's memory in use from which the guard looks four times as often. */
 export const NEAR = 0.85;
 /** The share of the bound's pids in use from which the sandbox furthest over its pids share gives way. */
@@ -93,48 +92,7 @@ export interface FairShareGuard {
   close(lastHolder: boolean): Promise<void>;
 }
 
-async function readText(file: string): Promise<string> {
-  return (await fs.readFile(file, 'utf8')).trim();
-}
-
-const numberIn = (text: string, key: string): number => Number(new RegExp(`^${key} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
-const asCount = (text: string): number => (text === 'max' ? Number.POSITIVE_INFINITY : Number(text));
 const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
-
-/** Makes the bound the guard's to decide on: v1's OOM killer off, v2's `memory.high` set. Throws what it could not write. */
-export async function takeOomDecision(bound: SharedBound): Promise<void> {
-  const folders = boundFolders(bound);
-  if (!folders) return;
-  if (bound.version === 1) await writeValue(path.join(folders.memory, 'memory.oom_control'), '1');
-  else await writeValue(path.join(folders.memory, 'memory.high'), String(Math.floor(bound.memoryMb * 2 ** 20 * HIGH_SHARE)));
-}
-
-/** Gives the decision back to the kernel (the last process of the installation to leave). */
-export async function returnOomDecision(bound: SharedBound): Promise<void> {
-  const folders = boundFolders(bound);
-  if (!folders) return;
-  if (bound.version === 1) await writeValue(path.join(folders.memory, 'memory.oom_control'), '0').catch(() => undefined);
-  else await writeValue(path.join(folders.memory, 'memory.high'), 'max').catch(() => undefined);
-}
-
-/**
- * Whether the bound is short of memory: v1 waits in its OOM (`under_oom 1`), or is nearly full
- * (`NEARLY_FULL` of its limit in use, page cache the kernel could drop not counted): v1 makes
- * only a page fault wait at the limit, and a write that meets it (a file in a tmpfs, a pipe)
- * fails at once with ENOMEM, so room is made before; v2 is past `memory.high`.
- */
-async function shortOfMemory(bound: SharedBound, folder: string): Promise<{ short: 'short' | 'nearly' | false; used: number }> {
-  const limit = bound.memoryMb * 2 ** 20;
-  if (bound.version === 1) {
-    const [control, usage, stat] = await Promise.all(
-      ['memory.oom_control', 'memory.usage_in_bytes', 'memory.stat'].map((file) => readText(path.join(folder, file))),
-    );
-    const used = (asCount(usage!) - numberIn(stat!, 'total_inactive_file')) / limit;
-    return { short: numberIn(control!, 'under_oom') === 1 ? 'short' : used >= NEARLY_FULL ? 'nearly' : false, used };
-  }
-  const [current, high] = await Promise.all([readText(path.join(folder, memoryFile(2))), readText(path.join(folder, 'memory.high'))]);
-  return { short: asCount(current) >= asCount(high) ? 'short' : false, used: asCount(current) / limit };
-}
 
 /**
  * Starts the guard over a bound that Berth enforces (a bound with `unenforced` set, or made

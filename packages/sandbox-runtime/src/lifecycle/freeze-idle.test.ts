@@ -74,10 +74,18 @@ describe('idle sandboxes are frozen, then stopped', () => {
     expect(events).toEqual(['created 41', 'frozen 41', 'thawed 41', 'frozen 41', 'stopped 41']);
   });
 
-  it('stops at lifetime_seconds by default (docker_freeze_seconds: 0), and where the engine cannot freeze or the freeze fails (warned once)', async () => {
+  it('freezes by default (docker_freeze_seconds: 3600); stops at lifetime_seconds with 0, and where the engine cannot freeze or the freeze fails (warned once)', async () => {
     vi.useFakeTimers({ toFake: ['Date'] });
+    {
+      const { request, runtimeOver } = setUp({ lifetime_seconds: 1 });
+      const driver = createFakeDriver({ pause: true });
+      const runtime = runtimeOver(driver);
+      await runtime.doExec(request('41'), { command: 'true' });
+      vi.setSystemTime(Date.now() + 1_100);
+      expect(await runtime.reap()).toEqual([]);
+      expect(driver.calls.filter((call) => call.startsWith('pause '))).toHaveLength(1);
+    }
     for (const [settings, driver] of [
-      [{}, createFakeDriver({ pause: true })],
       [{ docker_freeze_seconds: 0 }, createFakeDriver({ pause: true })],
       [{ docker_freeze_seconds: 60 }, createFakeDriver()],
     ] as const) {

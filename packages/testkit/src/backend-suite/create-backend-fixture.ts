@@ -52,7 +52,8 @@ const VARIANT_OVERRIDES: Record<SuiteVariant, Partial<TerminalConfigInput>> = {
   // An operator who turns networking and masking off: one config, one user, two checks.
   offline: { docker_network: false, docker_mask_secrets: false },
   legacy: { docker_user_sandbox: false },
-  idle: { lifetime_seconds: 1 },
+  // Stopped when idle, as a backend without pause is: freezing (on by default) has its own tests.
+  idle: { lifetime_seconds: 1, docker_freeze_seconds: 0 },
   // Commands that give no timeout of their own are killed at terminal.timeout: this one.
   shortTimeout: { timeout: 2 },
 };
