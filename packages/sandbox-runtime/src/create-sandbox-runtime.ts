@@ -93,6 +93,8 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
     sandboxRoot: context.sandboxRoot,
     floors: { memoryBytes: settings.docker_share_floor * 2 ** 20, pids: Math.min(SHARE_FLOOR_PIDS, settings.docker_pids_limit) },
     sandboxPids: settings.docker_pids_limit,
+    // Frozen by this process (another's frozen ones count as running): they give way first.
+    isFrozen: (id) => [...context.entries.values()].some((entry) => entry.containerId === id && entry.frozenAt !== undefined),
     reclaim: createReclaim({
       driver,
       entries: () => context.entries.values(),

@@ -40,6 +40,8 @@ export interface BoundKeeperOptions {
   /** One sandbox's own pids limit. */
   readonly sandboxPids: number;
   readonly reclaim: Reclaim;
+  /** Whether a sandbox is frozen (the guard's `isFrozen`). */
+  readonly isFrozen?: ((id: string) => boolean) | undefined;
   readonly logger?: HostLogger | undefined;
   /** The guard's interval (`startFairShareGuard`); 0 for none. */
   readonly guardIntervalMs?: number;
@@ -124,6 +126,7 @@ export function createBoundKeeper(options: BoundKeeperOptions): BoundKeeper {
       floors: options.floors,
       sandboxPids: options.sandboxPids,
       reclaim: options.reclaim,
+      isFrozen: options.isFrozen,
       logger,
       ...(options.guardIntervalMs !== undefined ? { intervalMs: options.guardIntervalMs } : {}),
     });

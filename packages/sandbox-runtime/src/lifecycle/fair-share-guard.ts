@@ -72,6 +72,8 @@ export interface FairShareGuardOptions {
   readonly sandboxPids: number;
   /** Stops the sandbox whose container id is `id`; `why` is the one line its user gets. See {@link Reclaim}. */
   readonly reclaim: Reclaim;
+  /** Whether the sandbox of this container id is frozen (idle): such a one gives way first. */
+  readonly isFrozen?: ((id: string) => boolean) | undefined;
   readonly logger?: HostLogger | undefined;
   /** @default GUARD_INTERVAL_MS; 0: no timer (tests call `check`). */
   readonly intervalMs?: number;
@@ -111,9 +113,19 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   let closed = false;
   let near = false;
 
-  const giveWay = async (holding: SandboxHolding, shares: Shares, resource: 'memory' | 'pids'): Promise<boolean> => {
-    const why =
-      resource === 'memory'
+  // Frozen (idle, docker_freeze_seconds) and holding memory its stop would free: gives way first,
+  // whatever its share, as nobody is waiting for anything it does; its user pays a start later.
+  const frozenHog = (holdings: readonly SandboxHolding[]): SandboxHolding | undefined =>
+    chooseHog(
+      holdings.filter((holding) => holding.memoryBytes >= STOP_FREES_BYTES && options.isFrozen?.(holding.id)),
+      'memory',
+    );
+
+  const giveWay = async (holding: SandboxHolding, shares: Shares, resource: 'memory' | 'pids', frozen = false): Promise<boolean> => {
+    const why = frozen
+      ? `berth: this sandbox was stopped while frozen (idle) because the sandboxes' shared memory ran short and it held ${mb(holding.memoryBytes)} MB; ` +
+        'its files in /workspace and /root are kept, /tmp and its processes are not'
+      : resource === 'memory'
         ? `berth: this sandbox was stopped because the sandboxes' shared memory ran out while it held ${mb(holding.memoryBytes)} MB, more than ` +
           // Over its share, or (the floors of all running sandboxes add up to more than the bound) the most of anyone's.
           (holding.memoryBytes > shares.memoryBytes
@@ -211,10 +223,11 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
   /** Asks the sandbox holding the most of `resource`, then the next, until one of Berth's gives way. */
   const reclaimFrom = async (holdings: readonly SandboxHolding[], shares: Shares, resource: 'memory' | 'pids'): Promise<void> => {
     for (let left = [...holdings]; left.length > 0; ) {
-      const hog = chooseHog(left, resource)!;
+      const frozen = resource === 'memory' ? frozenHog(left) : undefined;
+      const hog = frozen ?? chooseHog(left, resource)!;
       // Pids are taken from others only by a sandbox over its pids share.
       if (resource === 'pids' && hog.pids <= shares.pids) return;
-      if (await giveWay(hog, shares, resource)) return;
+      if (await giveWay(hog, shares, resource, frozen !== undefined)) return;
       left = left.filter((holding) => holding !== hog);
     }
   };
@@ -248,7 +261,7 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     // share with the newcomer counted), then the start waits for the bound to leave its OOM.
     let { short } = await shortOfMemory(bound, folders.memory);
     if (short === false) return;
-    if (!freeing && (short === 'short' || (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) > shares.memoryBytes)) {
+    if (!freeing && (short === 'short' || frozenHog(holdings) || (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) > shares.memoryBytes)) {
       await reclaimFrom(holdings, shares, 'memory');
     }
     // Its processes are killed: what they held is free in a moment.
@@ -276,9 +289,10 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
     const { holdings, freeing } = await candidates();
     if (freeing) return;
     const shares = sharesOf({ memoryLimit: bound.memoryMb * 2 ** 20, pidsLimit: pids.max }, holdings.length, options.floors);
-    // Nearly full only: the largest gives way before anyone meets the limit, if it is over its
-    // share, and if no stop is under way (what that one still holds, its /tmp, goes with it).
-    if (memory === 'nearly' && !pidsShort && (givingWay.size > 0 || (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) <= shares.memoryBytes)) return;
+    // Nearly full only: a frozen one, or the largest if it is over its share, gives way before
+    // anyone meets the limit, if no stop is under way (what that one still holds, its /tmp, goes with it).
+    const over = frozenHog(holdings) !== undefined || (chooseHog(holdings, 'memory')?.memoryBytes ?? 0) > shares.memoryBytes;
+    if (memory === 'nearly' && !pidsShort && (givingWay.size > 0 || !over)) return;
     await reclaimFrom(holdings, shares, memory ? 'memory' : 'pids');
   };
 

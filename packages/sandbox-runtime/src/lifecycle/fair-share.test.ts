@@ -178,6 +178,38 @@ describe('the fair-share guard', () => {
     expect(asked).toEqual([hex(1), hex(2)]);
   });
 
+  it('a frozen sandbox holding memory gives way first, whatever its share, at a full bound and at a nearly full one', async () => {
+    // 300 MB running, 150 MB frozen, 140 MB running: the bound of 600 MB waits in its OOM.
+    const bound = fakeBound(1, { [hex(1)]: [300, 5], [hex(2)]: [150, 2], [hex(3)]: [140, 2] }, { underOom: true });
+    const asked: string[] = [];
+    const lines: string[] = [];
+    const options = {
+      bound,
+      floors: { memoryBytes: 0, pids: 0 },
+      sandboxPids: 512,
+      intervalMs: 0,
+      isFrozen: (id: string) => id === hex(2),
+      reclaim: async (id: string, why: string) => {
+        asked.push(id);
+        lines.push(why);
+        return STOPPED;
+      },
+    };
+    await startFairShareGuard(options).check();
+    expect(asked).toEqual([hex(2)]);
+    expect(lines[0]).toMatch(/^berth: this sandbox was stopped while frozen \(idle\) because the sandboxes' shared memory ran short and it held 150 MB;/);
+    // Nearly full (98 %), everyone within a share of 200 MB: only the frozen one gives way.
+    const nearly = fakeBound(1, { [hex(4)]: [195, 5], [hex(5)]: [193, 2], [hex(6)]: [200, 2] });
+    asked.length = 0;
+    await startFairShareGuard({ ...options, bound: nearly, isFrozen: (id: string) => id === hex(5) }).check();
+    expect(asked).toEqual([hex(5)]);
+    // A frozen one holding next to nothing frees nothing: the largest gives way as before.
+    const empty = fakeBound(1, { [hex(7)]: [400, 5], [hex(8)]: [1, 2] }, { underOom: true });
+    asked.length = 0;
+    await startFairShareGuard({ ...options, bound: empty, isFrozen: (id: string) => id === hex(8) }).check();
+    expect(asked).toEqual([hex(7)]);
+  });
+
   it('leaves everyone alone while the bound has room, and takes pids only from a sandbox over its pids share', async () => {
     const calm = fakeBound(1, { [hex(1)]: [380, 19], [hex(2)]: [5, 1] });
     const stopped: string[] = [];
