@@ -93,4 +93,23 @@ describe('faults: the engine daemon restarts', () => {
     expect(after).toEqual({ output: `${marker}\n`, returncode: 0 });
     expect(await gateway.containers()).toHaveLength(1);
   }, 240_000);
+
+  it('while the sandbox is frozen (idle past lifetime_seconds): the next command thaws nothing stale, brings it back, files intact, no duplicate', async () => {
+    const idle = await startAttackGateway({ config: { lifetime_seconds: 1 } });
+    try {
+      const frozenUser = randomTelegramUser();
+      expect((await idle.run(frozenUser, `echo ${marker} > /workspace/keep; cd /tmp; echo ok`)).output).toBe('ok\n');
+      // The reaper (every second here) freezes it: docker_freeze_seconds is on by default.
+      const deadline = Date.now() + 30_000;
+      while ((await idle.containerOf(frozenUser))?.State !== 'paused' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+      expect((await idle.containerOf(frozenUser))?.State).toBe('paused');
+      await restartDockerd();
+      const after = await within(60_000, 'the first command after the engine restart', idle.run(frozenUser, 'cat /workspace/keep'));
+      expect(after).toEqual({ output: `${marker}\n`, returncode: 0 });
+      expect(await idle.containers()).toHaveLength(1);
+      expect((await idle.containerOf(frozenUser))?.State).toBe('running');
+    } finally {
+      await idle.cleanup();
+    }
+  }, 240_000);
 });
