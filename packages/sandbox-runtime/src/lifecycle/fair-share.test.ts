@@ -210,6 +210,29 @@ describe('the fair-share guard', () => {
     expect(asked).toEqual([hex(7)]);
   });
 
+  it('an engine that fails to answer about the largest leaves it in the next choice, not out of every later one', async () => {
+    const bound = fakeBound(1, { [hex(1)]: [400, 5], [hex(2)]: [150, 2] }, { underOom: true });
+    const asked: string[] = [];
+    const warned: string[] = [];
+    const guard = startFairShareGuard({
+      bound,
+      floors: { memoryBytes: 0, pids: 0 },
+      sandboxPids: 512,
+      intervalMs: 0,
+      logger: { info: () => undefined, warn: (line) => void warned.push(line), error: () => undefined },
+      reclaim: async (id) => {
+        asked.push(id);
+        if (asked.length === 1) throw new Error('the engine did not answer the inspect in time');
+        return STOPPED;
+      },
+    });
+    await guard.check();
+    expect(warned).toHaveLength(1);
+    await guard.check();
+    // The hog again, never the light one instead.
+    expect(asked).toEqual([hex(1), hex(1)]);
+  });
+
   it('leaves everyone alone while the bound has room, and takes pids only from a sandbox over its pids share', async () => {
     const calm = fakeBound(1, { [hex(1)]: [380, 19], [hex(2)]: [5, 1] });
     const stopped: string[] = [];

@@ -41,7 +41,10 @@ export function createReclaim(parts: GiveWayParts): Reclaim {
     return false;
   };
   return async (id, why, killNow) => {
-    const found = await driver.inspect(id).catch(() => undefined);
+    // An inspect that fails (an engine slow under the very load the guard answers) throws: the
+    // guard looks again at its next tick. Only an answer that names no sandbox of Berth's (gone,
+    // or another's container under the parent) leaves it out of every later choice.
+    const found = await driver.inspect(id);
     if (found?.labels[LABELS.managedBy] !== MANAGED_BY) return false;
     await killNow();
     // Frozen (idle, docker_freeze_seconds): the kills land once it is thawed (cgroup v1's freezer holds them).
