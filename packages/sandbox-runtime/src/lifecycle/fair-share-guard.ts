@@ -5,6 +5,7 @@ import { killSandboxTasks } from './sandbox-tasks.js';
 import { boundFolders, CHILD_NAME, chooseHog, readHoldings, sharesOf, type SandboxHolding, type Shares } from './fair-share.js';
 import { writeValue, type SharedBound } from './shared-bound.js';
 import { asCount, numberIn, readText, returnOomDecision, shortOfMemory } from './bound-memory.js';
+import { waitAtMost } from '../wait-at-most.js';
 
 export { returnOomDecision, takeOomDecision } from './bound-memory.js';
 
@@ -50,6 +51,8 @@ const RECLAIM_QUIET_MS = 1_000;
 const STOP_WAIT_MS = 3_000;
 /** What a sandbox that gave way must still hold for its stop to be waited for (its /tmp): less is freed by nothing more. */
 const STOP_FREES_BYTES = 8 * 2 ** 20;
+/** How long closing waits for the stops the guard asked for, ms. */
+const CLOSE_WAIT_MS = 30_000;
 /** How long a start waits for the memory a sandbox that gave way frees (killed processes free it in well under that). */
 const ROOM_WAIT_MS = 3_000;
 
@@ -330,7 +333,8 @@ export function startFairShareGuard(options: FairShareGuardOptions): FairShareGu
       closed = true;
       clearInterval(timer);
       await running;
-      await Promise.all([...givingWay.values()].map((stop) => stop.done));
+      // The stops it asked for, for a while: an engine that never answers must not hold a close for good.
+      await waitAtMost(Promise.all([...givingWay.values()].map((stop) => stop.done)), CLOSE_WAIT_MS);
       if (lastHolder) await returnOomDecision(bound);
     },
   };

@@ -3,10 +3,13 @@ import type { SandboxDriverV1 } from '@berth/core/driver';
 import { LABELS, MANAGED_BY } from '../sandbox-spec.js';
 import type { Reclaim } from './fair-share-guard.js';
 import type { SandboxEntry } from './sandbox-entry.js';
+import { waitAtMost } from '../wait-at-most.js';
 
 /** How long the engine is given to see a sandbox whose processes were killed exit by itself, ms. */
 export const EXIT_WAIT_MS = 5_000;
 const EXIT_POLL_MS = 100;
+/** How long the engine is given to say whose container an unknown one under the bound is, ms. */
+const INSPECT_WAIT_MS = 2_000;
 
 /** What {@link createReclaim} needs of the runtime. */
 export interface GiveWayParts {
@@ -34,22 +37,50 @@ export function createReclaim(parts: GiveWayParts): Reclaim {
   const { driver, logger } = parts;
   const exited = async (id: string): Promise<boolean> => {
     for (const deadline = Date.now() + EXIT_WAIT_MS; Date.now() < deadline; ) {
-      const state = (await driver.inspect(id).catch(() => undefined))?.state;
+      // An inspect that does not answer counts against the deadline too (the engine may wait for the bound).
+      let state: string | undefined = 'unanswered';
+      await waitAtMost(
+        driver.inspect(id).then(
+          (found) => (state = found?.state),
+          () => (state = undefined),
+        ),
+        Math.max(0, deadline - Date.now()),
+      );
       if (state === undefined || state === 'stopped') return true;
       await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_MS));
     }
     return false;
   };
   return async (id, why, killNow) => {
-    // An inspect that fails (an engine slow under the very load the guard answers) throws: the
-    // guard looks again at its next tick. Only an answer that names no sandbox of Berth's (gone,
-    // or another's container under the parent) leaves it out of every later choice.
-    const found = await driver.inspect(id);
-    if (found?.labels[LABELS.managedBy] !== MANAGED_BY) return false;
+    // A sandbox of this process's is known to be Berth's without asking the engine: the kills
+    // come first, from the host. The engine may not answer while the bound is full (Podman's
+    // clean-up of an exited container runs under the bound, holding locks its API waits for),
+    // and a guard waiting on it would leave the bound full for good.
+    let entry = [...parts.entries()].find((candidate) => candidate.containerId === id);
+    let paused = entry?.frozenAt !== undefined;
+    let name = entry?.name ?? id.slice(0, 12);
+    if (!entry) {
+      // Another process's, or an operator's container under the parent: asked, for a while. An
+      // inspect the engine fails or does not answer in time throws: the guard looks again at its
+      // next tick. Only an answer that names no sandbox of Berth's leaves it out of every later choice.
+      let answered = false;
+      const inspecting = driver.inspect(id).finally(() => {
+        answered = true;
+      });
+      await waitAtMost(inspecting, INSPECT_WAIT_MS);
+      if (!answered) {
+        inspecting.catch(() => undefined);
+        throw new Error(`the engine did not say within ${INSPECT_WAIT_MS} ms whose container ${id.slice(0, 12)} is`);
+      }
+      const found = await inspecting;
+      if (found?.labels[LABELS.managedBy] !== MANAGED_BY) return false;
+      paused = found.state === 'paused';
+      name = found.name;
+      entry = [...parts.entries()].find((candidate) => candidate.containerId === found.id);
+    }
     await killNow();
     // Frozen (idle, docker_freeze_seconds): the kills land once it is thawed (cgroup v1's freezer holds them).
-    if (found.state === 'paused') await driver.unpause(found.id).catch(() => undefined);
-    const entry = [...parts.entries()].find((candidate) => candidate.containerId === found.id);
+    if (paused) void driver.unpause(id).catch(() => undefined);
     if (entry) {
       entry.reclaimed = why;
       parts.dropShells(entry);
@@ -57,8 +88,7 @@ export function createReclaim(parts: GiveWayParts): Reclaim {
       entry.frozenAt = undefined;
     }
     const stopped = (async () => {
-      if (!(await exited(found.id)))
-        await driver.stop(found.id, 1).catch((error: unknown) => logger?.warn(`berth: could not stop ${found.name}: ${(error as Error).message}`));
+      if (!(await exited(id))) await driver.stop(id, 1).catch((error: unknown) => logger?.warn(`berth: could not stop ${name}: ${(error as Error).message}`));
       if (entry) await parts.stopped(entry).catch(() => undefined);
     })();
     // Its user's next command starts it again only once this is done (sandbox-lifecycle.ts).
