@@ -19,8 +19,14 @@ const holdInProcesses = (mb: number): string =>
   `(awk 'BEGIN { s = sprintf("%20000000s", ""); system("sleep 600") }' &); sleep 0.3; i=$((i + 1)); done; echo held`;
 /** Holds `mb` MB as a file in the sandbox's tmpfs /tmp, which no kill frees. */
 const holdInTmpfs = (mb: number): string => `dd if=/dev/zero of=/tmp/pin bs=1M count=${mb} 2>/dev/null; echo held`;
-/** A light user's one command of 300 MB, for a moment: with the attacker's 380, more than the bound holds. */
-const LIGHT_COMMAND = 'dd if=/dev/zero of=/dev/null bs=300M count=1 2>/dev/null; echo "status $?"';
+/**
+ * A light user's one command of 300 MB, for a moment: with the attacker's 380, more than the bound
+ * holds. Written from user space (awk fills 30 strings of 10 MB), as a program's own memory is: a
+ * read() into untouched memory (dd from /dev/zero) faults in the kernel instead, and at a full
+ * bound that read returns short at once rather than waiting (seen: dd's status 0 in 74 ms while
+ * the attacker still held 382 MB and nobody gave way; with `iflag=fullblock`, `0+1 records in`).
+ */
+const LIGHT_COMMAND = `awk 'BEGIN { for (i = 0; i < 30; i++) a[i] = sprintf("%10000000s", i); print "status 0" }'`;
 
 /** Removes an empty cgroup; false when the kernel keeps it (members, or children). */
 function rmdirQuietly(folder: string): boolean {
