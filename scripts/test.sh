@@ -147,8 +147,15 @@ wait "$egress_image" || { status=1; say "building the egress test image failed; 
 # still running (a new machine) shares the cores evenly with them from here: it goes back to nice 0.
 phase2_started="$(date +%s)"
 build_pid="$(cat "${BERTH_CACHE_DIR:-/var/cache/berth}/kubernetes-build.pid" 2>/dev/null || true)"
-# shellcheck disable=SC2015 # meant: renice it if there is one; either way, go on
-[ -n "$build_pid" ] && renice -n 0 -p "$build_pid" >/dev/null 2>&1 || true
+# Every thread of it and of its compilers: a niceness is a thread's, and go build starts each
+# compiler from a thread of its own, so renicing its pid alone left them all at 19 (seen: the
+# compile starved behind two busy cores for over half an hour).
+renice_tree() {
+  local task child
+  for task in /proc/"$1"/task/*; do renice -n 0 -p "${task##*/}" >/dev/null 2>&1 || true; done
+  for child in $(pgrep -P "$1" 2>/dev/null); do renice_tree "$child"; done
+}
+if [ -n "$build_pid" ]; then renice_tree "$build_pid"; fi
 # shellcheck disable=SC2317 # called from a lane's eval, which shellcheck does not see
 kubernetes_ready() {
   wait_for_file .test-results/kubernetes.status
