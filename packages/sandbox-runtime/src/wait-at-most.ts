@@ -1,11 +1,12 @@
 /**
- * Waits for `promise`, but no longer than `ms`: resolves when either comes first (rejects when
- * `promise` rejects first). The timer neither keeps the process alive nor outlives the wait.
+ * Waits for `promise`, but no longer than `ms`: resolves when either comes first, with whether
+ * `promise` settled in time (rejects when `promise` rejects first). The timer neither keeps the
+ * process alive nor outlives the wait.
  */
-export async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
+export async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms).unref()))]);
+    return await Promise.race([promise.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms).unref()))]);
   } finally {
     clearTimeout(timer);
   }

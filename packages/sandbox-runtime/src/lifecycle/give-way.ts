@@ -37,16 +37,13 @@ export function createReclaim(parts: GiveWayParts): Reclaim {
   const { driver, logger } = parts;
   const exited = async (id: string): Promise<boolean> => {
     for (const deadline = Date.now() + EXIT_WAIT_MS; Date.now() < deadline; ) {
-      // An inspect that does not answer counts against the deadline too (the engine may wait for the bound).
-      let state: string | undefined = 'unanswered';
-      await waitAtMost(
-        driver.inspect(id).then(
-          (found) => (state = found?.state),
-          () => (state = undefined),
-        ),
-        Math.max(0, deadline - Date.now()),
-      );
-      if (state === undefined || state === 'stopped') return true;
+      // An inspect that does not answer counts against the deadline too (the engine may wait for
+      // the bound); one that fails counts as gone.
+      const inspecting = driver.inspect(id).catch(() => undefined);
+      if (await waitAtMost(inspecting, Math.max(0, deadline - Date.now()))) {
+        const state = (await inspecting)?.state;
+        if (state === undefined || state === 'stopped') return true;
+      }
       await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_MS));
     }
     return false;
@@ -63,12 +60,8 @@ export function createReclaim(parts: GiveWayParts): Reclaim {
       // Another process's, or an operator's container under the parent: asked, for a while. An
       // inspect the engine fails or does not answer in time throws: the guard looks again at its
       // next tick. Only an answer that names no sandbox of Berth's leaves it out of every later choice.
-      let answered = false;
-      const inspecting = driver.inspect(id).finally(() => {
-        answered = true;
-      });
-      await waitAtMost(inspecting, INSPECT_WAIT_MS);
-      if (!answered) {
+      const inspecting = driver.inspect(id);
+      if (!(await waitAtMost(inspecting, INSPECT_WAIT_MS))) {
         inspecting.catch(() => undefined);
         throw new Error(`the engine did not say within ${INSPECT_WAIT_MS} ms whose container ${id.slice(0, 12)} is`);
       }

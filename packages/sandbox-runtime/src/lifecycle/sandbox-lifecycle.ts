@@ -95,16 +95,17 @@ export function createSandboxLifecycle(
           ROOM_WAIT_MS,
         );
     };
+    const startIt = () => driver.start(id, justCreated ? { justCreated } : undefined);
     await makeRoom();
     try {
-      await driver.start(id, justCreated ? { justCreated } : undefined);
+      await startIt();
     } catch (error) {
       // The shared bound filled between the room made and the engine making the sandbox's cgroup
       // (cgroup v1 charges it to the bound): room once more, then one line, not runc's.
       if (!hooks.beforeStart || !OUT_OF_MEMORY.test(String((error as Error)?.message))) throw error;
       await makeRoom();
       try {
-        await driver.start(id, justCreated ? { justCreated } : undefined);
+        await startIt();
       } catch (again) {
         if (!OUT_OF_MEMORY.test(String((again as Error)?.message))) throw again;
         context.observer.event(entry, 'refused', 'SANDBOX_LIMIT');
