@@ -185,12 +185,14 @@ describe('a first command that fails or is interrupted leaves nothing behind', (
 });
 
 describe('berth ls: sandboxes that hold only files', () => {
-  it('lists a task and a user whose container was removed with their files kept, and a folder it cannot name; rm --purge removes them', async () => {
+  it('lists a task and a user (also in a profile) whose container was removed with their files kept, and a folder it cannot name; rm --purge removes them', async () => {
     const task = name('kept');
     const user = String(randomInt(100_000_000, 2_000_000_000));
     for (const target of [
       ['--task', task],
       ['--platform', 'telegram', '--user', user],
+      // The same person in a host profile: a sandbox of its own, listed under its profile.
+      ['--profile', 'work', '--platform', 'telegram', '--user', user],
     ]) {
       const made = start(['exec', ...target, '--', 'echo mine > /workspace/file']);
       expect(await made.ended).toBe(0);
@@ -211,7 +213,14 @@ describe('berth ls: sandboxes that hold only files', () => {
     expect(records).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ ...filesOnly(`task:${task}`, task), kind: 'task', task }),
-        expect.objectContaining({ ...filesOnly(`user:telegram:${user}`, `telegram@${user}`), kind: 'user', platform: 'telegram', user }),
+        expect.objectContaining({ ...filesOnly(`user:telegram:${user}`, `telegram@${user}`), kind: 'user', platform: 'telegram', user, profile: null }),
+        expect.objectContaining({
+          ...filesOnly(`profile:work:user:telegram:${user}`, `profile~work~telegram@${user}`),
+          kind: 'user',
+          platform: 'telegram',
+          user,
+          profile: 'work',
+        }),
         expect.objectContaining({ ...filesOnly(null, 'someone@%zz'), kind: null }),
       ]),
     );
@@ -219,10 +228,13 @@ describe('berth ls: sandboxes that hold only files', () => {
     expect(await table.ended).toBe(0);
     expect(table.stdout).toMatch(new RegExp(`task ${task}\\s+-\\s+files only`));
     expect(table.stdout).toMatch(/\? someone@%zz\s+-\s+files only/);
-    expect(table.stdout).toMatch(/3 with files only \(no container\)/);
+    expect(table.stdout).toMatch(new RegExp(`work/telegram:${user}\\s+-\\s+files only`));
+    expect(table.stdout).toMatch(/4 with files only \(no container\)/);
     for (const target of [
       ['--task', task],
       ['--platform', 'telegram', '--user', user],
+      // The same person in a host profile: a sandbox of its own, listed under its profile.
+      ['--profile', 'work', '--platform', 'telegram', '--user', user],
     ]) {
       const purged = start(['rm', ...target, '--purge']);
       expect(await purged.ended).toBe(0);

@@ -54,14 +54,15 @@ def _context_value(name: str) -> str:
     return value if isinstance(value, str) else ""  # unset: Hermes' _UNSET sentinel, not a str
 
 
-def _cron_execution_job() -> str | None:
-    """The job id of the cron run Hermes 0.21+ says this code works for, or None.
+def _cron_execution() -> tuple[str, str] | None:
+    """The job id and profile of the cron run Hermes 0.21+ says this code works for, or None.
 
     Upstream 0.21 binds each fire's ``CronExecution(job_id, job_name, execution_id, source,
     scheduled_instant, started_at, profile)`` in the ContextVar ``hermes_cron_execution`` and gives
-    it to plugins by ``current_cron_execution()``, which reads None in a delegated child
+    it to plugins by ``current_cron_execution()``, which reads None in a delegated child; its
+    ``profile`` is ``current_profile_name("default")`` when the fire began
     (cron/execution_identity.py:17-54 at 542a4982711b9930f6088785a33bd6e2fc2aa927). The profile is
-    not yet part of a sandbox's scope here (docs/hermes-0.21.md).
+    ``""`` when Hermes gave none: the default profile.
     """
     try:
         from cron.execution_identity import current_cron_execution
@@ -72,13 +73,16 @@ def _cron_execution_job() -> str | None:
     except Exception:  # Hermes' own failure: the other marks decide, else nobody (refused)
         return None
     job = getattr(execution, "job_id", None) if execution is not None else None
-    return str(job) if job is not None else None
+    if job is None:
+        return None
+    profile = getattr(execution, "profile", None)
+    return str(job), str(profile) if isinstance(profile, str) else ""
 
 
 def current_cron_job() -> str | None:
     """The id of the cron job this thread works for, or None outside a job's run.
 
-    On Hermes 0.21+ its own ``current_cron_execution()`` names the job (:func:`_cron_execution_job`).
+    On Hermes 0.21+ its own ``current_cron_execution()`` names the job (:func:`_cron_execution`).
     ``run_job`` blanks every ``HERMES_SESSION_*`` ContextVar on purpose, the job's origin being
     delivery routing and not a sender (cron/scheduler.py:2922-2971), and the terminal tool sees task
     ``default`` (tools/terminal_tool.py:1175-1207). What names the job is the bridge's own mark,
@@ -87,9 +91,9 @@ def current_cron_job() -> str | None:
     session id while it still has its cron form (a conversation compressed by rotation gets a new
     id, agent/conversation_compression.py:1247, and its commands are then refused in the gateway).
     """
-    execution = _cron_execution_job()
+    execution = _cron_execution()
     if execution is not None:
-        return execution
+        return execution[0]
     marked = _cron_job.get()
     if marked is not None:
         return marked
@@ -100,18 +104,27 @@ def current_cron_job() -> str | None:
 def read_session() -> dict[str, str]:
     """The session of the command being run now, as the fields Berth reads.
 
-    - During a cron job's run, only ``sessionKey: cron:<job id>``: the job's own sandbox, whatever
-      else the context holds, so a job never shares a sandbox with a chat or another job.
+    - During a cron job's run, ``sessionKey: cron:<job id>`` and the job's profile: the job's own
+      sandbox in its own profile, whatever else the context holds, so a job never shares a sandbox
+      with a chat, another job, or the same job id of another profile. On Hermes 0.21+ the profile
+      is the one ``current_cron_execution()`` names (``_CronRunScope`` blanks the session's,
+      cron/scheduler_run_scope.py:31-48 at 2d55bdc0fb2f5d0147284ae3e9f953c5b48b50ba); where only
+      the bridge's own mark names the job, the session's profile if Hermes gives one.
     - Else the message's session ContextVars, read with Hermes' ``get_session_env`` (the ContextVar
       when it was ever set in this context, even to ``""``; else ``os.environ``,
-      gateway/session_context.py:304-327), every field Hermes gives, each as given; which variable
-      is which field is the wire contract's (``protocol.SESSION_VARIABLE_FIELDS``).
+      gateway/session_context.py:304-327), every field Hermes gives, each as given, the profile
+      (``HERMES_SESSION_PROFILE``, gateway/session_context.py at
+      01937c3fe1b3cd78834d5fdf23a38faf69fbdfac) included; which variable is which field is the
+      wire contract's (``protocol.SESSION_VARIABLE_FIELDS``). Berth decides what a profile means.
     Never taken from Berth's own process environment.
     """
-    job = current_cron_job()
-    if job is not None:
-        return {"sessionKey": f"cron:{job}"}
     get_session_env = _session_env()
+    execution = _cron_execution()
+    job = execution[0] if execution is not None else current_cron_job()
+    if job is not None:
+        marked_profile = str(get_session_env("HERMES_SESSION_PROFILE", "") or "").strip()
+        profile = execution[1] if execution is not None else marked_profile
+        return {"sessionKey": f"cron:{job}", **({"profile": profile} if profile else {})}
     session: dict[str, str] = {}
     for name, field in SESSION_VARIABLE_FIELDS.items():
         value = str(get_session_env(name, "") or "").strip()

@@ -99,9 +99,13 @@ def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1) -> bool:
     return predicate()
 
 
-def session_of(user: str, platform: str = "telegram") -> dict:
-    """A direct message's session, as Hermes' gateway sets it."""
-    return {"platform": platform, "user_id": user, "chat_id": user, "session_key": f"agent:main:{platform}:dm:{user}"}
+def session_of(user: str, platform: str = "telegram", profile: str = "") -> dict:
+    """A direct message's session, as Hermes' gateway sets it; a multiplexed profile's key begins
+    ``agent:<profile>`` (gateway/session.py:884-901 at 3ef6bbd) and the profile is bound with it."""
+    namespace = "main" if profile in ("", "default") else profile
+    key = f"agent:{namespace}:{platform}:dm:{user}"
+    session = {"platform": platform, "user_id": user, "chat_id": user, "session_key": key}
+    return {**session, "profile": profile} if profile else session
 
 
 @pytest.fixture

@@ -38,6 +38,8 @@ def _session_call(session: dict | None, call: Callable[[], Any]) -> Callable[[],
                 chat_id=session.get("chat_id", ""),
                 user_id=session.get("user_id", ""),
                 session_key=session.get("session_key", ""),
+                # gateway/run.py:16355-16386 at 3ef6bbd binds the source's profile, "" when it has none.
+                profile=session.get("profile", ""),
             )
         return call()
 

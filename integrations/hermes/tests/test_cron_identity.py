@@ -31,6 +31,9 @@ seen["request"] = session_request(read_session(), "cron:job-7:exec-1")
 with delegated_child_context():
     seen["delegated"] = read_session()
 exit_cron_execution(token)
+token = enter_cron_execution({"id": "job-7", "name": "digest"}, "exec-2", {"source": "builtin"}, profile="home")
+seen["other profile"] = read_session()
+exit_cron_execution(token)
 seen["after"] = read_session()
 print(json.dumps(seen))
 """
@@ -49,9 +52,12 @@ def run_in_hermes_0_21() -> dict[str, Any]:
 
 def test_a_cron_run_goes_to_its_jobs_own_sandbox_and_nowhere_else() -> None:
     seen = run_in_hermes_0_21()
-    # In the job's run: the job's own sandbox, whatever task id Hermes gave (cron:{job}:{execution}).
-    assert seen["run"] == {"sessionKey": "cron:job-7"}
-    assert seen["request"]["sessionKey"] == "cron:job-7"
+    # In the job's run: the job's own sandbox in its own profile, whatever task id Hermes gave
+    # (cron:{job}:{execution}).
+    assert seen["run"] == {"sessionKey": "cron:job-7", "profile": "work"}
+    assert seen["request"]["sessionKey"] == "cron:job-7" and seen["request"]["profile"] == "work"
+    # The same job id run by another profile names that profile: two sandboxes, never one.
+    assert seen["other profile"] == {"sessionKey": "cron:job-7", "profile": "home"}
     # Outside it, before and after, and in a delegated child (upstream reads None there): nobody,
     # which the gateway refuses, never the job's sandbox and never task "default" by a session.
     for moment in ("outside", "delegated", "after"):

@@ -65,6 +65,8 @@ export interface SandboxInfo {
   readonly userId?: string;
   /** Task id of a task scope. */
   readonly taskId?: string;
+  /** The host profile the sandbox belongs to; absent for the default profile. */
+  readonly profile?: string;
   readonly containerId: string;
   readonly containerName: string;
   readonly state: SandboxState;

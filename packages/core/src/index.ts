@@ -48,6 +48,7 @@ export {
 } from './session-context.js';
 export { classifySessionKey, type SessionKeyMeaning } from './session-key.js';
 export { assertOneSessionStore, loadedCoreCopies, type CoreCopy } from './core-copies.js';
+export { DEFAULT_PROFILE, sessionProfile, splitProfileFolderName } from './profile.js';
 export { resolveScope, taskFolderName, type ResolveScopeOptions, type SandboxScope, type TaskScope, type UserScope } from './scope.js';
 export type { SandboxPaths } from './sandbox-paths.js';
 export { expandHome, hermesHome, INSTALLATION_KEY_FILE, LOCKS_FOLDER, PURGE_FOLDER, resolveSandboxDir, sandboxRootOf } from './host-layout.js';

@@ -74,13 +74,10 @@ export function createSandboxResolver(options: {
     a.every((value, position) => value === b[position]);
   const resolve: SandboxResolver['resolve'] = (resolveOptions = {}) => {
     const session = resolveOptions.session ?? getActiveSession();
+    // Every field of the session, whichever fields it has: a field left out of the key (the
+    // profile, once) would hand one session's sandbox to another that differs only there.
     const key = JSON.stringify([
-      session?.platform,
-      session?.userId,
-      session?.chatId,
-      session?.sessionKey,
-      session?.taskId,
-      session !== undefined,
+      session === undefined ? null : Object.entries(session).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
       resolveOptions.taskId,
       resolveOptions.sessionRequired === true,
     ]);

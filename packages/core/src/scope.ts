@@ -3,6 +3,7 @@ import { formatIdentity, truncateForMessage, type Identity } from './identity.js
 import type { IdentityLinks } from './identity-links.js';
 import type { PlatformRegistry } from './platform-registry.js';
 import { SessionAttributionError } from './errors.js';
+import { profileFolderName, profileScopeKey, sessionProfile } from './profile.js';
 import { PLAIN_TASK_ID_PATTERN } from './request-protocol.js';
 import { getActiveSession, type SessionContext } from './session-context.js';
 import { classifySessionKey } from './session-key.js';
@@ -22,6 +23,8 @@ export interface UserScope {
   readonly folderName: string;
   /** Engine-safe name part: readable, bounded, unique, e.g. `telegram-123456789-1a2b3c4d5e6f7a8b`. */
   readonly slug: string;
+  /** The host profile the sandbox belongs to; absent for the default profile (profile.ts). */
+  readonly profile?: string;
 }
 
 /** A sandbox that belongs to an agent task: the legacy layout, unchanged. */
@@ -33,6 +36,8 @@ export interface TaskScope {
   /** Folder name under `{sandbox_dir}/docker/`: the task id itself when it is a plain name. */
   readonly folderName: string;
   readonly slug: string;
+  /** The host profile the sandbox belongs to; absent for the default profile (profile.ts). */
+  readonly profile?: string;
 }
 
 /** Whose sandbox a command runs in. */
@@ -82,6 +87,17 @@ export function userScope(identity: Identity, registry: PlatformRegistry, links?
     folderName: registry.folderName(primary),
     slug: slugOf(`${primary.platform}-${primary.id}`, key),
   };
+}
+
+/**
+ * `scope` inside the named `profile`: its key, folder and slug name the profile, so the same
+ * person, chat or job in two profiles has two sandboxes. The default profile (`undefined`) keeps
+ * the scope as it was before profiles, so an upgraded host's sandboxes stay where they were.
+ */
+export function inProfile<T extends SandboxScope>(scope: T, profile: string | undefined): T {
+  if (profile === undefined) return scope;
+  const key = profileScopeKey(profile, scope.key);
+  return { ...scope, key, folderName: profileFolderName(profile, scope.folderName), slug: slugOf(`${profile}-${scope.slug}`, key), profile };
 }
 
 /** What {@link resolveScope} needs. */
@@ -136,9 +152,17 @@ export function chatScopeKey(platform: string, chatId: string | number, registry
  *    the platform canonical, so `tg` and `telegram` are one chat).
  * 7. Anything else that names something but nobody Berth can attribute — a chat id without a
  *    platform, a platform alone — throws: never the task's shared sandbox.
+ *
+ * Whichever it is, a session that names a host profile other than the default gets that scope
+ * inside its profile ({@link inProfile}); a profile that is not a profile id throws.
  */
 export function resolveScope(options: ResolveScopeOptions): SandboxScope {
   const session = options.session ?? getActiveSession();
+  const profile = sessionProfile(session?.profile);
+  return inProfile(unprofiledScope(options, session), profile);
+}
+
+function unprofiledScope(options: ResolveScopeOptions, session: SessionContext | undefined): SandboxScope {
   const taskId = session?.taskId ?? options.taskId;
   if (!options.userSandbox) return taskScope(taskId);
   if (!namesSomeone(session)) {

@@ -58,13 +58,20 @@ describe('session context', () => {
   });
 
   it('reads each variable of the mapping into its field, and an empty one as unset', () => {
-    expect(SESSION_ENVIRONMENT_VARIABLES).toEqual(['HERMES_SESSION_PLATFORM', 'HERMES_SESSION_USER_ID', 'HERMES_SESSION_CHAT_ID', 'HERMES_SESSION_KEY']);
+    expect(SESSION_ENVIRONMENT_VARIABLES).toEqual([
+      'HERMES_SESSION_PLATFORM',
+      'HERMES_SESSION_USER_ID',
+      'HERMES_SESSION_CHAT_ID',
+      'HERMES_SESSION_KEY',
+      'HERMES_SESSION_PROFILE',
+    ]);
     const environment = Object.fromEntries(Object.entries(SESSION_VARIABLE_FIELDS).map(([variable, field]) => [variable, `${field}-value`]));
     expect(sessionFromEnvironment(environment)).toEqual({
       platform: 'platform-value',
       userId: 'userId-value',
       chatId: 'chatId-value',
       sessionKey: 'sessionKey-value',
+      profile: 'profile-value',
     });
     expect(sessionFromEnvironment({ HERMES_SESSION_KEY: 'cron:job', HERMES_SESSION_PLATFORM: '' })).toEqual({ sessionKey: 'cron:job' });
     expect(sessionFromEnvironment({ HERMES_SESSION_CHAT_ID: '', HERMES_SESSION_USER_ID: '' })).toBeUndefined();

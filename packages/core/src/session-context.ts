@@ -12,6 +12,11 @@ export interface SessionContext {
   readonly taskId?: string;
   /** A host session key such as `agent:main:telegram:direct:123`, when the host has no sender id. */
   readonly sessionKey?: string;
+  /**
+   * The host profile the message came to, when one gateway serves several (Hermes 0.21+); absent,
+   * empty or `default` for the default one. Part of whose the sandbox is (profile.ts).
+   */
+  readonly profile?: string;
 }
 
 // One store per process, shared by every copy of core (see core-copies.ts).
@@ -52,6 +57,7 @@ export const SESSION_VARIABLE_FIELDS = {
   HERMES_SESSION_USER_ID: 'userId',
   HERMES_SESSION_CHAT_ID: 'chatId',
   HERMES_SESSION_KEY: 'sessionKey',
+  HERMES_SESSION_PROFILE: 'profile',
 } as const satisfies Readonly<Record<string, keyof SessionContext>>;
 
 /** The Python gateway's session variables, as {@link sessionFromEnvironment} reads them. */

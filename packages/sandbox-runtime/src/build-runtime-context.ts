@@ -51,10 +51,11 @@ export function entryFor(context: RuntimeContext, request: SandboxRequest): Sand
   const { scope } = request;
   let entry = context.entries.get(scope.key);
   if (!entry) {
+    const inProfile = scope.profile !== undefined ? { profile: scope.profile } : {};
     const owner =
       scope.kind === 'user'
-        ? { kind: 'user' as const, platform: scope.primary.platform, userId: scope.primary.id }
-        : { kind: 'task' as const, taskId: scope.taskId };
+        ? { kind: 'user' as const, platform: scope.primary.platform, userId: scope.primary.id, ...inProfile }
+        : { kind: 'task' as const, taskId: scope.taskId, ...inProfile };
     entry = newEntry(scope.key, owner, context.settings.docker_exec_mode === 'exec' ? { mode: 'exec' } : {});
     context.entries.set(scope.key, entry);
   }

@@ -15,6 +15,8 @@ export const LABELS = {
   platform: 'dev.berth.platform',
   user: 'dev.berth.user',
   task: 'dev.berth.task',
+  /** The host profile of the scope, on a profile's sandboxes only (core's profile.ts). */
+  profile: 'dev.berth.profile',
   workspace: 'dev.berth.workspace',
   home: 'dev.berth.home',
   configHash: 'dev.berth.config-hash',
@@ -71,16 +73,19 @@ export function scopeLabels(options: {
     [LABELS.scope]: scope.key,
     [LABELS.kind]: scope.kind,
     ...(scope.kind === 'user' ? { [LABELS.platform]: scope.primary.platform, [LABELS.user]: scope.primary.id } : { [LABELS.task]: scope.taskId }),
+    ...(scope.profile !== undefined ? { [LABELS.profile]: scope.profile } : {}),
     [LABELS.workspace]: paths.workspace,
     [LABELS.home]: paths.home,
   };
 }
 
 /** Who a sandbox belongs to, read back from its labels. */
-export function ownerOf(labels: Readonly<Record<string, string>>): Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId'> {
+export function ownerOf(labels: Readonly<Record<string, string>>): Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId' | 'profile'> {
+  const profile = labels[LABELS.profile];
+  const inProfile = profile !== undefined ? { profile } : {};
   return labels[LABELS.kind] === 'task'
-    ? { kind: 'task', taskId: labels[LABELS.task] ?? '' }
-    : { kind: 'user', platform: labels[LABELS.platform] ?? '', userId: labels[LABELS.user] ?? '' };
+    ? { kind: 'task', taskId: labels[LABELS.task] ?? '', ...inProfile }
+    : { kind: 'user', platform: labels[LABELS.platform] ?? '', userId: labels[LABELS.user] ?? '', ...inProfile };
 }
 
 /** A `docker_volumes` entry, `host:container[:ro|rw]`. */

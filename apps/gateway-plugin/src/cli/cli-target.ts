@@ -4,7 +4,8 @@ import type { CliOptions } from './parse-cli-arguments.js';
 
 /**
  * The session a CLI command names, as a host would pass it to `runWithSession`: `--platform` and
- * `--user`, or `--session-key`; `--task` (default `default`) for a command that names no user.
+ * `--user`, or `--session-key`; `--task` (default `default`) for a command that names no user;
+ * `--profile` for a host profile other than the default.
  * The CLI never decides a scope itself: `berth.request(target)` does, through core's
  * `resolveScope`, exactly as for the terminal tool. An operator types `--user`, so it must be
  * the canonical id (`resolveTypedIdentity`): `--platform whatsapp --user 2025550123` is refused
@@ -22,6 +23,8 @@ export function cliTarget(options: CliOptions, registry: PlatformRegistry): Exec
   } else if (options.sessionKey !== undefined) {
     session = { sessionKey: options.sessionKey };
   }
+  // A profile alone names nobody: with --task it is that task's sandbox in the profile.
+  if (options.profile !== undefined) session = { ...session, profile: options.profile };
   return { ...(session ? { session } : {}), taskId: options.task ?? 'default' };
 }
 

@@ -1,6 +1,6 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import type { SandboxRequest } from '@berth/core';
+import { splitProfileFolderName, type SandboxRequest } from '@berth/core';
 import { disksFolderOf } from '@berth/core/driver';
 import type { ExecuteTarget } from '../create-berth.js';
 import type { SandboxRecord } from './sandbox-record.js';
@@ -29,9 +29,14 @@ function decodeFolderForm(form: string): string | undefined {
 /**
  * The session a scope folder's name stands for, found by asking the resolver and keeping only an
  * answer whose folder is exactly this one (so a name never passes for someone else's): a task
- * (`name`, or `task~escaped`), or a user (`platform@escaped id`).
+ * (`name`, or `task~escaped`), or a user (`platform@escaped id`); either inside a host profile
+ * (`profile~name~` before it, core's profile.ts).
  */
 function targetOf(name: string): ExecuteTarget[] {
+  const inProfile = splitProfileFolderName(name);
+  if (inProfile) {
+    return targetOf(inProfile.folderName).map((target) => ({ ...target, session: { ...target.session, profile: inProfile.profile } }));
+  }
   const at = name.indexOf('@');
   if (at > 0) {
     const id = decodeFolderForm(name.slice(at + 1));
@@ -74,6 +79,7 @@ export function filesOnlyRecords(root: string, request: (target: ExecuteTarget) 
       platform: scope?.kind === 'user' ? scope.primary.platform : null,
       user: scope?.kind === 'user' ? scope.primary.id : null,
       task: scope?.kind === 'task' ? scope.taskId : null,
+      profile: scope?.profile ?? null,
       containerId: null,
       state: 'files only',
       workspace: path.join(folder, 'workspace'),

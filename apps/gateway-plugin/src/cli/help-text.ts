@@ -27,8 +27,8 @@ Run "berth COMMAND --help" for a command's options.
 
 /** `berth COMMAND --help`. */
 export const COMMAND_HELP: Record<CommandName, string> = {
-  exec: `Usage: berth exec [--platform P --user ID | --session-key KEY | --task T] [--timeout S] [--cwd DIR] -- COMMAND...
-       berth exec --socket PATH [--session-key KEY | --platform P --user ID] [--task T] [--stdin] [--timeout S] [--cwd DIR] -- COMMAND...
+  exec: `Usage: berth exec [--platform P --user ID | --session-key KEY | --task T] [--profile NAME] [--timeout S] [--cwd DIR] -- COMMAND...
+       berth exec --socket PATH [--session-key KEY | --platform P --user ID] [--task T] [--profile NAME] [--stdin] [--timeout S] [--cwd DIR] -- COMMAND...
 
 Runs COMMAND in the sandbox the terminal tool would use for that session (decided by the
 same function: with docker_user_sandbox false a user's commands run in the task sandbox), as
@@ -47,6 +47,7 @@ Options:
                       names its user; a group, channel, thread, cron or hook key gets that
                       conversation's own sandbox; a key naming no single user is refused
       --task T        a task sandbox (the legacy layout) when no user is given (default: default)
+      --profile NAME  the host profile the sandbox belongs to (Hermes 0.21+), when not the default
       --socket PATH   send the command to "berth serve --socket PATH" instead
       --stdin         with --socket: forward this process's stdin to the command (up to 1 MiB)
       --timeout S     seconds before the command is killed, exit ${TIMEOUT_EXIT_CODE} (default: terminal.timeout)
@@ -67,11 +68,11 @@ Lists every sandbox Berth owns on the engine: scope, platform and user (or task)
 and state, last use, disk use against terminal.container_disk, workspace and home folders.
 
 Options:
-      --json          print an array of {scope, kind, platform, user, task, containerId,
+      --json          print an array of {scope, kind, platform, user, task, profile, containerId,
                       state, workspace, home, lastUsed, disk: {usedMb, limitMb} | null}
 ${COMMON}
 `,
-  rm: `Usage: berth rm (--platform P --user ID | --session-key KEY | --task T) [--purge]
+  rm: `Usage: berth rm (--platform P --user ID | --session-key KEY | --task T) [--profile NAME] [--purge]
 
 Removes the container of the sandbox the terminal tool would use for that session. With
 --purge, also deletes its workspace and home folders, and nothing else: symbolic links inside
@@ -84,10 +85,11 @@ Options:
       --session-key KEY
                       a host session key (a direct chat's user, or a conversation)
       --task T        a task sandbox instead
+      --profile NAME  the host profile the sandbox belongs to (Hermes 0.21+), when not the default
       --purge         delete the workspace and home too
 ${COMMON}
 `,
-  env: `Usage: berth env (--platform P --user ID | --session-key KEY) [--json]
+  env: `Usage: berth env (--platform P --user ID | --session-key KEY) [--profile NAME] [--json]
 
 Shows the variables the sandbox of that session gets (as the terminal tool resolves it), each with its source (static: docker_env,
 forwarded: docker_forward_env, user: the user's own, linked: a linked identity's), values
@@ -100,6 +102,7 @@ Options:
       --user ID       the user's id on that platform
       --session-key KEY
                       a host session key
+      --profile NAME  the host profile the sandbox belongs to (Hermes 0.21+), when not the default
       --json          print {identity, scope, prefix, linked, variables, refused}
 ${COMMON}
 `,

@@ -1,5 +1,7 @@
+import { createPlatformRegistry } from '@berth/core';
 import { describe, expect, it } from 'vitest';
-import { COMMANDS, parseCliArguments, UsageError } from './parse-cli-arguments.js';
+import { cliTarget } from './cli-target.js';
+import { type CliOptions, COMMANDS, parseCliArguments, UsageError } from './parse-cli-arguments.js';
 
 function usageError(argv: string[]): string {
   try {
@@ -97,6 +99,21 @@ describe('parseCliArguments', () => {
     expect(usageError(['exec', '--stdin', '--', 'cat'])).toMatch(/--stdin works with --socket only/);
     expect(usageError(['exec', '--session-key', 'k', '--platform', 'telegram', '--user', '1', '--', 'ls'])).toMatch(/either --session-key or --platform/);
     expect(usageError(['exec', '--session-key', '', '--', 'ls'])).toMatch(/--session-key is empty/);
+  });
+
+  it('reads --profile for the commands that name a sandbox, and puts it in the session they name', () => {
+    const registry = createPlatformRegistry();
+    for (const words of [
+      ['exec', '--profile', 'work', '--platform', 'telegram', '--user', '5', '--', 'ls'],
+      ['rm', '--profile', 'work', '--platform', 'telegram', '--user', '5'],
+      ['env', '--profile', 'work', '--platform', 'telegram', '--user', '5'],
+    ]) {
+      const { options } = parseCliArguments(words) as { options: CliOptions };
+      expect(cliTarget(options, registry)).toEqual({ session: { platform: 'telegram', userId: '5', profile: 'work' }, taskId: 'default' });
+    }
+    const { options } = parseCliArguments(['rm', '--profile', 'work', '--task', 't']) as { options: CliOptions };
+    expect(cliTarget(options, registry)).toEqual({ session: { profile: 'work' }, taskId: 't' });
+    expect(usageError(['ls', '--profile', 'work'])).toMatch(/Unknown option '--profile'/);
   });
 
   it('takes a value that starts with a dash as the value it is, checked as any other', () => {

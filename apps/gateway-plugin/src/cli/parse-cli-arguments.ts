@@ -25,10 +25,10 @@ export type CommandName = (typeof COMMANDS)[number];
 
 /** Options each command accepts, besides `--config` and `--help`. */
 const COMMAND_OPTIONS = {
-  exec: ['platform', 'user', 'task', 'timeout', 'cwd', 'session-key', 'socket', 'stdin'],
+  exec: ['platform', 'user', 'task', 'timeout', 'cwd', 'session-key', 'profile', 'socket', 'stdin'],
   ls: ['json'],
-  rm: ['platform', 'user', 'session-key', 'task', 'purge'],
-  env: ['platform', 'user', 'session-key', 'json'],
+  rm: ['platform', 'user', 'session-key', 'profile', 'task', 'purge'],
+  env: ['platform', 'user', 'session-key', 'profile', 'json'],
   doctor: ['json'],
   demo: ['json'],
   serve: ['socket', 'metrics'],
@@ -42,6 +42,7 @@ const OPTION_TYPES = {
   timeout: { type: 'string' },
   cwd: { type: 'string' },
   'session-key': { type: 'string' },
+  profile: { type: 'string' },
   socket: { type: 'string' },
   metrics: { type: 'string' },
   stdin: { type: 'boolean' },
@@ -63,6 +64,8 @@ export interface CliOptions {
   cwd?: string;
   /** A host session key, e.g. `agent:main:telegram:direct:123`. */
   sessionKey?: string;
+  /** The host profile of the sandbox (`--profile`); the default profile's when absent. */
+  profile?: string;
   /** The Unix socket of `berth serve`. */
   socket?: string;
   /** Where `berth serve` serves Prometheus metrics (`--metrics ADDR`). */
@@ -157,7 +160,7 @@ export function parseCliArguments(argv: readonly string[]): ParsedCommandLine {
 
   const result: CliOptions = { json: values.json === true, purge: values.purge === true };
   if (values.stdin === true) result.stdin = true;
-  for (const name of ['platform', 'user', 'task', 'cwd', 'config', 'socket'] as const) {
+  for (const name of ['platform', 'user', 'task', 'cwd', 'config', 'socket', 'profile'] as const) {
     const value = values[name];
     if (typeof value === 'string') result[name] = value;
   }

@@ -25,6 +25,12 @@ describe('parseSocketExecArguments', () => {
     });
   });
 
+  it('carries the host profile the sandbox belongs to', () => {
+    expect(parseSocketExecArguments(['exec', '--socket', '/s', '--platform', 'telegram', '--user', '5', '--profile', 'work', '--', 'ls'])).toMatchObject({
+      request: { platform: 'telegram', userId: '5', profile: 'work', command: 'ls' },
+    });
+  });
+
   it.each([
     [['exec', '--socket', '/s'], /no command given/],
     [['exec', '--socket', '/s', 'ls'], /put the command after "--"/],

@@ -12,6 +12,8 @@ export interface SandboxRecord {
   readonly platform: string | null;
   readonly user: string | null;
   readonly task: string | null;
+  /** The host profile the sandbox belongs to; `null` for the default profile. */
+  readonly profile: string | null;
   /** `null` when the scope holds only files (state `files only`): no container, a folder or a disk. */
   readonly containerId: string | null;
   readonly state: string;
@@ -31,6 +33,7 @@ export function toSandboxRecord(info: SandboxInfo): SandboxRecord {
     platform: info.platform ?? null,
     user: info.userId ?? null,
     task: info.taskId ?? null,
+    profile: info.profile ?? null,
     containerId: info.containerId,
     state: info.state,
     workspace: info.workspace,
@@ -44,14 +47,17 @@ export function toSandboxRecord(info: SandboxInfo): SandboxRecord {
  * Who a record's sandbox is for, as `berth ls` and `berth top` show it: `platform:user`, `task T`,
  * or `? FOLDER`; escaped, since labels come from the engine and a container carries whatever it was given.
  */
-export function sandboxOwner(record: Pick<SandboxRecord, 'kind' | 'platform' | 'user' | 'task'> & { readonly workspace?: string }): string {
-  const owner =
+export function sandboxOwner(
+  record: Pick<SandboxRecord, 'kind' | 'platform' | 'user' | 'task'> & { readonly profile?: string | null; readonly workspace?: string },
+): string {
+  const who =
     record.kind === 'user'
       ? `${record.platform}:${record.user}`
       : record.kind === 'task'
         ? `task ${record.task}`
         : `? ${path.basename(path.dirname(record.workspace ?? ''))}`;
-  return escapeForDisplay(owner);
+  // A profile's sandbox names its profile first: the same user in two profiles is two rows.
+  return escapeForDisplay(record.profile ? `${record.profile}/${who}` : who);
 }
 
 /** The `berth ls` table columns of a record. */

@@ -16,7 +16,7 @@ export const MAX_SOCKET_PATH_BYTES = 107;
 
 /**
  * One command for `berth serve`, sent as one JSON line per connection. The fields that say whose
- * sandbox it is (`platform`, `userId`, `chatId`, `sessionKey`, `taskId`) are the host's session,
+ * sandbox it is (`platform`, `userId`, `chatId`, `sessionKey`, `taskId`, `profile`) are the host's session,
  * as it would pass it to `runWithSession`, each sent as the host gave it; the server decides the
  * sandbox exactly as the plugin's `execute()` does (core's `resolveScope`): the user named by
  * `platform` and `userId`, else by a direct-chat `sessionKey`; a conversation's own sandbox for a
@@ -57,6 +57,11 @@ export interface SandboxSocketTarget {
   readonly chatId?: string;
   /** The task of the legacy layout, used when the session names nobody. @default 'default' */
   readonly taskId?: string;
+  /**
+   * The host profile the message came to (Hermes 0.21+ `HERMES_SESSION_PROFILE`); absent or
+   * `default` for the default one. The same user in two profiles has two sandboxes.
+   */
+  readonly profile?: string;
   /**
    * The request comes from a process that serves many people (a gateway): when the session names
    * no platform, user, chat or key it is refused (`SESSION_UNATTRIBUTABLE`), never run in the

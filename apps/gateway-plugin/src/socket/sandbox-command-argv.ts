@@ -119,6 +119,7 @@ function requestOf(options: SandboxCommandArgvOptions, reply?: 'framed'): Sandbo
     ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
     ...(options.platform !== undefined && options.userId !== undefined ? { platform: options.platform, userId: options.userId } : {}),
     ...(options.taskId !== undefined ? { taskId: options.taskId } : {}),
+    ...(options.profile !== undefined ? { profile: options.profile } : {}),
     command: options.command,
     ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
     ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),

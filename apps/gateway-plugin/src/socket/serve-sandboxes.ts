@@ -64,6 +64,7 @@ function sessionOf(request: SandboxSocketAnyRequest): SessionContext | undefined
     ...(request.userId !== undefined ? { userId: request.userId } : {}),
     ...(request.chatId !== undefined ? { chatId: request.chatId } : {}),
     ...(request.sessionKey !== undefined ? { sessionKey: request.sessionKey } : {}),
+    ...(request.profile !== undefined ? { profile: request.profile } : {}),
   };
   return Object.keys(session).length > 0 ? session : undefined;
 }

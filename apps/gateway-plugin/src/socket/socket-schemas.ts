@@ -26,6 +26,7 @@ const target = {
   userId: text(1024).optional(),
   chatId: text(1024).optional(),
   taskId: text(1024).optional(),
+  profile: text(64).optional(),
   sessionRequired: z.boolean().optional(),
   stopOnLeave: z.boolean().optional(),
 };

@@ -44,7 +44,7 @@ export interface SandboxEntry {
   /** Digest of the environment the fallback mode last sent. */
   environmentKey: string | undefined;
   /** Whose sandbox it is, for `list()`. */
-  readonly owner: Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId'>;
+  readonly owner: Pick<SandboxInfo, 'kind' | 'platform' | 'userId' | 'taskId' | 'profile'>;
 }
 
 /** A fresh entry; `known` fills in what an adopted sandbox already has. */
