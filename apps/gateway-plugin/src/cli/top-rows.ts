@@ -27,6 +27,8 @@ export interface TopRow {
   readonly platform: string | null;
   readonly user: string | null;
   readonly task: string | null;
+  /** The host profile the sandbox belongs to; `null` for the default one. */
+  readonly profile: string | null;
   /** The engine's name, as the audit file's `sandbox` names it. */
   readonly sandbox: string;
   readonly containerId: string;
@@ -113,6 +115,7 @@ export function topRows(options: {
       platform: record.platform,
       user: record.user,
       task: record.task,
+      profile: record.profile,
       sandbox: info.containerName,
       containerId: info.containerId,
       state: info.state,
