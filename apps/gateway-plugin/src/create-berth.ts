@@ -68,6 +68,12 @@ export interface ExecuteTarget {
    * @default false
    */
   readonly sessionRequired?: boolean;
+  /**
+   * The variables of the host's own scope for this command (a profile's secrets, Hermes 0.21+):
+   * forwarded and user variables then come from them alone, never from the gateway's
+   * environment (core's `SandboxResolveOptions.variables`).
+   */
+  readonly variables?: Readonly<Record<string, string>>;
 }
 
 /** Options of {@link Berth.execute}. */
@@ -141,6 +147,7 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
         ...(target.session ? { session: target.session } : {}),
         ...(target.taskId !== undefined ? { taskId: target.taskId } : {}),
         ...(target.sessionRequired ? { sessionRequired: true } : {}),
+        ...(target.variables ? { variables: target.variables } : {}),
       });
     } catch (error) {
       // A refusal is the host's misconfiguration, not the user's: the operator reads it in the log.

@@ -9,7 +9,7 @@ from typing import Any, Mapping, cast
 
 from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, checked_timeout
 from .server import BerthServer, CommandInterrupted, locate_berth
-from .session import PROBE_TASK_ID, probe_answer, read_session, session_request
+from .session import PROBE_TASK_ID, probe_answer, read_session, scope_variables, session_request
 
 
 # Seconds to wait for Berth's answer beyond the command's own timeout (a first command may
@@ -94,6 +94,7 @@ def environment_class() -> type:
             self._berth_server = server
             self._berth_task_id = task_id or "default"
             self._berth_bound_session: Mapping[str, str] | None = None
+            self._berth_bound_variables: Mapping[str, str] | None = None
             self._berth_released = False
 
         def execute(
@@ -117,7 +118,7 @@ def environment_class() -> type:
             if self._berth_task_id == PROBE_TASK_ID:
                 return probe_answer(self.cwd)
             effective_timeout = timeout or self.timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS
-            request = session_request(self.berth_session(), self._berth_task_id)
+            request = session_request(self.berth_session(), self._berth_task_id, self._berth_bound_variables)
             request["command"] = command
             if cwd:
                 request["cwd"] = container_path(cwd)
@@ -178,6 +179,9 @@ def environment_class() -> type:
             job's poller)."""
             bound = copy.copy(self)
             bound._berth_bound_session = dict(session)
+            # The profile's variables of the turn that started it: the poller's thread has no scope.
+            variables = scope_variables()
+            bound._berth_bound_variables = dict(variables) if variables is not None else None
             return bound
 
         def cleanup(self) -> None:

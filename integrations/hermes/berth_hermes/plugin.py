@@ -24,7 +24,7 @@ from .files import deliverable_files, outbox_folder
 from .inbound import wrap_inbound_text
 from .outbound import guard_delivery, register_media_transform
 from .server import BerthServer, locate_berth, server_for
-from .session import read_session, track_cron_jobs
+from .session import read_session, track_cron_jobs, use_variable_names
 from .settings import BridgeSettings
 
 logger = logging.getLogger("berth_hermes")
@@ -36,6 +36,7 @@ PROVIDER_NAME = "berth_docker"
 def register(ctx: Any) -> None:
     """Hermes' plugin entry point: called once, at start-up, with the gateway's ``PluginContext``."""
     settings = BridgeSettings.load()
+    use_variable_names(settings.user_env_prefix, settings.forwarded)
     server = server_for(settings.socket, home=settings.home, config_file=settings.config_file)
     try:
         locate_berth(os.environ)

@@ -151,9 +151,55 @@ def serves_many_people(environment: Mapping[str, str] = os.environ) -> bool:
     )
 
 
-def session_request(session: Mapping[str, str], task_id: str = "default") -> dict[str, Any]:
+_user_prefix = "HERMES_USER_"
+_forwarded: frozenset[str] = frozenset()
+
+
+def use_variable_names(user_prefix: str, forwarded: "list[str] | tuple[str, ...]") -> None:
+    """Which variables of a profile's secrets Berth would use: the user prefix's, and the forwarded
+    names (``terminal.docker_user_env_prefix``, ``docker_forward_env`` and ``env_passthrough``, as
+    the gateway's config says them); set once, in ``register(ctx)``."""
+    global _user_prefix, _forwarded
+    _user_prefix = f"{user_prefix or 'HERMES_USER'}_"
+    _forwarded = frozenset(str(name) for name in forwarded)
+
+
+def scope_variables() -> dict[str, str] | None:
+    """The variables of this turn's profile that Berth uses, when Hermes serves several profiles.
+
+    Hermes 0.21+ keeps a profile's ``.env`` out of ``os.environ`` while it multiplexes profiles
+    (``is_multiplex_active()``) and gives it to the turn as a secret scope
+    (``current_secret_scope()``, agent/secret_scope.py at 0474a0e932cbb0509001bf2a597fa133c8a35605):
+    then these, and only these, are the variables Berth may give the profile's sandboxes, never the
+    gateway's environment, which may hold another profile's values. A multiplexed turn with no scope
+    (upstream's ``get_secret`` raises there) gets ``{}``: no variables, never someone else's. None
+    when Hermes does not multiplex (or has no secret scopes): ``berth serve`` reads its own
+    environment, as before.
+    """
+    try:
+        from agent.secret_scope import current_secret_scope, is_multiplex_active
+    except ImportError:
+        return None
+    try:
+        if not is_multiplex_active():
+            return None
+        scope = current_secret_scope()
+    except Exception:  # Hermes' own failure: nothing, never the gateway's environment
+        return {}
+    if not isinstance(scope, Mapping):
+        return {}
+    return {
+        name: value for name, value in scope.items()
+        if isinstance(name, str) and isinstance(value, str) and (name.startswith(_user_prefix) or name in _forwarded)
+    }
+
+
+def session_request(
+    session: Mapping[str, str], task_id: str = "default", variables: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The fields every request to ``berth serve`` starts with: the protocol version, the session as
-    ``read_session()`` gave it, the task, and ``sessionRequired`` where many people are served.
+    ``read_session()`` gave it, the task, ``sessionRequired`` where many people are served, and the
+    profile's ``variables`` where Hermes gives them (``variables``, else :func:`scope_variables` now).
 
     Commands and files (``put-file``, ``get-file``) send exactly these, so whose sandbox a file goes
     to or comes from is decided as for a command, by core.
@@ -161,6 +207,9 @@ def session_request(session: Mapping[str, str], task_id: str = "default") -> dic
     request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": task_id or "default"}
     if serves_many_people():
         request["sessionRequired"] = True
+    scoped = dict(variables) if variables is not None else scope_variables()
+    if scoped is not None:
+        request["variables"] = scoped
     return request
 
 

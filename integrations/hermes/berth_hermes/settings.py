@@ -55,6 +55,11 @@ def read_terminal_section(config_file: Path) -> dict[str, Any]:
     return terminal if isinstance(terminal, dict) else {}
 
 
+def _names(section: Mapping[str, Any], key: str) -> list[Any]:
+    value = section.get(key)
+    return value if isinstance(value, list) else []
+
+
 @dataclass(frozen=True)
 class BridgeSettings:
     """What one gateway's bridge uses; read once, in ``register(ctx)``."""
@@ -69,6 +74,10 @@ class BridgeSettings:
     """``terminal.docker_user_sandbox`` (default true): false leaves Hermes' own docker backend in place."""
     backend: str = "local"
     """``terminal.backend`` as the file says it (Hermes' default is ``local``)."""
+    user_env_prefix: str = "HERMES_USER"
+    """``terminal.docker_user_env_prefix``: the prefix of the users' own variables."""
+    forwarded: tuple[str, ...] = ()
+    """``terminal.docker_forward_env`` and ``env_passthrough``: the names forwarded into every sandbox."""
 
     @classmethod
     def load(cls, environment: Mapping[str, str] = os.environ) -> "BridgeSettings":
@@ -84,4 +93,8 @@ class BridgeSettings:
             socket=socket.absolute(),
             user_sandbox=terminal.get("docker_user_sandbox", True) is not False,
             backend=str(terminal.get("backend") or "local"),
+            user_env_prefix=str(terminal.get("docker_user_env_prefix") or "HERMES_USER"),
+            forwarded=tuple(
+                str(name) for key in ("docker_forward_env", "env_passthrough") for name in _names(terminal, key)
+            ),
         )

@@ -41,6 +41,13 @@ def _session_call(session: dict | None, call: Callable[[], Any]) -> Callable[[],
                 # gateway/run.py:16355-16386 at 3ef6bbd binds the source's profile, "" when it has none.
                 profile=session.get("profile", ""),
             )
+            if "secrets" in session:
+                # Upstream 0.21's multiplexing gateway installs the turn's profile secrets as a scope
+                # (agent/secret_scope.py:1-21 at 0474a0e: "set_secret_scope(mapping) installs the active
+                # profile's secrets for the current task").
+                from agent.secret_scope import set_secret_scope
+
+                set_secret_scope(session["secrets"])
         return call()
 
     return lambda: contextvars.Context().run(run)
@@ -207,6 +214,13 @@ def handle(action: dict) -> Any:
             local = fetch_remote_media(action["path"])
             return {"local": local, "data": base64.b64encode(Path(local).read_bytes()).decode() if local else None}
         return _run_in_threads([_session_call(action.get("session"), fetch)])[0]
+    if op == "multiplex":
+        # Upstream 0.21 sets it once at start-up when gateway.multiplex_profiles is true
+        # (agent/secret_scope.py:32-47 at 0474a0e).
+        from agent.secret_scope import set_multiplex_active
+
+        set_multiplex_active(True)
+        return True
     if op == "call":
         return _run_in_threads([_session_call(action.get("session"), _tool(action))])[0]
     if op == "concurrent":

@@ -61,3 +61,37 @@ def test_a_session_naming_no_profile_id_is_refused_and_makes_nothing(make_gatewa
     assert result["exit_code"] != 0 and "ran" not in result["output"].splitlines(), result
     assert "not a profile id" in result.get("error", ""), result
     assert engine.containers_under(gateway.home) == []
+
+
+def test_each_profile_gives_its_sandboxes_its_own_secrets(make_gateway: Any, engine: Any) -> None:
+    """A multiplexing Hermes keeps each profile's ``.env`` in a scope of the turn: those are the variables,
+    never the gateway's own."""
+    a = unique_user()
+    gateway = make_gateway(
+        {"backend": "berth_docker", "docker_forward_env": ["OPENAI_API_KEY"]},
+        hermes="0.21",
+        # What the gateway process holds: never a profile's to use while profiles are multiplexed.
+        environment={f"HERMES_USER_TELEGRAM_{a}_TOKEN": "gateway-token", "OPENAI_API_KEY": "gateway-key"},
+    )
+    assert gateway.send({"op": "multiplex"}) is True
+    secrets = {
+        "work": {f"HERMES_USER_TELEGRAM_{a}_TOKEN": "work-token", "OPENAI_API_KEY": "work-key", "BOT_TOKEN": "x"},
+        "home": {f"HERMES_USER_TELEGRAM_{a}_TOKEN": "home-token"},
+    }
+    show = 'echo "token=$TOKEN key=${OPENAI_API_KEY:-none} bot=${BOT_TOKEN:-none}"; env | grep -c gateway-'
+    results = gateway.send({"op": "concurrent", "calls": [
+        {"tool": "terminal", "command": show,
+         "session": {**session_of(a, profile=profile), "secrets": secrets[profile]}}
+        for profile in ("work", "home")
+    ]})
+    # Values are masked in what comes back: the test compares lengths through the shell instead.
+    assert [r["output"].splitlines()[-1] for r in results] == ["0", "0"], results
+    lengths = 'echo "${#TOKEN} ${#OPENAI_API_KEY} ${BOT_TOKEN:-none}"'
+    seen = [
+        gateway.terminal(lengths, session={**session_of(a, profile=profile), "secrets": secrets[profile]})["output"]
+        for profile in ("work", "home")
+    ]
+    assert seen == [f"{len('work-token')} {len('work-key')} none", f"{len('home-token')} 0 none"], seen
+    # A multiplexed turn without a scope gets no variables at all, not the gateway's.
+    bare = gateway.terminal(lengths, session=session_of(a, profile="work"))
+    assert bare["output"] == "0 0 none", bare

@@ -101,4 +101,4 @@ export {
   type TerminalEnvironmentProviderV1,
   type TerminalRegistryV1,
 } from './host.js';
-export { createSandboxResolver, type SandboxResolver } from './sandbox-resolver.js';
+export { createSandboxResolver, type SandboxResolveOptions, type SandboxResolver } from './sandbox-resolver.js';

@@ -70,3 +70,40 @@ describe('the resolver remembers requests', () => {
     );
   });
 });
+
+describe("a host scope's variables", () => {
+  const resolver = () =>
+    createSandboxResolver({
+      config: config({ docker_forward_env: ['OPENAI_API_KEY'] }),
+      registry: createPlatformRegistry(),
+      // The gateway's own environment: another profile's values, which a scoped request never gets.
+      environment: { HERMES_USER_TELEGRAM_1_TOKEN: 'gateway-token', OPENAI_API_KEY: 'gateway-key' },
+    });
+  const work = { HERMES_USER_TELEGRAM_1_TOKEN: 'work-token', OPENAI_API_KEY: 'work-key', UNRELATED: 'x' };
+  const home = { HERMES_USER_TELEGRAM_1_TOKEN: 'home-token' };
+
+  it('are the only source of forwarded and user variables when given, for one resolver in any order', () => {
+    const one = resolver();
+    const session = (profile?: string) => ({ platform: 'telegram', userId: '1', ...(profile ? { profile } : {}) });
+    const asked = [
+      one.resolve({ session: session('work'), variables: work }),
+      one.resolve({ session: session('home'), variables: home }),
+      one.resolve({ session: session() }),
+      one.resolve({ session: session('work'), variables: {} }),
+      one.resolve({ session: session('work'), variables: work }),
+    ].map((request) => request.environment.variables);
+    expect(asked).toEqual([
+      { TOKEN: 'work-token', OPENAI_API_KEY: 'work-key' },
+      { TOKEN: 'home-token' },
+      { TOKEN: 'gateway-token', OPENAI_API_KEY: 'gateway-key' },
+      {},
+      { TOKEN: 'work-token', OPENAI_API_KEY: 'work-key' },
+    ]);
+    expect(one.resolve({ session: session('work'), variables: work }).environment.secrets).toEqual(expect.arrayContaining(['work-token', 'work-key']));
+  });
+
+  it("never give one user's variable to another, whatever the scope holds", () => {
+    const request = resolver().resolve({ session: { platform: 'telegram', userId: '2' }, variables: work });
+    expect(request.environment.variables).toEqual({ OPENAI_API_KEY: 'work-key' });
+  });
+});

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createEnvironmentIndex, type EnvironmentIndex } from './environment-index.js';
 import { createIdentityLinks, type IdentityLinks } from './identity-links.js';
 import type { Identity } from './identity.js';
@@ -23,12 +24,30 @@ export interface SandboxResolver {
    * session names nobody — unless `sessionRequired` (a caller that serves many people), when
    * that is refused (see `resolveScope`).
    */
-  resolve(options?: { session?: SessionContext; taskId?: string; sessionRequired?: boolean }): SandboxRequest;
+  resolve(options?: SandboxResolveOptions): SandboxRequest;
   /** The request for a scope. */
   forScope(scope: SandboxScope): SandboxRequest;
   /** The scope of an identity (after links) or a task. */
   scopeOf(target: { identity: Identity } | { taskId: string }): SandboxScope;
 }
+
+/** What {@link SandboxResolver.resolve} is asked. */
+export interface SandboxResolveOptions {
+  readonly session?: SessionContext;
+  readonly taskId?: string;
+  readonly sessionRequired?: boolean;
+  /**
+   * The variables of the host's own scope for this request — a profile's secrets, when one
+   * gateway serves several (Hermes 0.21+) — as the host resolved them for this turn. When given,
+   * forwarded (`docker_forward_env`) and user variables come from them alone, never from the
+   * gateway's environment, which may hold another profile's values; absent, from the gateway's
+   * environment as always.
+   */
+  readonly variables?: Readonly<Record<string, string>>;
+}
+
+/** How many variable sets of host scopes a resolver keeps indexed. */
+const SCOPED_INDEXES = 64;
 
 /** How many sessions' requests a resolver remembers. */
 const REMEMBERED_REQUESTS = 4096;
@@ -59,11 +78,25 @@ export function createSandboxResolver(options: {
   const index = createEnvironmentIndex(environment, { prefix: config.docker_user_env_prefix, registry });
   const links = createIdentityLinks(config.docker_identity_links, registry);
   const sandboxDir = resolveSandboxDir(config.sandbox_dir, environment as NodeJS.ProcessEnv);
-  const forScope = (scope: SandboxScope): SandboxRequest => ({
+  const forScope = (scope: SandboxScope, from: EnvironmentIndex = index): SandboxRequest => ({
     scope,
     paths: resolveSandboxPaths(scope, sandboxDir),
-    environment: resolveEnvironment(scope, config, index),
+    environment: resolveEnvironment(scope, config, from),
   });
+  // A host scope's variables, indexed once per distinct set (by digest, so the map holds no values
+  // twice and a key says nothing), the least recently used dropped first.
+  const scopedIndexes = new Map<string, EnvironmentIndex>();
+  const digestOf = (variables: Readonly<Record<string, string>>): string =>
+    createHash('sha256')
+      .update(JSON.stringify(Object.entries(variables).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))))
+      .digest('hex');
+  const indexOf = (digest: string, variables: Readonly<Record<string, string>>): EnvironmentIndex => {
+    const found = scopedIndexes.get(digest) ?? createEnvironmentIndex(variables, { prefix: config.docker_user_env_prefix, registry });
+    scopedIndexes.delete(digest);
+    if (scopedIndexes.size >= SCOPED_INDEXES) scopedIndexes.delete(scopedIndexes.keys().next().value!);
+    scopedIndexes.set(digest, found);
+    return found;
+  };
   // The same session asks again and again (every command of a chat): its request is remembered,
   // frozen, so each command does not canonicalise, encode and check the same id anew. Forwarded
   // variables are read live from the gateway's environment, so a remembered request is used only
@@ -76,10 +109,13 @@ export function createSandboxResolver(options: {
     const session = resolveOptions.session ?? getActiveSession();
     // Every field of the session, whichever fields it has: a field left out of the key (the
     // profile, once) would hand one session's sandbox to another that differs only there.
+    const variables = resolveOptions.variables;
+    const scoped = variables === undefined ? undefined : digestOf(variables);
     const key = JSON.stringify([
       session === undefined ? null : Object.entries(session).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
       resolveOptions.taskId,
       resolveOptions.sessionRequired === true,
+      scoped ?? null,
     ]);
     const forwarded = forwardedValues();
     const hit = remembered.get(key);
@@ -99,6 +135,7 @@ export function createSandboxResolver(options: {
           taskId: resolveOptions.taskId,
           sessionRequired: resolveOptions.sessionRequired,
         }),
+        scoped === undefined || variables === undefined ? index : indexOf(scoped, variables),
       ),
     );
     remembered.delete(key);

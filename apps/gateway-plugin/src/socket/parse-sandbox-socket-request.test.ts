@@ -35,6 +35,23 @@ describe('parseSandboxSocketRequest', () => {
     });
   });
 
+  it("accepts a host profile and its scope's variables, and refuses variables that are not names or too many", () => {
+    const request = {
+      v: 1,
+      platform: 'telegram',
+      userId: '5',
+      profile: 'work',
+      variables: { HERMES_USER_TELEGRAM_5_TOKEN: 't', OPENAI_API_KEY: 'k' },
+      command: 'true',
+    };
+    expect(parseSandboxSocketRequest(JSON.stringify(request))).toEqual(request);
+    expect(refusal(JSON.stringify({ ...request, variables: { 'A=B': 'x' } })).message).toMatch(/field variables\.A=B must be a variable name/);
+    expect(refusal(JSON.stringify({ ...request, variables: { A: 'x\u0000y' } })).message).toMatch(/must not contain NUL/);
+    const many = Object.fromEntries(Array.from({ length: 1025 }, (_, index) => [`V${index}`, '']));
+    expect(refusal(JSON.stringify({ ...request, variables: many })).message).toMatch(/at most 1024 variables/);
+    expect(refusal(JSON.stringify({ ...request, profile: 'p'.repeat(65) })).message).toMatch(/profile.*at most 64/);
+  });
+
   it('accepts a whole host session: platform, user, chat and session key together, as the Python gateway has them', () => {
     const request = {
       v: 1,

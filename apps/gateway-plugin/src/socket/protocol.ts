@@ -63,6 +63,12 @@ export interface SandboxSocketTarget {
    */
   readonly profile?: string;
   /**
+   * The variables of the host's own scope for this request (a profile's secrets, Hermes 0.21+
+   * multiplexing): forwarded and user variables then come from them alone, never from the
+   * server's environment. At most 1024.
+   */
+  readonly variables?: Readonly<Record<string, string>>;
+  /**
    * The request comes from a process that serves many people (a gateway): when the session names
    * no platform, user, chat or key it is refused (`SESSION_UNATTRIBUTABLE`), never run in the
    * task's sandbox that all such commands would share. @default false

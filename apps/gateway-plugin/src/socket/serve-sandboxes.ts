@@ -134,6 +134,7 @@ export async function serveSandboxes(options: ServeSandboxesOptions): Promise<Sa
           ...(session ? { session } : {}),
           ...(request.taskId !== undefined ? { taskId: request.taskId } : {}),
           ...(request.sessionRequired ? { sessionRequired: true } : {}),
+          ...(request.variables ? { variables: request.variables } : {}),
         });
       } catch (error) {
         answer(connection, refusal(error));

@@ -18,6 +18,25 @@ const text = (max: number) =>
 
 const version = z.literal(SANDBOX_SOCKET_PROTOCOL_VERSION);
 
+/** The most variables a request may carry of its host's scope (`variables`). */
+export const MAX_SCOPE_VARIABLES = 1024;
+
+// A host scope's variables: names as a shell takes them, values without NUL, bounded in number
+// (the request line's 1 MiB bounds their size).
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,255}$/;
+const variables = z
+  .record(
+    z.string(),
+    z.string().refine((value) => !value.includes('\u0000'), 'must not contain NUL'),
+  )
+  .superRefine((record, context) => {
+    const names = Object.keys(record);
+    if (names.length > MAX_SCOPE_VARIABLES) context.addIssue({ code: 'custom', message: `must hold at most ${MAX_SCOPE_VARIABLES} variables` });
+    for (const name of names.filter((key) => !VARIABLE_NAME.test(key)).slice(0, 1)) {
+      context.addIssue({ code: 'custom', path: [name], message: 'must be a variable name: letters, digits and "_", not beginning with a digit' });
+    }
+  });
+
 // Whose sandbox: the same fields in every kind of request.
 const target = {
   v: version,
@@ -27,6 +46,7 @@ const target = {
   chatId: text(1024).optional(),
   taskId: text(1024).optional(),
   profile: text(64).optional(),
+  variables: variables.optional(),
   sessionRequired: z.boolean().optional(),
   stopOnLeave: z.boolean().optional(),
 };
