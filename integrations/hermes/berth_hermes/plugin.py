@@ -23,6 +23,7 @@ from .errors import BerthNotInstalledError
 from .files import deliverable_files, outbox_folder
 from .inbound import wrap_inbound_text
 from .outbound import guard_delivery, register_media_transform
+from .berth_cli import check_node
 from .server import BerthServer, locate_berth, server_for
 from .session import read_session, track_cron_jobs, use_variable_names
 from .settings import BridgeSettings
@@ -44,7 +45,7 @@ def register(ctx: Any) -> None:
         logger.warning("%s", missing)
     register_provider = getattr(ctx, "register_terminal_environment_provider", None)
     if callable(register_provider):
-        register_provider(create_provider(server))
+        register_provider(create_provider(server, settings))
         logger.info(
             "berth: registered the terminal backend %s (set terminal.backend: %s); berth serve on %s",
             PROVIDER_NAME, PROVIDER_NAME, settings.socket,
@@ -151,8 +152,15 @@ def replace_create_environment(server: BerthServer) -> None:
     terminal_tool._create_environment = _create_environment
 
 
-def create_provider(server: BerthServer) -> Any:
-    """A ``TerminalEnvironmentProvider`` named ``berth_docker`` (a duck type when Hermes has no such class)."""
+def create_provider(server: BerthServer, settings: BridgeSettings) -> Any:
+    """A ``TerminalEnvironmentProvider`` named ``berth_docker`` (a duck type when Hermes has no such class).
+
+    Besides the factory it answers what upstream's base class asks of a provider
+    (agent/terminal_env_provider.py at 3af739aeceb6cccaeb7e52912fd2d3606f1cee23): ``env_description``,
+    the prompt's fallback when its live probe fails (:78-81); ``strip_env_keys``, "vendor credential
+    env vars, stripped from every subprocess the agent spawns" (:51-52, :74-76); ``doctor_checks``,
+    ``hermes doctor``'s rows ``(ok, label, detail)`` (:111-117).
+    """
     try:
         from agent.terminal_env_provider import TerminalEnvironmentProvider
     except ImportError:
@@ -172,6 +180,29 @@ def create_provider(server: BerthServer) -> Any:
         @property
         def display_name(self) -> str:
             return "Berth (a Docker sandbox per messaging user)"
+
+        @property
+        def env_description(self) -> str:
+            return "a Berth sandbox: a Linux container of its own for each messaging user"
+
+        @property
+        def strip_env_keys(self) -> frozenset[str]:
+            """The users' own variables (``terminal.docker_user_env_prefix``) in the gateway's environment:
+            each is for one user's sandbox only, never for a process Hermes starts on the host."""
+            head = f"{settings.user_env_prefix}_"
+            return frozenset(name for name in os.environ if name.startswith(head))
+
+        def doctor_checks(self) -> list[tuple[bool, str, str]]:
+            """Whether Berth and a Node.js it runs on are installed; one row each, one line of what to do."""
+            try:
+                node, cli = locate_berth(os.environ)
+            except BerthNotInstalledError as missing:
+                return [(False, "Berth", str(missing))]
+            try:
+                check_node(node)
+            except BerthNotInstalledError as old:
+                return [(True, "Berth", cli), (False, "Node.js for Berth", str(old))]
+            return [(True, "Berth", cli), (True, "Node.js for Berth", node)]
 
         def is_available(self) -> bool:
             """Node and Berth are installed; no process is started and nothing is asked over the network."""
