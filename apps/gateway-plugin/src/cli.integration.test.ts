@@ -161,6 +161,7 @@ describe('berth ls, env, doctor', () => {
       platform: 'telegram',
       user: alice,
       task: null,
+      profile: null,
       containerId: expect.stringMatching(/^[0-9a-f]{12,64}$/),
       state: 'running',
       workspace: path.join(sandboxes, 'docker', `telegram@${alice}`, 'workspace'),
@@ -171,7 +172,15 @@ describe('berth ls, env, doctor', () => {
       disk: { usedMb: expect.any(Number), limitMb: 51_200 },
     });
     expect(Date.parse(String(mine?.lastUsed))).toBeGreaterThanOrEqual(before - 1000);
+    // The same person in a host profile: a container and folders of its own, named with the profile.
+    await berth(['exec', '--profile', 'work', '--platform', 'telegram', '--user', alice, '--', 'true'], userEnvironment);
+    const both = JSON.parse((await berth(['ls', '--json'])).stdout) as Array<Record<string, unknown>>;
+    const inWork = both.find((record) => record.scope === `profile:work:user:telegram:${alice}`);
+    expect(inWork).toMatchObject({ kind: 'user', platform: 'telegram', user: alice, profile: 'work', state: 'running' });
+    expect(inWork?.containerId).not.toBe(mine?.containerId);
+    expect(inWork?.workspace).toBe(path.join(sandboxes, 'docker', `profile~work~telegram@${alice}`, 'workspace'));
     const human = await berth(['ls']);
+    expect(human.stdout).toContain(`work/telegram:${alice}`);
     expect(human.stdout.split('\n')[0]).toMatch(/^OWNER\s+CONTAINER\s+STATE\s+LAST USED\s+DISK\s+WORKSPACE\s+HOME$/);
     expect(human.stdout).toMatch(new RegExp(`telegram:${alice}.*\\d+/51200 MB`));
     expect(human.stdout).toContain(`telegram:${alice}`);
@@ -325,6 +334,7 @@ describe('berth rm', () => {
     for (const args of [
       ['--platform', 'telegram', '--user', alice],
       ['--platform', 'telegram', '--user', bob],
+      ['--profile', 'work', '--platform', 'telegram', '--user', alice],
       ['--task', task],
     ]) {
       expectSuccess(await berth(['rm', ...args, '--purge']));
