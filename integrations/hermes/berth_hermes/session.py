@@ -92,8 +92,11 @@ def current_cron_job() -> str | None:
     id, agent/conversation_compression.py:1247, and its commands are then refused in the gateway).
     """
     execution = _cron_execution()
-    if execution is not None:
-        return execution[0]
+    return execution[0] if execution is not None else _marked_cron_job()
+
+
+def _marked_cron_job() -> str | None:
+    """The job the bridge's own mark names, else the agent's session id in its cron form, else None."""
     marked = _cron_job.get()
     if marked is not None:
         return marked
@@ -120,10 +123,12 @@ def read_session() -> dict[str, str]:
     """
     get_session_env = _session_env()
     execution = _cron_execution()
-    job = execution[0] if execution is not None else current_cron_job()
+    job = execution[0] if execution is not None else _marked_cron_job()
     if job is not None:
-        marked_profile = str(get_session_env("HERMES_SESSION_PROFILE", "") or "").strip()
-        profile = execution[1] if execution is not None else marked_profile
+        if execution is not None:
+            profile = execution[1]
+        else:
+            profile = str(get_session_env("HERMES_SESSION_PROFILE", "") or "").strip()
         return {"sessionKey": f"cron:{job}", **({"profile": profile} if profile else {})}
     session: dict[str, str] = {}
     for name, field in SESSION_VARIABLE_FIELDS.items():

@@ -16,8 +16,10 @@ import { SessionAttributionError } from './errors.js';
 /** The profile of a host that has none, and Hermes' root profile: its sandboxes keep their pre-profile names and folders. */
 export const DEFAULT_PROFILE = 'default';
 
-/** A profile id as Hermes writes it on disk (hermes_cli/profiles.py:25 at 0006718). */
-export const PROFILE_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+// A profile id as Hermes writes it on disk (hermes_cli/profiles.py:25 at 0006718).
+const PROFILE_ID = '[a-z0-9][a-z0-9_-]{0,63}';
+const PROFILE_ID_PATTERN = new RegExp(`^${PROFILE_ID}$`);
+const PROFILE_FOLDER_PATTERN = new RegExp(`^profile~(${PROFILE_ID})~(.+)$`, 's');
 
 /**
  * The profile a session names, in Hermes' canonical form, or `undefined` for the default
@@ -26,9 +28,8 @@ export const PROFILE_ID_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/;
  */
 export function sessionProfile(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
-  const trimmed = raw.trim();
-  if (trimmed === '' || trimmed.toLowerCase() === DEFAULT_PROFILE) return undefined;
-  const canonical = trimmed.toLowerCase();
+  const canonical = raw.trim().toLowerCase();
+  if (canonical === '' || canonical === DEFAULT_PROFILE) return undefined;
   if (!PROFILE_ID_PATTERN.test(canonical)) {
     throw new SessionAttributionError(
       `the session names the profile ${JSON.stringify(truncateForMessage(raw))}, which is not a profile id, so Berth cannot tell whose sandbox it is; ` +
@@ -52,6 +53,6 @@ export const profileFolderName = (profile: string, folderName: string): string =
 
 /** The profile and inner folder of a folder named by {@link profileFolderName}, or `undefined`. */
 export function splitProfileFolderName(name: string): { profile: string; folderName: string } | undefined {
-  const found = /^profile~([a-z0-9][a-z0-9_-]{0,63})~(.+)$/s.exec(name);
+  const found = PROFILE_FOLDER_PATTERN.exec(name);
   return found ? { profile: found[1]!, folderName: found[2]! } : undefined;
 }

@@ -49,6 +49,9 @@ export interface SandboxResolveOptions {
 /** How many variable sets of host scopes a resolver keeps indexed. */
 const SCOPED_INDEXES = 64;
 
+/** An object's entries in name order, so that equal contents give equal text. */
+const inNameOrder = (object: object): Array<[string, unknown]> => Object.entries(object).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+
 /** How many sessions' requests a resolver remembers. */
 const REMEMBERED_REQUESTS = 4096;
 
@@ -86,11 +89,7 @@ export function createSandboxResolver(options: {
   // A host scope's variables, indexed once per distinct set (by digest, so the map holds no values
   // twice and a key says nothing), the least recently used dropped first.
   const scopedIndexes = new Map<string, EnvironmentIndex>();
-  const digestOf = (variables: Readonly<Record<string, string>>): string =>
-    createHash('sha256')
-      .update(JSON.stringify(Object.entries(variables).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))))
-      .digest('hex');
-  const indexOf = (digest: string, variables: Readonly<Record<string, string>>): EnvironmentIndex => {
+  const indexOf = ({ digest, variables }: { digest: string; variables: Readonly<Record<string, string>> }): EnvironmentIndex => {
     const found = scopedIndexes.get(digest) ?? createEnvironmentIndex(variables, { prefix: config.docker_user_env_prefix, registry });
     scopedIndexes.delete(digest);
     if (scopedIndexes.size >= SCOPED_INDEXES) scopedIndexes.delete(scopedIndexes.keys().next().value!);
@@ -109,13 +108,18 @@ export function createSandboxResolver(options: {
     const session = resolveOptions.session ?? getActiveSession();
     // Every field of the session, whichever fields it has: a field left out of the key (the
     // profile, once) would hand one session's sandbox to another that differs only there.
-    const variables = resolveOptions.variables;
-    const scoped = variables === undefined ? undefined : digestOf(variables);
+    const { variables } = resolveOptions;
+    const scoped = variables && {
+      variables,
+      digest: createHash('sha256')
+        .update(JSON.stringify(inNameOrder(variables)))
+        .digest('hex'),
+    };
     const key = JSON.stringify([
-      session === undefined ? null : Object.entries(session).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+      session === undefined ? null : inNameOrder(session),
       resolveOptions.taskId,
       resolveOptions.sessionRequired === true,
-      scoped ?? null,
+      scoped?.digest ?? null,
     ]);
     const forwarded = forwardedValues();
     const hit = remembered.get(key);
@@ -135,7 +139,7 @@ export function createSandboxResolver(options: {
           taskId: resolveOptions.taskId,
           sessionRequired: resolveOptions.sessionRequired,
         }),
-        scoped === undefined || variables === undefined ? index : indexOf(scoped, variables),
+        scoped ? indexOf(scoped) : index,
       ),
     );
     remembered.delete(key);

@@ -19,7 +19,7 @@ const text = (max: number) =>
 const version = z.literal(SANDBOX_SOCKET_PROTOCOL_VERSION);
 
 /** The most variables a request may carry of its host's scope (`variables`). */
-export const MAX_SCOPE_VARIABLES = 1024;
+const MAX_SCOPE_VARIABLES = 1024;
 
 // A host scope's variables: names as a shell takes them, values without NUL, bounded in number
 // (the request line's 1 MiB bounds their size).
