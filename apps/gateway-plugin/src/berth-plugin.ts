@@ -95,6 +95,7 @@ export function createBerthPlugin(options: BerthPluginOptions = {}): BerthPlugin
         throw error;
       }
       instances.push(berth);
+      berth.warm();
       for (const risk of findIsolationRisks(config, { sandboxDir: berth.resolver.sandboxDir, hermesHome: hermesHome(environment as NodeJS.ProcessEnv) })) {
         host.logger?.warn(`berth: ${risk.key}: ${risk.risk}; remove it unless every user may have that (berth doctor lists these)`);
       }

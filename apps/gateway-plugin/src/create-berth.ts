@@ -102,6 +102,11 @@ export interface Berth {
   execute(command: string, options?: BerthExecuteOptions): Promise<ExecResult & { readonly scopeKey: string }>;
   /** Runs a command for an already resolved request. */
   executeRequest(request: SandboxRequest, command: string, options?: Omit<BerthExecuteOptions, keyof ExecuteTarget>): Promise<ExecResult>;
+  /**
+   * Starts keeping the warm pool of new users' sandboxes (`docker_pool_size`) in the background,
+   * for a process that serves commands (the plugin, `berth serve`); a failure is logged.
+   */
+  warm(): void;
   /** The URL of the metrics listener, when `metricsListen` was given. */
   readonly metricsUrl?: string;
   /** Closes the metrics listener and releases the backend's connections and timers; sandboxes keep running. */
@@ -172,6 +177,11 @@ export async function createBerth(options: CreateBerthOptions): Promise<Berth> {
     backend,
     request,
     executeRequest,
+    warm() {
+      const runtime = backend as Partial<{ warm(): Promise<void> }>;
+      if (config.docker_pool_size > 0)
+        runtime.warm?.().catch((error: unknown) => options.logger?.warn(`berth: the warm pool could not start: ${(error as Error)?.message ?? error}`));
+    },
     async execute(command, executeOptions = {}) {
       const sandboxRequest = request(executeOptions);
       const result = await executeRequest(sandboxRequest, command, executeOptions);

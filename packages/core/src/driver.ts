@@ -308,7 +308,7 @@ export function assertSandboxDriver(driver: unknown): asserts driver is SandboxD
 }
 
 // What drivers and the runtime use besides the contract: `@berth/core/driver` only.
-export { BOUND_HOLDERS_FOLDER, CHANNELS_FOLDER, disksFolderOf, EGRESS_FOLDER, LAST_USED_FILE } from './host-layout.js';
+export { BOUND_HOLDERS_FOLDER, CHANNELS_FOLDER, disksFolderOf, EGRESS_FOLDER, LAST_USED_FILE, POOL_FOLDER, POOL_SLOT_PREFIX } from './host-layout.js';
 export { hasInstallationKey, loadInstallationKey, readInstallationKey, sandboxName } from './sandbox-name.js';
 export { cidrWithin, isHostNameEntry, LINK_LOCAL_RANGE, splitEgressEntry } from './egress-exception.js';
 export {

@@ -106,6 +106,8 @@ describe('the entry points of @berth/core', () => {
         'LAST_USED_FILE',
         'LINK_LOCAL_RANGE',
         'MIN_SECRET_LENGTH',
+        'POOL_FOLDER',
+        'POOL_SLOT_PREFIX',
         'assertSandboxDriver',
         'base64Runs',
         'canonicalHost',

@@ -50,6 +50,15 @@ export const BOUND_HOLDERS_FOLDER = '.berth-bound-holders';
  */
 export const EGRESS_FOLDER = '.berth-egress';
 
+/**
+ * The warm pool's folder in the sandbox root (docs/sandbox-runtime.md, "The warm pool"): one
+ * record per pooled sandbox handed to a user, `{root}/.berth-pool/{slot}.json`, saying whose it is.
+ */
+export const POOL_FOLDER = '.berth-pool';
+
+/** The prefix of a pooled sandbox's folder in the sandbox root, `pool~{slot}`, until its hand-over renames it. */
+export const POOL_SLOT_PREFIX = 'pool~';
+
 /** The channel folder's name inside a scope's folder, beside `workspace` and `home`. */
 export const CHANNELS_FOLDER = '.berth-channels';
 

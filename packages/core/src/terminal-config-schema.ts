@@ -134,6 +134,9 @@ export const terminalConfigSchema = z
     // long (an hour by default: a conversation picked up within the hour starts at once); 0
     // stops it at lifetime_seconds (docs/sandbox-runtime.md).
     docker_freeze_seconds: z.number().int().min(0).max(31_536_000).default(3600),
+    // Berth's own: how many started, anonymous sandboxes wait for new users; each is handed to
+    // exactly one new user for its whole life (docs/sandbox-runtime.md, "The warm pool"). 0: none.
+    docker_pool_size: z.number().int().min(0).max(16).default(0),
     sandbox_dir: z.string().min(1).optional(),
     docker_volumes: z.array(volume).default([]),
     // Hermes' name for variables that reach sandboxes from the gateway's environment: Berth adds

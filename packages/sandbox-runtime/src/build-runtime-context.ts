@@ -8,6 +8,7 @@ import type { RuntimeContext } from './runtime-context.js';
 import { observeAll } from './runtime-observer.js';
 import type { SandboxRuntimeOptions } from './sandbox-runtime-options.js';
 import { SHELL_READY_TIMEOUT_MS } from './shell/shell-session.js';
+import { withHandovers } from './pool/handover-records.js';
 
 /** The parts of the context made over the engine's description (runtime-egress.ts, runtime-description.ts). */
 type DescribedParts = Pick<RuntimeContext, 'prepareNetwork' | 'confirmNetwork' | 'egress' | 'egressUnenforced' | 'sharedBound' | 'ociRuntime'>;
@@ -18,7 +19,8 @@ export function buildRuntimeContext(options: SandboxRuntimeOptions, described: D
   const namePrefix = options.namePrefix ?? 'berth-';
   const audit = createAuditTrail({ settings, logger: options.logger, namePrefix });
   return {
-    driver,
+    // Handed-over pooled sandboxes read with their records' labels (pool/handover-records.ts).
+    driver: withHandovers(driver),
     settings,
     image: options.image ?? settings.docker_image,
     namePrefix,

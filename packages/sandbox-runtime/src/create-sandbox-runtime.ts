@@ -22,6 +22,8 @@ import { createShellSessions, dropShells } from './shell/shell-sessions.js';
 import { createBoundKeeper } from './lifecycle/bound-keeper.js';
 import { SHARE_FLOOR_PIDS } from './lifecycle/fair-share.js';
 import { createReclaim } from './lifecycle/give-way.js';
+import { createWarmPool } from './pool/warm-pool.js';
+import { createPoolRoom } from './pool/pool-room.js';
 
 /** How often, at most, the last use is written beside a sandbox's folders. */
 const RECORD_USE_EVERY_MS = 5_000;
@@ -38,6 +40,12 @@ export interface SandboxRuntime extends SandboxBackendV1 {
   containerName(request: SandboxRequest): string;
   /** Whether the running sandbox `id` is busy, as the runtime decides it (unknown is busy): for tests and tools. */
   isBusy(id: string): Promise<boolean>;
+  /**
+   * Keeps `docker_pool_size` started sandboxes ready for new users under the sandbox root, from
+   * now until `close()` (a serving process calls it; a CLI command does not); resolves once the
+   * pool is full or cannot be filled now. `root`: the sandbox root, for a runtime made without one.
+   */
+  warm(root?: string): Promise<void>;
   /** The driver underneath. */
   readonly driver: SandboxDriverV1;
 }
@@ -116,6 +124,18 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
       await policies.enforceMaxRunning(entry);
     },
     afterStart: () => keeper.afterStart(),
+    handOver: (entry, request, spec) => pool.handOver(entry, request, spec),
+  });
+  // New users' sandboxes made ahead (pool/warm-pool.ts), within the caps every sandbox counts in.
+  const pool = createWarmPool(context, {
+    engine: driver,
+    ensureImage: () => lifecycle.ensureImage(),
+    afterStart: () => keeper.afterStart(),
+    hasRoom: createPoolRoom(context, {
+      installed: async () => (await lifecycle.find()).length,
+      ready: () => pool.ready(),
+      runningCap: () => policies.runningCap(),
+    }),
   });
   const inventory = createInventory(context, lifecycle);
   // Stopping a sandbox ends its shells (dropShells needs only the entry).
@@ -243,11 +263,20 @@ export function createSandboxRuntime(options: SandboxRuntimeOptions): SandboxRun
 
     reap: () => policies.reap(),
 
+    async warm(root) {
+      assertOpen();
+      const where = context.sandboxRoot ?? (root === undefined ? undefined : path.resolve(root));
+      if (where === undefined) return;
+      context.servedRoots.add(where);
+      await pool.serve(where);
+    },
+
     describe: (describeOptions) => descriptions.describe(describeOptions),
 
     async close() {
       closed = true;
       policies.close();
+      await pool.close().catch(() => undefined);
       for (const entry of context.entries.values()) shells.drop(entry);
       await broker.close();
       // The last process of the installation out gives the bound back, and removes it when empty.

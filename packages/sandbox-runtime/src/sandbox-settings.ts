@@ -34,6 +34,7 @@ export const SANDBOX_SETTING_KEYS = [
   'timeout',
   'lifetime_seconds',
   'docker_freeze_seconds',
+  'docker_pool_size',
   'audit_file',
   'audit_real_user_ids',
   'audit_max_mb',

@@ -7,6 +7,7 @@ import { registerHardeningTests } from './backend-suite/register-hardening-tests
 import { registerIsolationTests } from './backend-suite/register-isolation-tests.js';
 import { registerLayoutTests } from './backend-suite/register-layout-tests.js';
 import { registerLifecycleTests } from './backend-suite/register-lifecycle-tests.js';
+import { registerPoolTests } from './backend-suite/register-pool-tests.js';
 import { registerSecretTests } from './backend-suite/register-secret-tests.js';
 import { registerInterruptTests } from './backend-suite/register-interrupt-tests.js';
 import { registerTimeoutTests } from './backend-suite/register-timeout-tests.js';
@@ -70,7 +71,7 @@ export interface TestBackendOptions {
  * Registers the Berth backend conformance suite with vitest: isolation between users (files,
  * variables, network), the host layout, exec semantics, secrets, timeouts, interrupts and live
  * output, concurrency,
- * lifecycle (recreation, adoption, idle stop, purge) and hardening, each tested against the real
+ * lifecycle (recreation, adoption, idle stop, purge), the warm pool and hardening, each tested against the real
  * engine. Call it at the top level of a `*.integration.test.ts` file.
  */
 export function testBackend(options: TestBackendOptions): void {
@@ -86,6 +87,7 @@ export function testBackend(options: TestBackendOptions): void {
     registerInterruptTests(fixture);
     registerConcurrencyTests(fixture);
     registerLifecycleTests(fixture);
+    registerPoolTests(fixture);
     registerHardeningTests(fixture);
   });
 }

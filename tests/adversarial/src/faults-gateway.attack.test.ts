@@ -1,8 +1,6 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   ATTACK_IMAGE,
@@ -15,46 +13,16 @@ import {
   within,
 } from './support/attack-gateway.js';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
+import { startChildGateway } from './support/child-gateway.js';
 
 // The gateway as a child process, killed with SIGKILL in the middle of a command and started
 // again: it must adopt the existing sandbox (same container), make no duplicate, and its reaper
 // must then stop it, leaving nothing running behind.
-const CHILD = path.join(import.meta.dirname, 'support', 'gateway-child.ts');
 const sandboxDir = temporarySandboxDir('child');
 const config = { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 128, lifetime_seconds: 2, docker_freeze_seconds: 2, timeout: 120 };
 const user = randomTelegramUser();
 const marker = randomBytes(8).toString('hex');
 const children: ChildProcessWithoutNullStreams[] = [];
-
-interface ChildGateway {
-  readonly process: ChildProcessWithoutNullStreams;
-  send(request: Record<string, unknown>): Promise<Record<string, unknown>>;
-}
-
-async function startChild(): Promise<ChildGateway> {
-  const child = spawn(process.execPath, [CHILD], { env: { ...process.env, BERTH_ATTACK_CONFIG: JSON.stringify(config) }, stdio: ['pipe', 'pipe', 'pipe'] });
-  children.push(child);
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const waiting = new Map<number, (value: Record<string, unknown>) => void>();
-  let ready: () => void = () => undefined;
-  const started = new Promise<void>((resolve) => (ready = resolve));
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    const message = JSON.parse(line) as Record<string, unknown>;
-    if ('ready' in message) ready();
-    waiting.get(message.id as number)?.(message);
-  });
-  await within(30_000, `the gateway child (stderr: ${stderr})`, started);
-  let next = 0;
-  return {
-    process: child,
-    send(request) {
-      const id = ++next;
-      child.stdin.write(`${JSON.stringify({ id, ...request })}\n`);
-      return new Promise((resolve) => waiting.set(id, resolve));
-    },
-  };
-}
 
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
@@ -66,7 +34,7 @@ afterAll(async () => {
 describe('faults: the gateway process is killed with SIGKILL mid-command and started again', () => {
   it('adopts the existing sandbox (same container id), makes no duplicate, and reaps it afterwards with nothing left running', async () => {
     await assertEngineReady();
-    const first = await startChild();
+    const first = await startChildGateway(config, children);
     const setup = await first.send({ ...user, command: `echo ${marker} > /workspace/keep; echo ok` });
     expect(setup).toMatchObject({ output: 'ok\n', returncode: 0 });
     const [original] = await containersUnder(sandboxDir);
@@ -80,7 +48,7 @@ describe('faults: the gateway process is killed with SIGKILL mid-command and sta
     first.process.kill('SIGKILL');
     await new Promise((resolve) => first.process.once('exit', resolve));
 
-    const second = await startChild();
+    const second = await startChildGateway(config, children);
     const again = await within(30_000, 'the first command of the restarted gateway', second.send({ ...user, command: 'cat /workspace/keep' }));
     expect(again).toMatchObject({ output: `${marker}\n`, returncode: 0 });
     const after = await containersUnder(sandboxDir);

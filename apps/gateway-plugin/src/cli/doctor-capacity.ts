@@ -104,3 +104,27 @@ export async function frozenCheck(
       : `holding ${Math.round(held / 2 ** 20)} MB of the shared bound's ${sharedBound!.memoryMb} MB while frozen`;
   return { name: 'frozen', status: 'ok', detail: `${frozen.length} sandbox${frozen.length === 1 ? ' is' : 'es are'} frozen, ${memory}; ${when}` };
 }
+
+/**
+ * The warm pool (`docker_pool_size`, docs/sandbox-runtime.md): what it holds ready, and what that
+ * costs; on Kubernetes, that the key does nothing.
+ */
+export function poolCheck(config: TerminalConfig, backendName: string): DoctorCheck {
+  const size = config.docker_pool_size;
+  if (size === 0) return { name: 'pool', status: 'ok', detail: "no warm pool (docker_pool_size: 0): a new user's sandbox is made for their first command" };
+  if (backendName === 'kubernetes') {
+    return {
+      name: 'pool',
+      status: 'warning',
+      detail: `docker_pool_size (${size}) has no effect on Kubernetes: a new user's Pod is made for their first command`,
+      fix: 'remove docker_pool_size (docs/backend-kubernetes.md)',
+    };
+  }
+  return {
+    name: 'pool',
+    status: 'ok',
+    detail:
+      `a serving process (the plugin, berth serve) keeps ${size} started sandbox${size === 1 ? '' : 'es'} ready for new users, ` +
+      'each handed to one new user for good; they count in docker_max_sandboxes and the running caps, and are made only while there is room',
+  };
+}

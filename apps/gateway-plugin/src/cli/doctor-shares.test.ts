@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseTerminalConfig } from '@berth/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { frozenCheck, sharesCheck } from './doctor-capacity.js';
+import { frozenCheck, poolCheck, sharesCheck } from './doctor-capacity.js';
 
 // The shares line of `berth doctor`, over a folder laid out as cgroup v1 lays out a bound; the
 // real bound is read by tests/adversarial/src/fair-share.attack.test.ts's gateways.
@@ -74,5 +74,11 @@ describe('berth doctor: frozen sandboxes', () => {
     );
     expect((await frozenCheck(config, sandboxes.slice(2), bound, root)).detail).toMatch(/^no sandbox is frozen; /);
     expect((await frozenCheck(parseTerminalConfig({ docker_freeze_seconds: 0 }), sandboxes, bound, root)).detail).toMatch(/^freezing is off/);
+  });
+
+  it('says what the warm pool keeps ready, and that it does nothing on Kubernetes', () => {
+    expect(poolCheck(parseTerminalConfig({}), 'docker')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^no warm pool/) });
+    expect(poolCheck(parseTerminalConfig({ docker_pool_size: 2 }), 'podman')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/keeps 2 started sandboxes ready/) });
+    expect(poolCheck(parseTerminalConfig({ docker_pool_size: 2 }), 'kubernetes')).toMatchObject({ status: 'warning', fix: expect.stringMatching(/remove docker_pool_size/) });
   });
 });

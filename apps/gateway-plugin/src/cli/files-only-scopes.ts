@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { splitProfileFolderName, type SandboxRequest } from '@berth/core';
-import { disksFolderOf } from '@berth/core/driver';
+import { disksFolderOf, POOL_SLOT_PREFIX } from '@berth/core/driver';
 import type { ExecuteTarget } from '../create-berth.js';
 import type { SandboxRecord } from './sandbox-record.js';
 
@@ -54,11 +54,13 @@ function targetOf(name: string): ExecuteTarget[] {
  */
 export function filesOnlyRecords(root: string, request: (target: ExecuteTarget) => SandboxRequest, withContainer: ReadonlySet<string>): SandboxRecord[] {
   const folders = new Set([
-    ...entries(root, (entry) => entry.isDirectory() && !entry.name.startsWith('.')),
+    // The warm pool's folders (`pool~`) are nobody's until a hand-over renames them.
+    ...entries(root, (entry) => entry.isDirectory() && !entry.name.startsWith('.') && !entry.name.startsWith(POOL_SLOT_PREFIX)),
     // Berth's own images (a spare disk made ahead) begin with a dot, as its own folders do.
-    ...entries(disksFolderOf(root), (entry) => entry.isFile() && entry.name.endsWith('.ext4') && !entry.name.startsWith('.')).map((name) =>
-      name.slice(0, -'.ext4'.length),
-    ),
+    ...entries(
+      disksFolderOf(root),
+      (entry) => entry.isFile() && entry.name.endsWith('.ext4') && !entry.name.startsWith('.') && !entry.name.startsWith(POOL_SLOT_PREFIX),
+    ).map((name) => name.slice(0, -'.ext4'.length)),
   ]);
   const records: SandboxRecord[] = [];
   for (const name of [...folders].sort()) {

@@ -14,7 +14,7 @@ import { createBackend } from '../create-backend.js';
 import { createBerthResolver } from '../create-berth.js';
 import { findIsolationRisks } from '../isolation-risks.js';
 import type { CliIo } from './cli-io.js';
-import { capacityCheck, frozenCheck, sharesCheck } from './doctor-capacity.js';
+import { capacityCheck, frozenCheck, poolCheck, sharesCheck } from './doctor-capacity.js';
 import { diskCheck } from './doctor-disk.js';
 import { networkPolicyCheck, networkPolicyProbeOf } from './doctor-network-policy.js';
 import type { DoctorCheck, DoctorReport } from './doctor-report.js';
@@ -83,6 +83,7 @@ export async function runDoctorChecks(io: CliIo, options: CliOptions): Promise<D
           checks.push({ name: 'engine', status: 'warning', detail: warning, fix: `see docs/backend-${description.engine}.md` });
         const probe = networkPolicyProbeOf(backend);
         if (probe) checks.push(await networkPolicyCheck(probe));
+        checks.push(poolCheck(config, backendName));
         // Nothing pauses a Pod: Kubernetes stops idle sandboxes instead.
         if (backendName !== 'kubernetes') {
           const sandboxes = await backend.list().catch(() => undefined);

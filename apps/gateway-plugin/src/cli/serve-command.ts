@@ -50,6 +50,7 @@ export async function runServeCommand(io: CliIo, options: CliOptions, signals: S
     signals.once('SIGINT', stop);
     signals.once('SIGTERM', stop);
   });
+  berth.warm();
   const ignored = describeIgnoredKeys(config);
   if (ignored) io.stderr.write(`${ignored}\n`);
   io.stdout.write(

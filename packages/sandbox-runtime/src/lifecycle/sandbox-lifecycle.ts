@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { ImageNotFoundError, isSandboxConflict, isSandboxGone, SandboxError, type SandboxRequest } from '@berth/core';
+import type { SandboxSpec } from '@berth/core/driver';
 import { channelsFolderOf } from '../shell/fifo-channel.js';
 import { prepareHostFolders } from '../host-files/host-folders.js';
 import type { RuntimeContext } from '../runtime-context.js';
@@ -7,6 +8,7 @@ import type { SandboxEntry } from './sandbox-entry.js';
 import { sandboxIsBusy } from './is-sandbox-busy.js';
 import { buildSandboxSpec, LABELS, MANAGED_BY } from '../sandbox-spec.js';
 import { waitAtMost } from '../wait-at-most.js';
+import { isPooled, POOL_KIND } from '../pool/handover-records.js';
 
 /** How many times acquiring looks again at a sandbox that keeps changing under it. */
 const ACQUIRE_ATTEMPTS = 12;
@@ -26,8 +28,10 @@ export interface SandboxLifecycle {
   thaw(entry: SandboxEntry): Promise<void>;
   /** Stops the sandbox; it starts again on the next command. */
   stop(entry: SandboxEntry, dropSessions: () => void): Promise<void>;
-  /** Every sandbox of this runtime (with the run's labels), or those of one scope. */
+  /** Every sandbox of this runtime (with the run's labels), or those of one scope; pooled ones not yet handed over are no one's. */
   find(scopeKey?: string): ReturnType<RuntimeContext['driver']['list']>;
+  /** Makes sure the image is on the engine, pulled once. */
+  ensureImage(): Promise<void>;
 }
 
 /** How long a start waits for the room its `beforeStart` makes; the stops go on after it. */
@@ -43,7 +47,12 @@ const OUT_OF_MEMORY = /cannot allocate memory|\bENOMEM\b/i;
  */
 export function createSandboxLifecycle(
   context: RuntimeContext,
-  hooks: { beforeStart?: (entry: SandboxEntry) => Promise<void>; afterStart?: () => Promise<void> } = {},
+  hooks: {
+    beforeStart?: (entry: SandboxEntry) => Promise<void>;
+    afterStart?: () => Promise<void>;
+    /** A new user's sandbox from the warm pool (pool/warm-pool.ts), or undefined to make one. */
+    handOver?: (entry: SandboxEntry, request: SandboxRequest, spec: SandboxSpec) => Promise<string | undefined>;
+  } = {},
 ): SandboxLifecycle {
   const { driver, settings, logger } = context;
   let imageReady: Promise<void> | undefined;
@@ -60,6 +69,7 @@ export function createSandboxLifecycle(
     const sandboxes = await driver.list(ownLabels(scopeKey));
     const roots = [...context.servedRoots].map((root) => `${root}${path.sep}`);
     return sandboxes.filter((sandbox) => {
+      if (sandbox.labels[LABELS.kind] === POOL_KIND) return false;
       const workspace = sandbox.labels[LABELS.workspace] ?? '';
       return roots.some((root) => workspace.startsWith(root));
     });
@@ -239,9 +249,12 @@ export function createSandboxLifecycle(
         assertRoomForAnother(entry, request, sandboxes);
         // The scope's lock from its folders to its start: a purge in another process waits for
         // it, then finds (and removes) the sandbox; one under way is never re-populated.
-        const id = await context.holdScope(request.paths, `start the sandbox of ${request.scope.key}`, () =>
-          context.limitCreate(() => create(entry, request, spec)),
-        );
+        let pooled = false;
+        const id = await context.holdScope(request.paths, `start the sandbox of ${request.scope.key}`, async () => {
+          const given = await hooks.handOver?.(entry, request, spec);
+          pooled = given !== undefined;
+          return given ?? context.limitCreate(() => create(entry, request, spec));
+        });
         if (id === '') {
           // Another process holds the name; the engine may not show it until its create completes.
           await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
@@ -249,7 +262,7 @@ export function createSandboxLifecycle(
         }
         entry.containerId = id;
         entry.running = true;
-        context.observer.event(entry, replaced ? 'recreated' : 'created', replaced);
+        context.observer.event(entry, replaced ? 'recreated' : 'created', replaced ?? (pooled ? 'from the warm pool' : undefined));
         return id;
       }
       if (found.labels[LABELS.managedBy] !== MANAGED_BY || found.labels[LABELS.scope] !== request.scope.key) {
@@ -257,6 +270,13 @@ export function createSandboxLifecycle(
           'SANDBOX_NAME_TAKEN',
           `sandbox ${entry.name} exists but is not Berth's sandbox for ${request.scope.key}; rename or remove it, or set another name prefix`,
         );
+      }
+      // A pooled sandbox's mounts name its slot's folders, which its hand-over renamed: started
+      // again, it would mount nothing of its user's. Once stopped, it goes, and theirs is made.
+      if (isPooled(found) && found.state !== 'running' && found.state !== 'paused') {
+        await driver.remove(found.id);
+        replaced = 'a pooled sandbox is never started again';
+        continue;
       }
       if (found.labels[LABELS.configHash] !== configHash) {
         if (found.state === 'running' && (await sandboxIsBusy(driver, found.id))) {
@@ -326,5 +346,5 @@ export function createSandboxLifecycle(
     for (const id of ids) await driver.stop(id, 3);
   };
 
-  return { acquire, thawIfPaused, freeze, thaw, stop, find };
+  return { acquire, thawIfPaused, freeze, thaw, stop, find, ensureImage };
 }
