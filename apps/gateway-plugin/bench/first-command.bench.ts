@@ -10,7 +10,8 @@
  *
  * Then warm commands of a pooled and a made user in turn (`echo`), to show a pooled sandbox
  * answers as fast once it is theirs. Prints a table and writes JSON to bench-results/. Run with
- * `pnpm --filter @berth/gateway-plugin bench:first` after a build. BENCH_RUNS (20) users of each kind.
+ * `pnpm --filter @berth/gateway-plugin bench:first` after a build. BENCH_RUNS (20) users of each kind;
+ * BENCH_RUNTIME=runsc for gVisor.
  */
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
@@ -26,6 +27,10 @@ import { median, printTable, round, summary, timed } from './stats.js';
 const run = promisify(execFile);
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const runs = Number(process.env.BENCH_RUNS ?? 20);
+// BENCH_RUNTIME=runsc: every sandbox, and the `docker run`, under that OCI runtime (gVisor).
+const ociRuntime = process.env.BENCH_RUNTIME;
+const runtimeConfig = ociRuntime ? { docker_runtime: ociRuntime } : {};
+const runtimeArgs = ociRuntime ? ['--runtime', ociRuntime] : [];
 const POOL = 2;
 const docker = new Dockerode();
 const root = await mkdtemp(path.join(tmpdir(), 'berth-first-bench-'));
@@ -40,7 +45,7 @@ async function register(kind: string, config: Record<string, unknown>): Promise<
     specificationVersion: 'v1',
     terminal: registry,
     environment,
-    config: { docker_image: image, sandbox_dir: path.join(root, kind), ...config },
+    config: { docker_image: image, sandbox_dir: path.join(root, kind), ...runtimeConfig, ...config },
     logger: quiet,
   });
   return { plugin, terminal: await registry.get('berth-docker').createEnvironment({}) };
@@ -72,7 +77,7 @@ try {
   for (let index = 0; index < runs; index++) {
     await poolFull('pooled');
     times.pooled.push(await timed(() => execAs(pooled.terminal, String(idBase + index), 'echo hi', 'hi\n')));
-    times.dockerRun.push(await timed(() => run('docker', ['run', '--rm', image, 'true'])));
+    times.dockerRun.push(await timed(() => run('docker', ['run', '--rm', ...runtimeArgs, image, 'true'])));
     times.made.push(await timed(() => execAs(made.terminal, String(idBase + 10_000 + index), 'echo hi', 'hi\n')));
   }
   for (let index = 0; index < runs * 5; index++) {
@@ -84,6 +89,7 @@ try {
     when: new Date().toISOString(),
     runs,
     image,
+    runtime: ociRuntime ?? 'runc',
     poolSize: POOL,
     pooled: summary(times.pooled),
     made: summary(times.made),
@@ -94,7 +100,7 @@ try {
     madeToDockerRun: round(median(times.made) / median(times.dockerRun), 3),
   };
   const ms = (row: { medianMs: number; p90Ms: number }) => [`${round(row.medianMs, 1)} ms`, `p90 ${round(row.p90Ms, 1)} ms`] as const;
-  printTable(`a new user's first command, ${runs} users of each kind (docker, ${image}, networking on)`, [
+  printTable(`a new user's first command, ${runs} users of each kind (docker, ${ociRuntime ?? 'runc'}, ${image}, networking on)`, [
     ['from the warm pool (docker_pool_size: 2)', ...ms(results.pooled)],
     ['made for them (docker_pool_size: 0)', ...ms(results.made)],
     ['docker run --rm IMAGE true (networked)', ...ms(results.dockerRun)],
@@ -105,7 +111,7 @@ try {
   ]);
   const outputDir = path.join(import.meta.dirname, '..', 'bench-results');
   await mkdir(outputDir, { recursive: true });
-  const file = path.join(outputDir, `first-command-${results.when.replace(/[:.]/g, '-')}.json`);
+  const file = path.join(outputDir, `first-command-${ociRuntime ?? 'runc'}-${results.when.replace(/[:.]/g, '-')}.json`);
   await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`written to ${path.relative(process.cwd(), file)}`);
 } finally {

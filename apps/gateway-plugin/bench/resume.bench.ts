@@ -12,7 +12,8 @@
  *
  * Each user is made, left idle until the engine shows the sandbox paused (or exited), then timed.
  * Prints a table and writes JSON to bench-results/. Run with `pnpm --filter
- * @berth/gateway-plugin bench:resume` after a build. BENCH_RUNS (20) users of each kind.
+ * @berth/gateway-plugin bench:resume` after a build. BENCH_RUNS (20) users of each kind; BENCH_RUNTIME=runsc
+ * for gVisor.
  */
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
@@ -28,6 +29,10 @@ import { median, printTable, round, summary, timed } from './stats.js';
 const run = promisify(execFile);
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const runs = Number(process.env.BENCH_RUNS ?? 20);
+// BENCH_RUNTIME=runsc: every sandbox, and the `docker run`, under that OCI runtime (gVisor).
+const ociRuntime = process.env.BENCH_RUNTIME;
+const runtimeConfig = ociRuntime ? { docker_runtime: ociRuntime } : {};
+const runtimeArgs = ociRuntime ? ['--runtime', ociRuntime] : [];
 const docker = new Dockerode();
 const root = await mkdtemp(path.join(tmpdir(), 'berth-resume-bench-'));
 const idBase = randomInt(100_000_000, 1_000_000_000);
@@ -42,7 +47,7 @@ async function register(kind: string, config: Record<string, unknown>): Promise<
     specificationVersion: 'v1',
     terminal: registry,
     environment,
-    config: { docker_image: image, sandbox_dir: path.join(root, kind), lifetime_seconds: 1, ...config },
+    config: { docker_image: image, sandbox_dir: path.join(root, kind), lifetime_seconds: 1, ...runtimeConfig, ...config },
     logger: quiet,
   });
   return { plugin, terminal: await registry.get('berth-docker').createEnvironment({}) };
@@ -75,13 +80,14 @@ try {
     await Promise.all([execAs(frozen.terminal, frozenUser, 'cd /tmp', ''), execAs(stopped.terminal, stoppedUser, 'cd /tmp', '')]);
     await Promise.all([until(frozenUser, 'paused'), until(stoppedUser, 'exited')]);
     times.frozen.push(await timed(() => execAs(frozen.terminal, frozenUser, 'echo back', 'back\n')));
-    times.dockerRun.push(await timed(() => run('docker', ['run', '--rm', image, 'true'])));
+    times.dockerRun.push(await timed(() => run('docker', ['run', '--rm', ...runtimeArgs, image, 'true'])));
     times.stopped.push(await timed(() => execAs(stopped.terminal, stoppedUser, 'echo back', 'back\n')));
   }
   const results = {
     when: new Date().toISOString(),
     runs,
     image,
+    runtime: ociRuntime ?? 'runc',
     frozen: summary(times.frozen),
     stopped: summary(times.stopped),
     dockerRun: summary(times.dockerRun),
@@ -89,7 +95,7 @@ try {
     stoppedToDockerRun: round(median(times.stopped) / median(times.dockerRun), 3),
   };
   const ms = (row: { medianMs: number }) => `${round(row.medianMs, 1)} ms`;
-  printTable(`a returning user's first command, ${runs} users of each kind (docker, ${image})`, [
+  printTable(`a returning user's first command, ${runs} users of each kind (docker, ${ociRuntime ?? 'runc'}, ${image})`, [
     ['frozen at idle, thawed (docker_freeze_seconds)', ms(results.frozen), `p90 ${round(results.frozen.p90Ms, 1)} ms`],
     ['stopped at idle, started again (the default)', ms(results.stopped), `p90 ${round(results.stopped.p90Ms, 1)} ms`],
     ['docker run --rm IMAGE true (networked)', ms(results.dockerRun), `p90 ${round(results.dockerRun.p90Ms, 1)} ms`],
@@ -98,7 +104,7 @@ try {
   ]);
   const outputDir = path.join(import.meta.dirname, '..', 'bench-results');
   await mkdir(outputDir, { recursive: true });
-  const file = path.join(outputDir, `resume-${results.when.replace(/[:.]/g, '-')}.json`);
+  const file = path.join(outputDir, `resume-${ociRuntime ?? 'runc'}-${results.when.replace(/[:.]/g, '-')}.json`);
   await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`written to ${path.relative(process.cwd(), file)}`);
 } finally {

@@ -14,6 +14,7 @@ export interface DoctorCheck {
     | 'capacity'
     | 'shares'
     | 'frozen'
+    | 'pool'
     | 'disk';
   readonly status: 'ok' | 'problem' | 'warning' | 'skipped';
   readonly detail: string;

@@ -78,7 +78,13 @@ describe('berth doctor: frozen sandboxes', () => {
 
   it('says what the warm pool keeps ready, and that it does nothing on Kubernetes', () => {
     expect(poolCheck(parseTerminalConfig({}), 'docker')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/^no warm pool/) });
-    expect(poolCheck(parseTerminalConfig({ docker_pool_size: 2 }), 'podman')).toMatchObject({ status: 'ok', detail: expect.stringMatching(/keeps 2 started sandboxes ready/) });
-    expect(poolCheck(parseTerminalConfig({ docker_pool_size: 2 }), 'kubernetes')).toMatchObject({ status: 'warning', fix: expect.stringMatching(/remove docker_pool_size/) });
+    expect(poolCheck(parseTerminalConfig({ docker_pool_size: 2 }), 'podman')).toMatchObject({
+      status: 'ok',
+      detail: expect.stringMatching(/keeps 2 started sandboxes ready/),
+    });
+    expect(poolCheck(parseTerminalConfig({ docker_pool_size: 2 }), 'kubernetes')).toMatchObject({
+      status: 'warning',
+      fix: expect.stringMatching(/remove docker_pool_size/),
+    });
   });
 });
