@@ -131,6 +131,8 @@ export function createBerthSandboxBackend(options: CreateBerthSandboxBackendOpti
       try {
         const server = await serveSandboxes({ berth, socket, ...(logger ? { logger } : {}) });
         logger?.info(`berth: serving sandboxes on ${server.socket} (terminal settings from ${config.source})`);
+        // A serving process keeps the warm pool (docker_pool_size); a Berth made elsewhere may have none.
+        berth.warm?.();
         return { berth, server, socket: server.socket, ownedFolder };
       } catch (error) {
         if (ownedFolder) rmSync(ownedFolder, { recursive: true, force: true });

@@ -42,6 +42,7 @@ const BAD_VALUES: Record<string, { wrongType: unknown; outOfRange: unknown; vali
   timeout: { wrongType: '30s', outOfRange: -1, valid: 30 },
   lifetime_seconds: { wrongType: '5m', outOfRange: -1, valid: 300 },
   docker_freeze_seconds: { wrongType: '1h', outOfRange: -1, valid: 0 },
+  docker_pool_size: { wrongType: 'two', outOfRange: 17, valid: 0 },
   sandbox_dir: { wrongType: 42, outOfRange: '', valid: sandboxDir },
   docker_volumes: { wrongType: '/a:/b', outOfRange: ['relative:/x'], valid: [] },
   env_passthrough: { wrongType: 'OPENAI_API_KEY', outOfRange: ['HERMES_USER_TELEGRAM_1_TOKEN'], valid: ['TEAM'] },

@@ -112,4 +112,50 @@ describe('faults: the engine daemon restarts', () => {
       await idle.cleanup();
     }
   }, 240_000);
+
+  it('with a warm pool: a handed-over sandbox and the ready ones are stopped by the restart; the user keeps their files in a sandbox of their own, the next new user gets one, and the pool holds its size again', async () => {
+    const pooled = await startAttackGateway({ config: { docker_pool_size: 2 } });
+    /** The pool's ready sandboxes: labelled as the pool's, still named as the pool's (a hand-over renames it), running. */
+    const ready = async () =>
+      (await pooled.containers()).filter(
+        (container) => container.Labels['dev.berth.kind'] === 'pool' && /pool-[0-9a-f]{32}$/.test(container.Names[0] ?? '') && container.State === 'running',
+      );
+    const full = async (): Promise<void> => {
+      const deadline = Date.now() + 60_000;
+      while ((await ready()).length < 2) {
+        if (Date.now() > deadline) throw new Error('the pool did not hold 2 ready sandboxes within 60 s');
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
+    try {
+      await full();
+      const first = randomTelegramUser();
+      const before = new Set((await ready()).map((container) => container.Id));
+      expect((await pooled.run(first, `echo ${marker} > /workspace/keep; echo ok`)).output).toBe('ok\n');
+      const handed = (await pooled.containers()).find((container) => before.has(container.Id) && !/pool-[0-9a-f]{32}$/.test(container.Names[0] ?? ''));
+      expect(handed, 'the first user was handed a pooled sandbox').toBeDefined();
+      await restartDockerd();
+      const after = await within(60_000, 'the first command after the engine restart', pooled.run(first, 'cat /workspace/keep'));
+      expect(after).toEqual({ output: `${marker}\n`, returncode: 0 });
+      const second = randomTelegramUser();
+      expect(await within(60_000, "a new user's first command after the restart", pooled.run(second, 'ls -A /workspace /root'))).toEqual({
+        output: '/root:\n\n/workspace:\n',
+        returncode: 0,
+      });
+      await full();
+      // The stopped pooled sandboxes go (never started again, removed in the background once
+      // found stopped): then two users' sandboxes and the pool's two, all running.
+      const settled = Date.now() + 30_000;
+      let all = await pooled.containers();
+      while (all.some((container) => container.State !== 'running') && Date.now() < settled) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        all = await pooled.containers();
+      }
+      expect(all.map((container) => container.Id)).not.toContain(handed!.Id);
+      expect(all.filter((container) => container.State !== 'running')).toEqual([]);
+      expect(all).toHaveLength(4);
+    } finally {
+      await pooled.cleanup();
+    }
+  }, 240_000);
 });

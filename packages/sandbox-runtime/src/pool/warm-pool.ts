@@ -39,8 +39,9 @@ export interface WarmPool {
 const REFILL_DELAY_MS = 300;
 /** How often a pool short of its size looks again for room. */
 const RETRY_MS = 10_000;
-/** How long the pool rests after failing to make one. */
-const FAILED_REST_MS = 60_000;
+/** How long the pool rests after failing to make one: doubled after each failure in a row, up to a minute. */
+const FAILED_REST_MS = 5_000;
+const FAILED_REST_MAX_MS = 60_000;
 /** The placeholder scope a pooled sandbox is built for: its labels are replaced, and it names no one. */
 const NOBODY = { kind: 'task', key: 'pool', taskId: 'pool', folderName: 'pool', slug: 'pool' } as unknown as SandboxScope;
 
@@ -76,6 +77,7 @@ export function createWarmPool(context: RuntimeContext, hooks: WarmPoolHooks): W
   const served = new Map<string, Promise<void>>();
   let making: Promise<void> | undefined;
   let restUntil = 0;
+  let failures = 0;
   let closed = false;
 
   const lockSlot = (paths: SandboxPaths, purpose: string) => lockScope(paths, { waitMs: 30_000, purpose });
@@ -151,16 +153,20 @@ export function createWarmPool(context: RuntimeContext, hooks: WarmPoolHooks): W
       return undefined;
     }
     making = (async () => {
-      while (!closed && ready.length < size && (await hooks.hasRoom())) await makeOne(root);
+      while (!closed && ready.length < size && (await hooks.hasRoom())) {
+        await makeOne(root);
+        failures = 0;
+      }
     })()
       .catch((error: unknown) => {
-        restUntil = Date.now() + FAILED_REST_MS;
+        failures++;
+        restUntil = Date.now() + Math.min(FAILED_REST_MAX_MS, FAILED_REST_MS * 2 ** (failures - 1));
         logger?.warn(`berth: making a pooled sandbox failed; new users' sandboxes are made for them meanwhile: ${messageOf(error)}`);
       })
       .finally(() => {
         making = undefined;
         // No room now (the caps), or a failure: looked at again later, as nothing else may ask.
-        if (!closed && ready.length < size) setTimeout(() => fill(root), Math.max(RETRY_MS, restUntil - Date.now())).unref();
+        if (!closed && ready.length < size) setTimeout(() => fill(root), restUntil > Date.now() ? restUntil - Date.now() : RETRY_MS).unref();
       });
     return making;
   };
@@ -214,14 +220,10 @@ export function createWarmPool(context: RuntimeContext, hooks: WarmPoolHooks): W
     }
   };
 
-  const handOver: WarmPool['handOver'] = async (entry, request, spec) => {
-    if (size === 0) return undefined;
-    const root = request.paths.root;
-    const wanted = settingsOf(spec);
-    const index = ready.findIndex((one) => one.paths.root === root && one.settings === wanted);
-    if (index < 0 || !isNewScope(request.paths)) return undefined;
-    const [taken] = ready.splice(index, 1);
-    const { id, slot, paths } = taken!;
+  /** Hands `taken` to the request's user, holding the slot's lock; undefined (and it gone) when that fails. */
+  const handTo = async (taken: Ready, entry: SandboxEntry, request: SandboxRequest, spec: SandboxSpec): Promise<string | undefined> => {
+    const { id, slot, paths } = taken;
+    const root = paths.root;
     const lock = await lockSlot(paths, `hand a pooled sandbox to ${request.scope.key}`);
     let moved = false;
     try {
@@ -241,6 +243,37 @@ export function createWarmPool(context: RuntimeContext, hooks: WarmPoolHooks): W
       return undefined;
     } finally {
       lock.release();
+    }
+  };
+
+  /** Removes a ready one that stopped under the pool (an engine restart, a stop from outside), in the background. */
+  const discard = (taken: Ready): void => {
+    void (async () => {
+      const lock = await lockSlot(taken.paths, 'clear a pooled sandbox that stopped');
+      try {
+        await driver.remove(taken.id).catch(() => undefined);
+        await clearSlot(taken.paths);
+      } finally {
+        lock.release();
+      }
+    })().catch((error: unknown) => logger?.warn(`berth: clearing a stopped pooled sandbox failed: ${messageOf(error)}`));
+  };
+
+  const handOver: WarmPool['handOver'] = async (entry, request, spec) => {
+    if (size === 0 || !isNewScope(request.paths)) return undefined;
+    const root = request.paths.root;
+    const wanted = settingsOf(spec);
+    try {
+      for (;;) {
+        const index = ready.findIndex((one) => one.paths.root === root && one.settings === wanted);
+        if (index < 0) return undefined;
+        const [taken] = ready.splice(index, 1);
+        // Only a running one: one the engine stopped would start again on the slot's folders.
+        const state = (await hooks.engine.inspect(taken!.id).catch(() => undefined))?.state;
+        if (state === 'running') return await handTo(taken!, entry, request, spec);
+        discard(taken!);
+      }
+    } finally {
       setTimeout(() => fill(root), REFILL_DELAY_MS).unref();
     }
   };

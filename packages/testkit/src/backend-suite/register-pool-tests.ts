@@ -67,8 +67,8 @@ export function registerPoolTests(fixture: BackendFixture): void {
         const before = await ready(backend);
         expect(before.length).toBeGreaterThanOrEqual(1);
         const user = newUser(config);
-        const first = await backend.doExec(user, { command: 'ls -A /workspace /root; echo mine > /workspace/f; echo $HOSTNAME' });
-        expect(first).toMatchObject({ exitCode: 0, stdout: '/root:\n\n/workspace:\nsandbox\n' });
+        const first = await backend.doExec(user, { command: 'ls -A /workspace /root; echo mine > /workspace/f' });
+        expect(first).toMatchObject({ exitCode: 0, stdout: '/root:\n\n/workspace:\n' });
         const [entry] = (await backend.list()).filter((one) => one.scopeKey === user.scope.key);
         expect(entry).toMatchObject({ state: 'running', kind: 'user', workspace: user.paths.workspace });
         expect(before, 'the sandbox came from the pool').toContain(entry!.containerId);
