@@ -15,22 +15,18 @@
  */
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { runWithSession, type TerminalEnvironment } from '@berth/core';
 import Dockerode from 'dockerode';
-import { createBerthPlugin, createInProcessTerminalRegistry, releaseDisksUnder, type BerthPlugin } from '../src/index.js';
+import { benchRuntime, registerBenchPlugin, removeBenchSandboxes } from './bench-host.js';
 import { median, printTable, round, summary, timed } from './stats.js';
 
 const run = promisify(execFile);
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const runs = Number(process.env.BENCH_RUNS ?? 20);
-// BENCH_RUNTIME=runsc: every sandbox, and the `docker run`, under that OCI runtime (gVisor).
-const ociRuntime = process.env.BENCH_RUNTIME;
-const runtimeConfig = ociRuntime ? { docker_runtime: ociRuntime } : {};
-const runtimeArgs = ociRuntime ? ['--runtime', ociRuntime] : [];
 const POOL = 2;
 const docker = new Dockerode();
 const root = await mkdtemp(path.join(tmpdir(), 'berth-first-bench-'));
@@ -38,18 +34,8 @@ const idBase = randomInt(100_000_000, 1_000_000_000);
 const quiet = { info: () => undefined, warn: (line: string) => console.error(line), error: (line: string) => console.error(line) };
 const environment: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: path.join(root, 'hermes') };
 
-async function register(kind: string, config: Record<string, unknown>): Promise<{ plugin: BerthPlugin; terminal: TerminalEnvironment }> {
-  const plugin = createBerthPlugin();
-  const registry = createInProcessTerminalRegistry();
-  await plugin.register({
-    specificationVersion: 'v1',
-    terminal: registry,
-    environment,
-    config: { docker_image: image, sandbox_dir: path.join(root, kind), ...runtimeConfig, ...config },
-    logger: quiet,
-  });
-  return { plugin, terminal: await registry.get('berth-docker').createEnvironment({}) };
-}
+const register = (kind: string, config: Record<string, unknown>) =>
+  registerBenchPlugin({ environment, config: { docker_image: image, sandbox_dir: path.join(root, kind), ...benchRuntime.config, ...config }, logger: quiet });
 
 const execAs = async (terminal: TerminalEnvironment, userId: string, command: string, expected: string): Promise<void> => {
   const result = await runWithSession({ platform: 'telegram', userId }, () => terminal.execute(command));
@@ -77,7 +63,7 @@ try {
   for (let index = 0; index < runs; index++) {
     await poolFull('pooled');
     times.pooled.push(await timed(() => execAs(pooled.terminal, String(idBase + index), 'echo hi', 'hi\n')));
-    times.dockerRun.push(await timed(() => run('docker', ['run', '--rm', ...runtimeArgs, image, 'true'])));
+    times.dockerRun.push(await timed(() => run('docker', ['run', '--rm', ...benchRuntime.dockerRunArgs, image, 'true'])));
     times.made.push(await timed(() => execAs(made.terminal, String(idBase + 10_000 + index), 'echo hi', 'hi\n')));
   }
   for (let index = 0; index < runs * 5; index++) {
@@ -89,7 +75,7 @@ try {
     when: new Date().toISOString(),
     runs,
     image,
-    runtime: ociRuntime ?? 'runc',
+    runtime: benchRuntime.name,
     poolSize: POOL,
     pooled: summary(times.pooled),
     made: summary(times.made),
@@ -100,7 +86,7 @@ try {
     madeToDockerRun: round(median(times.made) / median(times.dockerRun), 3),
   };
   const ms = (row: { medianMs: number; p90Ms: number }) => [`${round(row.medianMs, 1)} ms`, `p90 ${round(row.p90Ms, 1)} ms`] as const;
-  printTable(`a new user's first command, ${runs} users of each kind (docker, ${ociRuntime ?? 'runc'}, ${image}, networking on)`, [
+  printTable(`a new user's first command, ${runs} users of each kind (docker, ${benchRuntime.name}, ${image}, networking on)`, [
     ['from the warm pool (docker_pool_size: 2)', ...ms(results.pooled)],
     ['made for them (docker_pool_size: 0)', ...ms(results.made)],
     ['docker run --rm IMAGE true (networked)', ...ms(results.dockerRun)],
@@ -111,18 +97,10 @@ try {
   ]);
   const outputDir = path.join(import.meta.dirname, '..', 'bench-results');
   await mkdir(outputDir, { recursive: true });
-  const file = path.join(outputDir, `first-command-${ociRuntime ?? 'runc'}-${results.when.replace(/[:.]/g, '-')}.json`);
+  const file = path.join(outputDir, `first-command-${benchRuntime.name}-${results.when.replace(/[:.]/g, '-')}.json`);
   await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`written to ${path.relative(process.cwd(), file)}`);
 } finally {
   for (const { plugin } of [pooled, made]) await plugin.close().catch(() => undefined);
-  for (const container of await docker.listContainers({ all: true, filters: { label: ['dev.berth.managed-by=berth'] } })) {
-    if (!(container.Labels['dev.berth.workspace'] ?? '').startsWith(root)) continue;
-    await docker
-      .getContainer(container.Id)
-      .remove({ force: true })
-      .catch(() => undefined);
-  }
-  await releaseDisksUnder(root);
-  await rm(root, { recursive: true, force: true });
+  await removeBenchSandboxes(docker, root);
 }

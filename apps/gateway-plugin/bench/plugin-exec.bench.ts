@@ -28,7 +28,8 @@ import { promisify } from 'node:util';
 import { REDACTED, runWithSession, type TerminalEnvironment } from '@berth/core';
 import Dockerode from 'dockerode';
 import { channelsFolderOf, openFifoChannel } from '@berth/sandbox-runtime';
-import { createBerthPlugin, createInProcessTerminalRegistry, releaseDisksUnder, type BerthPlugin } from '../src/index.js';
+import { releaseDisksUnder, type BerthPlugin } from '../src/index.js';
+import { registerBenchPlugin } from './bench-host.js';
 import { median, printTable, round, summary, timed } from './stats.js';
 
 const run = promisify(execFile);
@@ -45,7 +46,6 @@ const label = 'dev.berth.bench';
 const docker = new Dockerode();
 const root = await mkdtemp(path.join(tmpdir(), 'berth-plugin-bench-'));
 const idBase = randomInt(100_000_000, 1_000_000_000);
-const quiet = { info: () => undefined, warn: () => undefined, error: (line: string) => console.error(line) };
 const environment: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: path.join(root, 'hermes') };
 const warmUser = String(idBase);
 // The warm user's own secret: masking has something to find in every output.
@@ -58,19 +58,8 @@ for (let index = 0; index < sizes.users; index++) {
 }
 
 /** Registers a plugin as a host does and returns one environment of its provider. */
-async function register(config: Record<string, unknown>): Promise<{ plugin: BerthPlugin; terminal: TerminalEnvironment }> {
-  const plugin = createBerthPlugin();
-  const registry = createInProcessTerminalRegistry();
-  await plugin.register({
-    specificationVersion: 'v1',
-    terminal: registry,
-    environment,
-    config: { docker_image: image, sandbox_dir: path.join(root, 'sandboxes'), ...config },
-    logger: quiet,
-  });
-  const terminal = await registry.get('berth-docker').createEnvironment({});
-  return { plugin, terminal };
-}
+const register = (config: Record<string, unknown>) =>
+  registerBenchPlugin({ environment, config: { docker_image: image, sandbox_dir: path.join(root, 'sandboxes'), ...config } });
 
 const execAs = (terminal: TerminalEnvironment, userId: string, command: string) =>
   runWithSession({ platform: 'telegram', userId }, () => terminal.execute(command));

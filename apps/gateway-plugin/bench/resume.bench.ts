@@ -17,41 +17,29 @@
  */
 import { execFile } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { runWithSession, type TerminalEnvironment } from '@berth/core';
 import Dockerode from 'dockerode';
-import { createBerthPlugin, createInProcessTerminalRegistry, releaseDisksUnder, type BerthPlugin } from '../src/index.js';
+import { benchRuntime, registerBenchPlugin, removeBenchSandboxes } from './bench-host.js';
 import { median, printTable, round, summary, timed } from './stats.js';
 
 const run = promisify(execFile);
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const runs = Number(process.env.BENCH_RUNS ?? 20);
-// BENCH_RUNTIME=runsc: every sandbox, and the `docker run`, under that OCI runtime (gVisor).
-const ociRuntime = process.env.BENCH_RUNTIME;
-const runtimeConfig = ociRuntime ? { docker_runtime: ociRuntime } : {};
-const runtimeArgs = ociRuntime ? ['--runtime', ociRuntime] : [];
 const docker = new Dockerode();
 const root = await mkdtemp(path.join(tmpdir(), 'berth-resume-bench-'));
 const idBase = randomInt(100_000_000, 1_000_000_000);
-const quiet = { info: () => undefined, warn: () => undefined, error: (line: string) => console.error(line) };
 const environment: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: root, HERMES_HOME: path.join(root, 'hermes') };
 
 /** Registers a plugin as a host does, over its own sandbox folder, and returns one environment of its provider. */
-async function register(kind: string, config: Record<string, unknown>): Promise<{ plugin: BerthPlugin; terminal: TerminalEnvironment }> {
-  const plugin = createBerthPlugin();
-  const registry = createInProcessTerminalRegistry();
-  await plugin.register({
-    specificationVersion: 'v1',
-    terminal: registry,
+const register = (kind: string, config: Record<string, unknown>) =>
+  registerBenchPlugin({
     environment,
-    config: { docker_image: image, sandbox_dir: path.join(root, kind), lifetime_seconds: 1, ...runtimeConfig, ...config },
-    logger: quiet,
+    config: { docker_image: image, sandbox_dir: path.join(root, kind), lifetime_seconds: 1, ...benchRuntime.config, ...config },
   });
-  return { plugin, terminal: await registry.get('berth-docker').createEnvironment({}) };
-}
 
 const execAs = async (terminal: TerminalEnvironment, userId: string, command: string, expected: string): Promise<void> => {
   const result = await runWithSession({ platform: 'telegram', userId }, () => terminal.execute(command));
@@ -80,14 +68,14 @@ try {
     await Promise.all([execAs(frozen.terminal, frozenUser, 'cd /tmp', ''), execAs(stopped.terminal, stoppedUser, 'cd /tmp', '')]);
     await Promise.all([until(frozenUser, 'paused'), until(stoppedUser, 'exited')]);
     times.frozen.push(await timed(() => execAs(frozen.terminal, frozenUser, 'echo back', 'back\n')));
-    times.dockerRun.push(await timed(() => run('docker', ['run', '--rm', ...runtimeArgs, image, 'true'])));
+    times.dockerRun.push(await timed(() => run('docker', ['run', '--rm', ...benchRuntime.dockerRunArgs, image, 'true'])));
     times.stopped.push(await timed(() => execAs(stopped.terminal, stoppedUser, 'echo back', 'back\n')));
   }
   const results = {
     when: new Date().toISOString(),
     runs,
     image,
-    runtime: ociRuntime ?? 'runc',
+    runtime: benchRuntime.name,
     frozen: summary(times.frozen),
     stopped: summary(times.stopped),
     dockerRun: summary(times.dockerRun),
@@ -95,7 +83,7 @@ try {
     stoppedToDockerRun: round(median(times.stopped) / median(times.dockerRun), 3),
   };
   const ms = (row: { medianMs: number }) => `${round(row.medianMs, 1)} ms`;
-  printTable(`a returning user's first command, ${runs} users of each kind (docker, ${ociRuntime ?? 'runc'}, ${image})`, [
+  printTable(`a returning user's first command, ${runs} users of each kind (docker, ${benchRuntime.name}, ${image})`, [
     ['frozen at idle, thawed (docker_freeze_seconds)', ms(results.frozen), `p90 ${round(results.frozen.p90Ms, 1)} ms`],
     ['stopped at idle, started again (the default)', ms(results.stopped), `p90 ${round(results.stopped.p90Ms, 1)} ms`],
     ['docker run --rm IMAGE true (networked)', ms(results.dockerRun), `p90 ${round(results.dockerRun.p90Ms, 1)} ms`],
@@ -104,24 +92,10 @@ try {
   ]);
   const outputDir = path.join(import.meta.dirname, '..', 'bench-results');
   await mkdir(outputDir, { recursive: true });
-  const file = path.join(outputDir, `resume-${ociRuntime ?? 'runc'}-${results.when.replace(/[:.]/g, '-')}.json`);
+  const file = path.join(outputDir, `resume-${benchRuntime.name}-${results.when.replace(/[:.]/g, '-')}.json`);
   await writeFile(file, `${JSON.stringify(results, null, 2)}\n`);
   console.log(`written to ${path.relative(process.cwd(), file)}`);
 } finally {
   for (const { plugin } of [frozen, stopped]) await plugin.close().catch(() => undefined);
-  for (const container of await docker.listContainers({ all: true, filters: { label: ['dev.berth.managed-by=berth'] } })) {
-    const info = container.Labels['dev.berth.workspace'] ?? '';
-    if (!info.startsWith(root)) continue;
-    if (container.State === 'paused')
-      await docker
-        .getContainer(container.Id)
-        .unpause()
-        .catch(() => undefined);
-    await docker
-      .getContainer(container.Id)
-      .remove({ force: true })
-      .catch(() => undefined);
-  }
-  await releaseDisksUnder(root);
-  await rm(root, { recursive: true, force: true });
+  await removeBenchSandboxes(docker, root);
 }

@@ -19,7 +19,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { runWithSession, type TerminalEnvironment } from '@berth/core';
-import { createBerthPlugin, createInProcessTerminalRegistry, releaseDisksUnder, type BerthPlugin } from '../src/index.js';
+import { releaseDisksUnder, type BerthPlugin } from '../src/index.js';
+import { registerBenchPlugin } from './bench-host.js';
 import { median, percentile, printTable, round, timed } from './stats.js';
 
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
@@ -38,18 +39,8 @@ interface Side {
   readonly terminal: TerminalEnvironment;
 }
 
-async function register(name: RuntimeName): Promise<Side> {
-  const plugin = createBerthPlugin();
-  const registry = createInProcessTerminalRegistry();
-  await plugin.register({
-    specificationVersion: 'v1',
-    terminal: registry,
-    environment,
-    config: { backend, docker_image: image, sandbox_dir: path.join(root, name), ...runtimes[name] },
-    logger: { info: () => undefined, warn: () => undefined, error: (line) => console.error(line) },
-  });
-  return { plugin, terminal: await registry.get(`berth-${backend}`).createEnvironment({}) };
-}
+const register = (name: RuntimeName): Promise<Side> =>
+  registerBenchPlugin({ environment, config: { backend, docker_image: image, sandbox_dir: path.join(root, name), ...runtimes[name] } });
 
 let nextUser = randomInt(100_000_000, 1_000_000_000);
 const newUser = (): string => String(nextUser++);

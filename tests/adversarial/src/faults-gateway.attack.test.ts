@@ -1,19 +1,8 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  ATTACK_IMAGE,
-  assertEngineReady,
-  containersUnder,
-  docker,
-  randomTelegramUser,
-  removeContainersUnder,
-  temporarySandboxDir,
-  within,
-} from './support/attack-gateway.js';
-import { releaseDisksUnder } from '@berth/gateway-plugin';
-import { startChildGateway } from './support/child-gateway.js';
+import { ATTACK_IMAGE, assertEngineReady, containersUnder, docker, randomTelegramUser, temporarySandboxDir, within } from './support/attack-gateway.js';
+import { clearChildGateways, startChildGateway } from './support/child-gateway.js';
 
 // The gateway as a child process, killed with SIGKILL in the middle of a command and started
 // again: it must adopt the existing sandbox (same container), make no duplicate, and its reaper
@@ -24,12 +13,7 @@ const user = randomTelegramUser();
 const marker = randomBytes(8).toString('hex');
 const children: ChildProcessWithoutNullStreams[] = [];
 
-afterAll(async () => {
-  for (const child of children) child.kill('SIGKILL');
-  await removeContainersUnder(sandboxDir);
-  await releaseDisksUnder(sandboxDir);
-  rmSync(sandboxDir, { recursive: true, force: true });
-});
+afterAll(() => clearChildGateways(children, sandboxDir));
 
 describe('faults: the gateway process is killed with SIGKILL mid-command and started again', () => {
   it('adopts the existing sandbox (same container id), makes no duplicate, and reaps it afterwards with nothing left running', async () => {

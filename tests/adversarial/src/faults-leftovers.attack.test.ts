@@ -1,8 +1,8 @@
-import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { releaseDisksUnder } from '@berth/gateway-plugin';
+import { startChildGateway } from './support/child-gateway.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ATTACK_IMAGE,
@@ -147,16 +147,16 @@ describe.each(['docker', 'podman'] as const)('leftovers on %s, with per-user dis
 });
 
 describe('spare networks of killed gateways (Docker)', () => {
-  const CHILD = path.join(import.meta.dirname, 'support', 'gateway-child.ts');
   const sandboxDir = temporarySandboxDir('spares');
   const config = { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 128, lifetime_seconds: 0, timeout: 60 };
   const children: ChildProcessWithoutNullStreams[] = [];
-  const pids: number[] = [];
+  /** The gateway children's pids, in the order they started. */
+  const pids = (): number[] => children.map((child) => child.pid!);
 
   afterAll(async () => {
     for (const child of children) child.kill('SIGKILL');
     await removeContainersUnder(sandboxDir);
-    for (const network of await networksOf(pids))
+    for (const network of await networksOf(pids()))
       await docker
         .getNetwork(network.Id)
         .remove()
@@ -172,29 +172,10 @@ describe('spare networks of killed gateways (Docker)', () => {
     return all.filter((network) => makers.some((pid) => (network.Labels?.['dev.berth.maker'] ?? '').split('.')[2] === String(pid)));
   }
 
-  async function startChild(): Promise<{ child: ChildProcessWithoutNullStreams; run: (userId: string, command: string) => Promise<Record<string, unknown>> }> {
-    const child = spawn(process.execPath, [CHILD], { env: { ...process.env, BERTH_ATTACK_CONFIG: JSON.stringify(config) }, stdio: ['pipe', 'pipe', 'pipe'] });
-    children.push(child);
-    pids.push(child.pid!);
-    const waiting = new Map<number, (value: Record<string, unknown>) => void>();
-    let ready: () => void = () => undefined;
-    const started = new Promise<void>((resolve) => (ready = resolve));
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const message = JSON.parse(line) as Record<string, unknown>;
-      if ('ready' in message) ready();
-      waiting.get(message.id as number)?.(message);
-    });
-    await within(30_000, 'the gateway child', started);
-    let next = 0;
-    return {
-      child,
-      run(userId, command) {
-        const id = ++next;
-        child.stdin.write(`${JSON.stringify({ id, platform: 'telegram', userId, command })}\n`);
-        return new Promise((resolve) => waiting.set(id, resolve));
-      },
-    };
-  }
+  const startChild = async () => {
+    const gateway = await startChildGateway(config, children);
+    return { ...gateway, run: (userId: string, command: string) => gateway.send({ platform: 'telegram', userId, command }) };
+  };
 
   it("a killed gateway's spare network is removed by the next gateway that makes one, not left for ten minutes", async () => {
     for (let round = 0; round < 3; round++) {
@@ -203,15 +184,15 @@ describe('spare networks of killed gateways (Docker)', () => {
       // The spare made ahead for the next new user, then the gateway killed.
       let spares: unknown[] = [];
       for (let wait = 0; wait < 100 && spares.length < 2; wait++) {
-        spares = await networksOf([gateway.child.pid!]);
+        spares = await networksOf([gateway.process.pid!]);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(spares).toHaveLength(2);
-      gateway.child.kill('SIGKILL');
+      await gateway.kill();
     }
     const last = await startChild();
     expect(await last.run(randomTelegramUser().userId.toString(), 'echo up')).toMatchObject({ output: 'up\n' });
-    const dead = pids.slice(0, -1);
+    const dead = pids().slice(0, -1);
     // Each dead gateway's own sandbox keeps its network; their spares go.
     let left: unknown[] = [];
     for (let wait = 0; wait < 100; wait++) {

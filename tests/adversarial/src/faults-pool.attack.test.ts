@@ -1,18 +1,8 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { releaseDisksUnder } from '@berth/gateway-plugin';
-import {
-  ATTACK_IMAGE,
-  assertEngineReady,
-  containersUnder,
-  randomTelegramUser,
-  removeContainersUnder,
-  temporarySandboxDir,
-  within,
-} from './support/attack-gateway.js';
-import { startChildGateway } from './support/child-gateway.js';
+import { ATTACK_IMAGE, assertEngineReady, containersUnder, randomTelegramUser, temporarySandboxDir, within } from './support/attack-gateway.js';
+import { clearChildGateways, startChildGateway } from './support/child-gateway.js';
 
 // The gateway as a child process with a warm pool (docker_pool_size), killed with SIGKILL while
 // new users' first commands are being handed pooled sandboxes, at several moments, then started
@@ -23,12 +13,7 @@ const sandboxDir = temporarySandboxDir('pool');
 const config = { docker_image: ATTACK_IMAGE, sandbox_dir: sandboxDir, container_memory: 128, docker_pool_size: POOL, timeout: 60 };
 const children: ChildProcessWithoutNullStreams[] = [];
 
-afterAll(async () => {
-  for (const child of children) child.kill('SIGKILL');
-  await removeContainersUnder(sandboxDir);
-  await releaseDisksUnder(sandboxDir);
-  rmSync(sandboxDir, { recursive: true, force: true });
-});
+afterAll(() => clearChildGateways(children, sandboxDir));
 
 /** The pool's ready sandboxes on the engine: labelled as the pool's and still named as the pool's (a hand-over renames it). */
 const readyInPool = async () =>

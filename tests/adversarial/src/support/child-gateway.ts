@@ -1,7 +1,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { within } from './attack-gateway.js';
+import { rmSync } from 'node:fs';
+import { releaseDisksUnder } from '@berth/gateway-plugin';
+import { removeContainersUnder, within } from './attack-gateway.js';
 
 /** The gateway as a process of its own (gateway-child.ts), for faults that kill it. */
 export interface ChildGateway {
@@ -44,4 +46,12 @@ export async function startChildGateway(config: Record<string, unknown>, childre
       await gone;
     },
   };
+}
+
+/** Kills every gateway child, then removes what they made under `sandboxDir`: containers, disks, folders. */
+export async function clearChildGateways(children: readonly ChildProcessWithoutNullStreams[], sandboxDir: string): Promise<void> {
+  for (const child of children) child.kill('SIGKILL');
+  await removeContainersUnder(sandboxDir);
+  await releaseDisksUnder(sandboxDir);
+  rmSync(sandboxDir, { recursive: true, force: true });
 }
