@@ -81,6 +81,30 @@ export function registerPoolTests(fixture: BackendFixture): void {
       }
     });
 
+    it('a pooled sandbox is held to what a sandbox made for its user is: capabilities, no new privileges, pids, memory, a read-only root', {
+      timeout: TEST_TIMEOUT_MS,
+    }, async (context) => {
+      const { backend, config } = await pooledBackend(context);
+      try {
+        const before = await ready(backend);
+        const user = newUser(config);
+        // The same look from inside both: whatever the cgroup version or the runtime, the two must agree.
+        const look =
+          "grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status; " +
+          'cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max; ' +
+          'cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes; ' +
+          '(touch /berth-root-probe 2>/dev/null && echo root-writable) || echo root-read-only';
+        const pooled = await backend.doExec(user, { command: look });
+        expect(before, 'the sandbox came from the pool').toContain((await backend.list()).find((one) => one.scopeKey === user.scope.key)?.containerId);
+        const made = await fixture.run('alice', look);
+        expect(pooled).toMatchObject({ exitCode: 0 });
+        expect(pooled.stdout).toContain('root-read-only');
+        expect(pooled.stdout).toBe(made.stdout);
+      } finally {
+        await close(backend);
+      }
+    });
+
     it('more new users at once than the pool holds each get a sandbox of their own; two first messages of one user get one', {
       timeout: TEST_TIMEOUT_MS * 2,
     }, async (context) => {
