@@ -71,6 +71,19 @@ async function hostRoutesIn(pool: Cidr): Promise<Cidr[]> {
 }
 
 /** Whether the engine refused a network because its subnet is in use. */
+/**
+ * Podman's answer when a host interface went away while it read the host's routes to check the
+ * subnet (another network's bridge removed at that moment, Go's "route ip+net: no such network
+ * interface"): nothing is wrong with the subnet, and the same create succeeds a moment later.
+ */
+function isRouteRace(error: unknown): boolean {
+  return engineStatus(error) === 500 && /no such network interface/i.test(engineMessage(error));
+}
+
+/** How many times one subnet is tried again after {@link isRouteRace}, and how long apart. */
+const ROUTE_RACE_RETRIES = 5;
+const ROUTE_RACE_WAIT_MS = 100;
+
 function isSubnetTaken(error: unknown): boolean {
   const status = engineStatus(error);
   const message = engineMessage(error);
@@ -135,36 +148,42 @@ export function createSubnetNetworkMaker(options: SubnetNetworkOptions): (name: 
       const subnet = subnetAt((start + step) % count);
       if (used.some((cidr) => overlaps(cidr, subnet))) continue;
       attempts++;
-      try {
-        await docker().createNetwork({
-          Name: name,
-          Driver: 'bridge',
-          CheckDuplicate: true,
-          IPAM: { Driver: 'default', Config: [{ Subnet: `${formatAddress(subnet.base)}/${SUBNET_PREFIX}` }] },
-          Options: {
-            'com.docker.network.bridge.enable_icc': 'false',
-            ...(options.bridgeName ? { [BRIDGE_NAME_OPTION]: options.bridgeName(name) } : {}),
-            ...options.driverOptions,
-          },
-          Labels: {
-            ...options.labels,
-            [LABELS.managedBy]: MANAGED_BY,
-            [LABELS.maker]: maker,
-            ...(options.bridgeName ? { [LABELS.bridge]: options.bridgeName(name) } : {}),
-          },
-        });
-        return;
-      } catch (error) {
-        // 409: another process made this sandbox's network at the same moment.
-        if (isConflict(error)) return;
-        // The subnet was taken since the list, or is used where the list cannot see it (Docker's
-        // 403 "Pool overlaps"; Podman's 500 "subnet … is already used on the host", which also
-        // counts the routes of another engine's bridges on the same host): try the next one.
-        if (isSubnetTaken(error)) {
-          used.push(subnet);
-          continue;
+      for (let raced = 0; ; raced++) {
+        try {
+          await docker().createNetwork({
+            Name: name,
+            Driver: 'bridge',
+            CheckDuplicate: true,
+            IPAM: { Driver: 'default', Config: [{ Subnet: `${formatAddress(subnet.base)}/${SUBNET_PREFIX}` }] },
+            Options: {
+              'com.docker.network.bridge.enable_icc': 'false',
+              ...(options.bridgeName ? { [BRIDGE_NAME_OPTION]: options.bridgeName(name) } : {}),
+              ...options.driverOptions,
+            },
+            Labels: {
+              ...options.labels,
+              [LABELS.managedBy]: MANAGED_BY,
+              [LABELS.maker]: maker,
+              ...(options.bridgeName ? { [LABELS.bridge]: options.bridgeName(name) } : {}),
+            },
+          });
+          return;
+        } catch (error) {
+          // 409: another process made this sandbox's network at the same moment.
+          if (isConflict(error)) return;
+          if (isRouteRace(error) && raced < ROUTE_RACE_RETRIES) {
+            await new Promise((resolve) => setTimeout(resolve, ROUTE_RACE_WAIT_MS));
+            continue;
+          }
+          // The subnet was taken since the list, or is used where the list cannot see it (Docker's
+          // 403 "Pool overlaps"; Podman's 500 "subnet … is already used on the host", which also
+          // counts the routes of another engine's bridges on the same host): try the next one.
+          if (isSubnetTaken(error)) {
+            used.push(subnet);
+            break;
+          }
+          fail(error, `create network ${name}`);
         }
-        fail(error, `create network ${name}`);
       }
     }
     throw new SandboxError(

@@ -43,6 +43,19 @@ describe('createSandboxNetworks', () => {
     expect(new Set(tried).size).toBe(3);
   });
 
+  it('tries the same subnet again when Podman lost a host interface while it read the routes (another network removed meanwhile), a few times at most', async () => {
+    let races = 0;
+    const { docker, tried } = fakeEngine(() => (races++ < 2 ? engineError(500, 'route ip+net: no such network interface') : undefined));
+    await createSandboxNetworks({ docker, engine: 'podman', endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' }).prepare('berth-net-r');
+    expect(tried).toHaveLength(3);
+    expect(new Set(tried).size).toBe(1);
+    const always = fakeEngine(() => engineError(500, 'route ip+net: no such network interface'));
+    await expect(
+      createSandboxNetworks({ docker: always.docker, engine: 'podman', endpoint: 'unix:///engine.sock', pool: '10.217.0.0/16' }).prepare('berth-net-s'),
+    ).rejects.toThrow(/berth-net-s/);
+    expect(always.tried).toHaveLength(6);
+  });
+
   it('reports any other refusal at once, naming the network', async () => {
     const { docker, tried } = fakeEngine(() => engineError(500, 'netavark: permission denied'));
     await expect(
