@@ -125,8 +125,17 @@ ensure_rootless_podman() {
   if docker_answers "$socket"; then
     say "rootless Podman API already answers on $socket"
   else
-    say "starting $ROOTLESS_USER's rootless podman system service (log: /var/log/berth-podman-rootless.log)"
     touch /var/log/berth-podman-rootless.log && chown "$ROOTLESS_USER" /var/log/berth-podman-rootless.log
+    # Processes killed while /run stays (a machine reset between runs by killing everything)
+    # leave this user's Podman state naming a pause process and conmons that are gone: every
+    # podman command of the user then stops at once with "invalid internal status, try resetting
+    # the pause process with podman system migrate", the service too (seen: a whole run without
+    # rootless Podman). `podman system migrate` resets that state; it deletes nothing.
+    if ! as_rootless podman info >/dev/null 2>&1; then
+      say "$ROOTLESS_USER's Podman does not answer \`podman info\` (state left by killed processes?): podman system migrate"
+      as_rootless podman system migrate >>/var/log/berth-podman-rootless.log 2>&1 || true
+    fi
+    say "starting $ROOTLESS_USER's rootless podman system service (log: /var/log/berth-podman-rootless.log)"
     as_rootless bash -c "nohup podman system service --time=0 unix://$socket >>/var/log/berth-podman-rootless.log 2>&1 &"
     wait_for_socket "$socket" "rootless Podman API" /var/log/berth-podman-rootless.log
   fi
