@@ -7,8 +7,10 @@ import os
 import posixpath
 from typing import Any, Mapping, cast
 
+from .errors import BerthBridgeError
+from .profiles import Profile, Profiles, session_for
 from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, checked_timeout
-from .server import BerthServer, CommandInterrupted, locate_berth
+from .server import CommandInterrupted, locate_berth
 from .session import PROBE_TASK_ID, probe_answer, read_session, scope_variables, session_request
 
 
@@ -89,9 +91,10 @@ def environment_class() -> type:
     class BerthDockerEnvironment(base):  # type: ignore[misc, valid-type]  # Hermes' BaseEnvironment, known at run time
         """Runs every command in the sandbox of the user whose message is being handled."""
 
-        def __init__(self, *, server: BerthServer, cwd: str, timeout: int, task_id: str = "default") -> None:
+        def __init__(self, *, profiles: Profiles, cwd: str, timeout: int, task_id: str = "default") -> None:
             super().__init__(cwd=starting_folder(cwd), timeout=timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS, env={})
-            self._berth_server = server
+            self._berth_profiles = profiles
+            self._berth_bound_profile: Profile | None = None
             self._berth_task_id = task_id or "default"
             self._berth_bound_session: Mapping[str, str] | None = None
             self._berth_bound_variables: Mapping[str, str] | None = None
@@ -118,7 +121,10 @@ def environment_class() -> type:
             if self._berth_task_id == PROBE_TASK_ID:
                 return probe_answer(self.cwd)
             effective_timeout = timeout or self.timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS
-            request = session_request(self.berth_session(), self._berth_task_id, self._berth_bound_variables)
+            profile = self.berth_profile()
+            request = session_request(
+                self.berth_session(profile), self._berth_task_id, self._berth_bound_variables, profile.settings
+            )
             request["command"] = command
             if cwd:
                 request["cwd"] = container_path(cwd)
@@ -126,7 +132,7 @@ def environment_class() -> type:
             if stdin_data is not None:
                 request["stdin"] = stdin_data
             try:
-                answer = self._berth_server.request(
+                answer = profile.server.request(
                     request, read_timeout=float(effective_timeout) + ANSWER_GRACE_SECONDS, interrupted=_interrupted
                 )
             except CommandInterrupted:
@@ -137,9 +143,25 @@ def environment_class() -> type:
                 output = f"{output.rstrip()}\n[Command timed out after {effective_timeout}s]".lstrip("\n")
             return {"output": output, "returncode": int(answer["exitCode"])}
 
-        def berth_session(self) -> dict[str, str]:
-            """The session this handle serves now: the one it was pinned to, else the message's (read now)."""
-            return dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
+        def berth_profile(self) -> Profile:
+            """The profile this handle serves now: the one it was pinned to, else the turn's (read now); one
+            that does not use Berth is refused (a cached handle must not run another profile's commands)."""
+            if self._berth_bound_profile is not None:
+                return self._berth_bound_profile
+            profiles = self._berth_profiles
+            profile = profiles.current()
+            if not profiles.uses_berth(profile):
+                raise BerthBridgeError(
+                    f"berth: profile {profile.name or 'of this gateway'} does not use Berth "
+                    f"(its terminal.backend is not {profiles.backend}); refusing to run its command in a Berth sandbox"
+                )
+            return profile
+
+        def berth_session(self, profile: Profile | None = None) -> dict[str, str]:
+            """The session this handle serves now: the one it was pinned to, else the message's (read now),
+            naming its profile where the turn runs in a routed profile's home."""
+            session = dict(self._berth_bound_session) if self._berth_bound_session is not None else read_session()
+            return session_for(profile or self.berth_profile(), session)
 
         def init_session(self) -> None:
             """Nothing to prepare: Berth keeps one persistent shell per sandbox (Hermes' snapshot is for its
@@ -158,7 +180,10 @@ def environment_class() -> type:
             """
             from .files import pending_copies
 
-            return pending_copies(self._berth_server).realpath(self.berth_session(), remote_path, self._berth_task_id)
+            profile = self.berth_profile()
+            return pending_copies(profile.server, profile.settings).realpath(
+                self.berth_session(profile), remote_path, self._berth_task_id
+            )
 
         def fetch_file(self, remote_path: str, local_dest: Any, *, max_bytes: int) -> None:
             """Copies the sandbox file ``remote_path`` to the host file ``local_dest`` (at most ``max_bytes``).
@@ -169,18 +194,21 @@ def environment_class() -> type:
             """
             from .files import pending_copies
 
-            pending_copies(self._berth_server).fetch(
-                self.berth_session(), remote_path, os.fspath(local_dest), max_bytes=max_bytes,
+            profile = self.berth_profile()
+            pending_copies(profile.server, profile.settings).fetch(
+                self.berth_session(profile), remote_path, os.fspath(local_dest), max_bytes=max_bytes,
                 task_id=self._berth_task_id,
             )
 
         def bound_to(self, session: Mapping[str, str]) -> "BerthDockerEnvironment":
             """The same handle, pinned to ``session``: for work that outlives the message (a background
             job's poller)."""
+            profile = self.berth_profile()
             bound = copy.copy(self)
-            bound._berth_bound_session = dict(session)
+            bound._berth_bound_profile = profile
+            bound._berth_bound_session = session_for(profile, session)
             # The profile's variables of the turn that started it: the poller's thread has no scope.
-            variables = scope_variables()
+            variables = scope_variables(profile.settings)
             bound._berth_bound_variables = dict(variables) if variables is not None else None
             return bound
 
@@ -192,11 +220,11 @@ def environment_class() -> type:
     return BerthDockerEnvironment
 
 
-def create_environment(server: BerthServer, *, cwd: str, timeout: int, task_id: str = "default") -> Any:
+def create_environment(profiles: Profiles, *, cwd: str, timeout: int, task_id: str = "default") -> Any:
     """A new handle; checks that Node and Berth are installed (one line saying how to install them) but
     starts nothing yet."""
     locate_berth(os.environ)
-    return environment_class()(server=server, cwd=cwd, timeout=timeout, task_id=task_id)
+    return environment_class()(profiles=profiles, cwd=cwd, timeout=timeout, task_id=task_id)
 
 
 def is_berth_environment(value: Any) -> bool:

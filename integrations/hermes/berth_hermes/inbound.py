@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 from .session import read_session
 from .errors import BerthBridgeError
 from .files import ATTACHMENTS_FOLDER, OUTBOX_MAX_AGE_SECONDS, put_file, reason_of
-from .server import BerthServer
+from .profiles import Profile, Profiles, pass_through, session_for
 
 logger = logging.getLogger("berth_hermes")
 
@@ -128,14 +128,18 @@ def replace_paths(text: str, replacements: Mapping[str, str]) -> str:
 
 
 async def bring_attachments_in(
-    put: Callable[[Mapping[str, str], str, str], Any], text: str, media_urls: list[Any], home: Path,
-    placed: PutAttachments,
+    put: Callable[[Mapping[str, str], str, str], Any], text: str, media_urls: list[Any],
+    home: Path | tuple[Path, ...], placed: PutAttachments,
 ) -> str:
-    """Puts each cached attachment into the session's sandbox; returns ``text`` with its paths replaced."""
+    """Puts each cached attachment into the session's sandbox; returns ``text`` with its paths replaced.
+
+    ``home``: the Hermes home whose caches hold attachments, or several (a routed profile's turn: its
+    own home's, then the launch home's, wherever its adapter cached the file)."""
     session = read_session()  # the message's ContextVars, set before Hermes builds its text
+    homes = home if isinstance(home, tuple) else (home,)
     replacements: dict[str, str] = {}
     for url in media_urls:
-        found = cached_attachment(url, home)
+        found = next((hit for hit in (cached_attachment(url, each) for each in homes) if hit is not None), None)
         if found is None:
             continue
         source, names = found
@@ -154,8 +158,9 @@ async def bring_attachments_in(
     return replace_paths(text, replacements)
 
 
-def wrap_inbound_text(server: BerthServer, home: Path) -> PutAttachments | None:
-    """Wraps ``gateway.run.GatewayRunner._prepare_inbound_message_text`` (see the module's text)."""
+def wrap_inbound_text(profiles: Profiles) -> PutAttachments | None:
+    """Wraps ``gateway.run.GatewayRunner._prepare_inbound_message_text`` (see the module's text), for the
+    turn's profile; a profile that does not use Berth keeps Hermes' own text."""
     placed = PutAttachments()
     try:
         from gateway.run import GatewayRunner
@@ -166,17 +171,20 @@ def wrap_inbound_text(server: BerthServer, home: Path) -> PutAttachments | None:
         return None
     original: Callable[..., Any] = found
 
-    def put(session: Mapping[str, str], source: str, target: str) -> Any:
-        return put_file(server, session, source=source, path=target)
+    def put(profile: Profile, session: Mapping[str, str], source: str, target: str) -> Any:
+        return put_file(profile.server, session_for(profile, session), source=source, path=target,
+                        settings=profile.settings)
 
     @functools.wraps(original)
     async def _prepare_inbound_message_text(self: Any, *args: Any, **kwargs: Any) -> Any:
         text = await original(self, *args, **kwargs)
         event = kwargs.get("event", args[0] if args else None)
         media_urls = list(getattr(event, "media_urls", None) or [])
-        if not isinstance(text, str) or not media_urls:
+        if not isinstance(text, str) or not media_urls or pass_through(profiles):
             return text
-        return await bring_attachments_in(put, text, media_urls, home, placed)
+        profile = profiles.current()
+        homes = (profile.settings.home, profiles.launch.settings.home)
+        return await bring_attachments_in(functools.partial(put, profile), text, media_urls, homes, placed)
 
     _prepare_inbound_message_text.__berth_original__ = original  # type: ignore[attr-defined]  # replaced once
     GatewayRunner._prepare_inbound_message_text = _prepare_inbound_message_text

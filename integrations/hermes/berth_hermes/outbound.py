@@ -22,13 +22,12 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from .session import read_session
 from .errors import BerthBridgeError
-from .files import DeliverableFiles, get_file, outbox_folder, reason_of, sweep_outbox
-from .server import BerthServer
+from .files import any_deliverable, deliverable_files, get_file, outbox_folder, reason_of, sweep_outbox
+from .profiles import Profiles, pass_through, session_for
 
 logger = logging.getLogger("berth_hermes")
 
@@ -157,25 +156,32 @@ def _delivered(path: str, fetch: Callable[[str], str]) -> str:
     return directive
 
 
-def register_media_transform(ctx: Any, server: BerthServer, home: Path) -> None:
-    """Registers Berth's ``transform_llm_output`` hook: ``MEDIA:`` paths are read from the user's sandbox."""
-    outbox = outbox_folder(home)
-
-    def fetch(path: str, session: Mapping[str, str]) -> str:
-        sweep_outbox(outbox)
-        return str(get_file(server, session, path=path, target=outbox)["hostPath"])
+def register_media_transform(ctx: Any, profiles: Profiles) -> None:
+    """Registers Berth's ``transform_llm_output`` hook: ``MEDIA:`` paths are read from the user's sandbox,
+    into the outbox of the turn's profile; a profile that does not use Berth keeps Hermes' own answer."""
 
     def transform_llm_output(response_text: str = "", **_: Any) -> str | None:
-        if not isinstance(response_text, str) or not response_text:
+        if not isinstance(response_text, str) or not response_text or pass_through(profiles):
             return None
+        profile = profiles.current()
+        outbox = outbox_folder(profile.settings.home)
+        deliverable_files(outbox)  # Hermes may send what lands there (guard_delivery)
         session = read_session()  # the agent's thread: the message's session is set
-        return rewrite_media_directives(response_text, lambda path: fetch(path, session))
+
+        def fetch(path: str) -> str:
+            sweep_outbox(outbox)
+            answer = get_file(profile.server, session_for(profile, session), path=path, target=outbox,
+                              settings=profile.settings)
+            return str(answer["hostPath"])
+
+        return rewrite_media_directives(response_text, fetch)
 
     ctx.register_hook("transform_llm_output", transform_llm_output)
 
 
-def guard_delivery(deliverable: DeliverableFiles) -> None:
-    """Narrows Hermes' delivery checks to files Berth took out of a sandbox (see the module's text)."""
+def guard_delivery(profiles: Profiles) -> None:
+    """Narrows Hermes' delivery checks to files Berth took out of a sandbox (see the module's text), for
+    a profile that uses Berth; another profile's deliveries keep Hermes' own checks."""
     try:
         import gateway.platforms.base as base
     except ImportError:
@@ -189,8 +195,8 @@ def guard_delivery(deliverable: DeliverableFiles) -> None:
     @functools.wraps(original)
     def validate_media_delivery_path(path: str, *args: Any, **kwargs: Any) -> str | None:
         safe = original(path, *args, **kwargs)
-        if safe and deliverable.allows(str(safe)):
-            return str(safe)
+        if pass_through(profiles) or (safe and any_deliverable(str(safe))):
+            return str(safe) if safe else None
         if safe:
             logger.warning("berth: not sending a host file that Berth did not take out of a sandbox: %s",
                            _log_safe(str(path)))
@@ -207,19 +213,22 @@ def guard_delivery(deliverable: DeliverableFiles) -> None:
 
     def filter_media_delivery_paths(media_files: Any, *args: Any, **kwargs: Any) -> Any:
         kept = filter_media_original(media_files, *args, **kwargs)
-        return [item for item in kept if deliverable.allows(str(item[0]))]
+        return kept if pass_through(profiles) else [item for item in kept if any_deliverable(str(item[0]))]
 
     def filter_local_delivery_paths(file_paths: Any, *args: Any, **kwargs: Any) -> Any:
         kept = filter_local_original(file_paths, *args, **kwargs)
-        return [item for item in kept if deliverable.allows(str(item))]
+        return kept if pass_through(profiles) else [item for item in kept if any_deliverable(str(item))]
 
     def extract_local_files(content: str, *args: Any, **kwargs: Any) -> Any:
         # Bare host paths in a reply: Hermes would send any existing host file a reply mentions.
         # With Berth, files are named with MEDIA: (read from the sandbox); the text stays as written.
+        if pass_through(profiles):
+            return extract_local_original(content, *args, **kwargs)
         return [], content
 
     filter_media_original = adapter.filter_media_delivery_paths
     filter_local_original = adapter.filter_local_delivery_paths
+    extract_local_original = adapter.extract_local_files
     # Defence in depth: a newer Hermes whose filters stop calling the module function (0.21's also
     # fetches from a remote sandbox, through Berth's fetch_file, and registers what it fetched).
     adapter.filter_media_delivery_paths = staticmethod(filter_media_delivery_paths)

@@ -8,6 +8,8 @@
   named ``berth_docker`` instead (``terminal.backend: berth_docker``), and nothing is replaced.
 * Either way, a background job is pinned to the session that started it, and each run of a cron
   job is marked with the job's id (``session.track_cron_jobs``), since Hermes blanks a job's session.
+* Every call is resolved to the profile whose home Hermes bound for the turn (``profiles.py``): its
+  own settings and `berth serve`; a profile that does not use Berth keeps Hermes' own handling.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from .files import deliverable_files, outbox_folder
 from .inbound import wrap_inbound_text
 from .outbound import guard_delivery, register_media_transform
 from .berth_cli import check_node
-from .server import BerthServer, locate_berth, server_for
+from .profiles import Profiles, pass_through
+from .server import locate_berth, server_for
 from .session import read_session, track_cron_jobs, use_variable_names
 from .settings import BridgeSettings
 
@@ -44,8 +47,9 @@ def register(ctx: Any) -> None:
     except BerthNotInstalledError as missing:
         logger.warning("%s", missing)
     register_provider = getattr(ctx, "register_terminal_environment_provider", None)
+    profiles = Profiles(settings, server, provider_api=callable(register_provider))
     if callable(register_provider):
-        register_provider(create_provider(server, settings))
+        register_provider(create_provider(profiles, settings))
         logger.info(
             "berth: registered the terminal backend %s (set terminal.backend: %s); berth serve on %s",
             PROVIDER_NAME, PROVIDER_NAME, settings.socket,
@@ -62,7 +66,7 @@ def register(ctx: Any) -> None:
             "set terminal.backend: docker",
             PROVIDER_NAME,
         )
-        replace_create_environment(server)
+        replace_create_environment(profiles)
     elif not settings.user_sandbox:
         logger.info(
             "berth: terminal.docker_user_sandbox is false, "
@@ -70,27 +74,28 @@ def register(ctx: Any) -> None:
         )
         return
     else:
-        replace_create_environment(server)
+        replace_create_environment(profiles)
         logger.info(
             "berth: docker environments now run in one Berth sandbox per messaging user; berth serve on %s",
             settings.socket,
         )
     bind_background_jobs()
     track_cron_jobs()
-    # Files go to and from Berth's sandboxes only when the configured backend is the one Berth serves
+    # Files go to and from Berth's sandboxes only for a profile whose backend is the one Berth serves
     # here: else the agent's files are in Hermes' own container, and Hermes' own file handling stays.
-    if settings.backend == (PROVIDER_NAME if callable(register_provider) else "docker"):
-        carry_files(ctx, server, settings)
+    # With the provider API any profile of a multiplexing gateway may choose Berth: each call decides.
+    if callable(register_provider) or settings.backend == "docker":
+        carry_files(ctx, profiles)
 
 
-def carry_files(ctx: Any, server: BerthServer, settings: BridgeSettings) -> None:
+def carry_files(ctx: Any, profiles: Profiles) -> None:
     """Files between the chat and the user's sandbox (docs/hermes.md, "Files in and out").
 
     Attachments are put into the sender's sandbox as Hermes builds the agent's text; ``MEDIA:``
     paths of the final reply are read from the sandbox; Hermes then sends only files Berth took
     out of a sandbox, never another host file a reply names.
     """
-    outbox = outbox_folder(settings.home)
+    deliverable_files(outbox_folder(profiles.launch.settings.home))
     register_hook = getattr(ctx, "register_hook", None)
     # Importing gateway.run marks the whole process a gateway (gateway/run.py:1408) and rewrites its
     # TERMINAL_* variables, so the bridge never imports it: it wraps the runner where the gateway
@@ -98,21 +103,21 @@ def carry_files(ctx: Any, server: BerthServer, settings: BridgeSettings) -> None
     # it imports gateway.run, hermes_cli/main.py:12951-13002; the hook fires first in every message's
     # handler, gateway/run.py:10007-10014). Hermes' CLI never fires it and keeps its environment.
     if "gateway.run" in sys.modules:
-        wrap_inbound_text(server, settings.home)
+        wrap_inbound_text(profiles)
     elif callable(register_hook):
 
         def wrap_at_first_message(**_: Any) -> None:
-            wrap_inbound_text(server, settings.home)
+            wrap_inbound_text(profiles)
 
         register_hook("pre_gateway_dispatch", wrap_at_first_message)
     if callable(register_hook):
-        register_media_transform(ctx, server, settings.home)
+        register_media_transform(ctx, profiles)
     else:
         logger.warning("berth: this Hermes has no plugin hooks, so MEDIA: files are not read from sandboxes")
-    guard_delivery(deliverable_files(outbox))
+    guard_delivery(profiles)
 
 
-def replace_create_environment(server: BerthServer) -> None:
+def replace_create_environment(profiles: Profiles) -> None:
     """Hermes 0.19.0's seam: ``_create_environment`` for ``docker`` is Berth's, for anything else Hermes' own."""
     import tools.terminal_tool as terminal_tool
 
@@ -133,7 +138,7 @@ def replace_create_environment(server: BerthServer) -> None:
         task_id: str = "default",
         host_cwd: str | None = None,
     ) -> Any:
-        if env_type != "docker":
+        if env_type != "docker" or pass_through(profiles):
             return original(
                 env_type,
                 image,
@@ -146,13 +151,13 @@ def replace_create_environment(server: BerthServer) -> None:
                 host_cwd=host_cwd,
             )
         # image and container_config come from the same terminal: section that berth serve reads.
-        return create_environment(server, cwd=cwd, timeout=timeout, task_id=task_id)
+        return create_environment(profiles, cwd=cwd, timeout=timeout, task_id=task_id)
 
     _create_environment.__berth_original__ = original  # type: ignore[attr-defined]  # a mark: replaced once
     terminal_tool._create_environment = _create_environment
 
 
-def create_provider(server: BerthServer, settings: BridgeSettings) -> Any:
+def create_provider(profiles: Profiles, settings: BridgeSettings) -> Any:
     """A ``TerminalEnvironmentProvider`` named ``berth_docker`` (a duck type when Hermes has no such class).
 
     Besides the factory it answers what upstream's base class asks of a provider
@@ -222,7 +227,7 @@ def create_provider(server: BerthServer, settings: BridgeSettings) -> Any:
             container_config: dict[str, Any] | None = None,
             **kwargs: Any,
         ) -> Any:
-            return create_environment(server, cwd=cwd, timeout=timeout, task_id=task_id)
+            return create_environment(profiles, cwd=cwd, timeout=timeout, task_id=task_id)
 
     return BerthDockerProvider()
 

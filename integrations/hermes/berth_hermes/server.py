@@ -46,10 +46,14 @@ class CommandInterrupted(Exception):
 class BerthServer:
     """One gateway's `berth serve` on one socket. Thread-safe: commands of many users run at once."""
 
-    def __init__(self, socket: Path, *, home: Path, config_file: Path | None) -> None:
+    def __init__(
+        self, socket: Path, *, home: Path, config_file: Path | None, environment: Mapping[str, str] | None = None
+    ) -> None:
         self.socket = socket
         self.home = home
         self.config_file = config_file
+        self._environment = dict(environment) if environment is not None else None
+        """What `berth serve` starts with instead of the gateway's environment (a routed profile's)."""
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._readers: list[threading.Thread] = []
@@ -103,7 +107,8 @@ class BerthServer:
             argv += ["--config", os.fspath(self.config_file)]
         # The gateway's environment carries the operator's HERMES_USER_* credentials and forwarded
         # variables; never a session: each request names its own.
-        environment = {name: value for name, value in os.environ.items() if not name.startswith("HERMES_SESSION_")}
+        source = self._environment if self._environment is not None else os.environ
+        environment = {name: value for name, value in source.items() if not name.startswith("HERMES_SESSION_")}
         environment["HERMES_HOME"] = os.fspath(self.home)
         self._stderr_tail.clear()
         try:
@@ -286,10 +291,14 @@ _servers: dict[Path, BerthServer] = {}
 _servers_lock = threading.Lock()
 
 
-def server_for(socket: Path, *, home: Path, config_file: Path | None) -> BerthServer:
+def server_for(
+    socket: Path, *, home: Path, config_file: Path | None, environment: Mapping[str, str] | None = None
+) -> BerthServer:
     """The one :class:`BerthServer` of this process for ``socket``."""
     with _servers_lock:
         server = _servers.get(socket)
         if server is None:
-            server = _servers[socket] = BerthServer(socket, home=home, config_file=config_file)
+            server = _servers[socket] = BerthServer(
+                socket, home=home, config_file=config_file, environment=environment
+            )
         return server

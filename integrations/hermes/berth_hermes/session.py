@@ -169,7 +169,7 @@ def use_variable_names(user_prefix: str, forwarded: "list[str] | tuple[str, ...]
     _forwarded = frozenset(str(name) for name in forwarded)
 
 
-def scope_variables() -> dict[str, str] | None:
+def scope_variables(settings: Any = None) -> dict[str, str] | None:
     """The variables of this turn's profile that Berth uses, when Hermes serves several profiles.
 
     Hermes 0.21+ keeps a profile's ``.env`` out of ``os.environ`` while it multiplexes profiles
@@ -179,8 +179,13 @@ def scope_variables() -> dict[str, str] | None:
     gateway's environment, which may hold another profile's values. A multiplexed turn with no scope
     (upstream's ``get_secret`` raises there) gets ``{}``: no variables, never someone else's. None
     when Hermes does not multiplex (or has no secret scopes): ``berth serve`` reads its own
-    environment, as before.
+    environment, as before. ``settings`` (a profile's ``BridgeSettings``) names the variables its own
+    ``config.yaml`` uses; without it, those :func:`use_variable_names` was given.
     """
+    prefix, forwarded = _user_prefix, _forwarded
+    if settings is not None:
+        prefix = f"{settings.user_env_prefix or 'HERMES_USER'}_"
+        forwarded = frozenset(settings.forwarded)
     try:
         from agent.secret_scope import current_secret_scope, is_multiplex_active
     except ImportError:
@@ -195,16 +200,18 @@ def scope_variables() -> dict[str, str] | None:
         return {}
     return {
         name: value for name, value in scope.items()
-        if isinstance(name, str) and isinstance(value, str) and (name.startswith(_user_prefix) or name in _forwarded)
+        if isinstance(name, str) and isinstance(value, str) and (name.startswith(prefix) or name in forwarded)
     }
 
 
 def session_request(
-    session: Mapping[str, str], task_id: str = "default", variables: Mapping[str, str] | None = None
+    session: Mapping[str, str], task_id: str = "default", variables: Mapping[str, str] | None = None,
+    settings: Any = None,
 ) -> dict[str, Any]:
     """The fields every request to ``berth serve`` starts with: the protocol version, the session as
     ``read_session()`` gave it, the task, ``sessionRequired`` where many people are served, and the
-    profile's ``variables`` where Hermes gives them (``variables``, else :func:`scope_variables` now).
+    profile's ``variables`` where Hermes gives them (``variables``, else :func:`scope_variables` now, by
+    ``settings``' names).
 
     Commands and files (``put-file``, ``get-file``) send exactly these, so whose sandbox a file goes
     to or comes from is decided as for a command, by core.
@@ -212,7 +219,7 @@ def session_request(
     request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": task_id or "default"}
     if serves_many_people():
         request["sessionRequired"] = True
-    scoped = dict(variables) if variables is not None else scope_variables()
+    scoped = dict(variables) if variables is not None else scope_variables(settings)
     if scoped is not None:
         request["variables"] = scoped
     return request

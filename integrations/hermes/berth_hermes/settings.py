@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 
-def hermes_home(environment: Mapping[str, str] = os.environ) -> Path:
-    """Hermes' own answer (its active profile) when Hermes is importable, else ``${HERMES_HOME:-~/.hermes}``."""
-    try:
-        from hermes_constants import get_hermes_home
+def hermes_home(environment: Mapping[str, str] = os.environ, *, use_hermes: bool = True) -> Path:
+    """Hermes' own answer when Hermes is importable (the turn's profile home where a multiplexing
+    gateway bound one, else its active profile), else ``${HERMES_HOME:-~/.hermes}``."""
+    if use_hermes:
+        try:
+            from hermes_constants import get_hermes_home
 
-        return Path(get_hermes_home())
-    except ImportError:
-        return Path(environment.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+            return Path(get_hermes_home())
+        except ImportError:
+            pass
+    return Path(environment.get("HERMES_HOME") or Path.home() / ".hermes").expanduser()
 
 
 def default_socket(home: Path) -> Path:
@@ -80,8 +83,9 @@ class BridgeSettings:
     """``terminal.docker_forward_env`` and ``env_passthrough``: the names forwarded into every sandbox."""
 
     @classmethod
-    def load(cls, environment: Mapping[str, str] = os.environ) -> "BridgeSettings":
-        home = hermes_home(environment)
+    def load(cls, environment: Mapping[str, str] = os.environ, *, use_hermes: bool = True) -> "BridgeSettings":
+        """``use_hermes=False``: the home ``environment`` names, not the one Hermes has bound now."""
+        home = hermes_home(environment, use_hermes=use_hermes)
         config_file = home / "config.yaml"
         terminal = read_terminal_section(config_file) if config_file.is_file() else {}
         socket = (

@@ -99,6 +99,30 @@ def wait_until(predicate, timeout: float = 15.0, interval: float = 0.1) -> bool:
     return predicate()
 
 
+def make_profile(gateway: Gateway, name: str, terminal: dict | None = None, dotenv: dict | None = None) -> Path:
+    """A named profile of ``gateway``'s Hermes, where upstream keeps one (``get_profile_dir(name)`` is
+    ``{default root}/profiles/{name}``, hermes_cli/profiles.py at 0006718): its own ``config.yaml``
+    (Berth's backend unless ``terminal`` says otherwise, no ``sandbox_dir``: its home's) and ``.env``."""
+    home = gateway.home / "profiles" / name
+    home.mkdir(parents=True)
+    section = {"backend": "berth_docker", "docker_image": IMAGE, "lifetime_seconds": 120,
+               "docker_network_pool": NETWORK_POOL, **(terminal or {})}
+    (home / "config.yaml").write_text(json.dumps({"terminal": section}, indent=2), encoding="utf-8")
+    (home / ".env").write_text("".join(f"{key}={value}\n" for key, value in (dotenv or {}).items()), encoding="utf-8")
+    return home
+
+
+def launch_only(server: Any) -> Any:
+    """The bridge's profiles of a gateway without routed profiles: every call is the launch profile's,
+    served by ``server`` (a stand-in of :class:`BerthServer` in the tests that need no engine)."""
+    from berth_hermes.profiles import Profiles
+    from berth_hermes.settings import BridgeSettings, hermes_home
+
+    settings = BridgeSettings(home=hermes_home(), config_file=None, socket=Path("/nonexistent/berth.sock"),
+                              user_sandbox=True, backend="docker")
+    return Profiles(settings, server, provider_api=False)
+
+
 def session_of(user: str, platform: str = "telegram", profile: str = "") -> dict:
     """A direct message's session, as Hermes' gateway sets it; a multiplexed profile's key begins
     ``agent:<profile>`` (gateway/session.py:884-901 at 3ef6bbd) and the profile is bound with it."""
@@ -172,10 +196,14 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
     yield make
     for gateway, root in made:
         gateway.stop()
-        wait_until(lambda: not berth_serve_processes(gateway.socket), timeout=15)
-        for pid in berth_serve_processes(gateway.socket):
+        # The launch profile's berth serve, and each routed profile's (make_profile).
+        sockets = [gateway.socket, *(home / "run" / "berth.sock" for home in (gateway.home / "profiles").glob("*"))]
+        wait_until(lambda: not any(berth_serve_processes(path) for path in sockets), timeout=15)
+        for pid in (pid for path in sockets for pid in berth_serve_processes(path)):
             os.kill(pid, signal.SIGKILL)
         engine.remove_under(root)
+        for profile_root in (gateway.home / "profiles").glob("*/sandboxes/docker"):
+            remove_egress_tables(node, RUNTIME, profile_root, last=False)
         remove_egress_tables(node, RUNTIME, gateway.sandbox_dir / "docker", last=gateway is made[-1][0])
         unmount_under(root)
         shutil.rmtree(root, ignore_errors=True)

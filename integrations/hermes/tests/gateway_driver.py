@@ -41,6 +41,8 @@ def _session_call(session: dict | None, call: Callable[[], Any]) -> Callable[[],
                 # gateway/run.py:16355-16386 at 3ef6bbd binds the source's profile, "" when it has none.
                 profile=session.get("profile", ""),
             )
+            if "profile_home" in session:
+                _bind_profile_home(session["profile_home"])
             if "secrets" in session:
                 # Upstream 0.21's multiplexing gateway installs the turn's profile secrets as a scope
                 # (agent/secret_scope.py:1-21 at 0474a0e: "set_secret_scope(mapping) installs the active
@@ -51,6 +53,22 @@ def _session_call(session: dict | None, call: Callable[[], Any]) -> Callable[[],
         return call()
 
     return lambda: contextvars.Context().run(run)
+
+
+def _bind_profile_home(home: str) -> list:
+    """What upstream 0.21 binds for a routed profile's turn (its multiplexed inbound path,
+    ``_profile_runtime_scope``): the home override, which ``get_hermes_home()`` reads first
+    (hermes_constants.py at 0006718), the profile's ``.env`` as the secret scope
+    (``build_profile_secret_scope``, agent/secret_scope.py at 0474a0e) and its terminal policy
+    (``install_profile_terminal_scope``, tools/terminal_scope.py at 0006718; "Routed profiles must bind a
+    terminal scope", tools/terminal_tool.py ``_ensure_terminal_env_bridged`` at 027fc66). In the current
+    context; the tokens undo it."""
+    from agent.secret_scope import build_profile_secret_scope, set_secret_scope
+    from hermes_constants import set_hermes_home_override
+    from tools.terminal_scope import install_profile_terminal_scope
+
+    return [set_hermes_home_override(home), set_secret_scope(build_profile_secret_scope(home)),
+            install_profile_terminal_scope(home)]
 
 
 def _in_thread_without_context(call: Callable[[], Any]) -> Callable[[], Any]:
@@ -159,9 +177,17 @@ class Chat:
         )
         self.script, self.told, self.results, self.runner.last_prompt = action.get("agent") or {}, "", [], None
         before = len(self.adapter.sent)
-        asyncio.run_coroutine_threadsafe(self.adapter._process_message_background(event), self.loop).result(600)
+        if action.get("profile"):
+            event.source.profile = action["profile"]
+        # The loop's task runs in a copy of this thread's context (call_soon_threadsafe copies it).
+        contextvars.Context().run(self._process, event, action.get("profile_home"))
         return {"prompt": self.runner.last_prompt, "told": self.told, "results": self.results,
                 "cached": event.media_urls, "sent": _sent(self.adapter.sent[before:])}
+
+    def _process(self, event: Any, profile_home: str | None) -> None:
+        if profile_home:
+            _bind_profile_home(profile_home)
+        asyncio.run_coroutine_threadsafe(self.adapter._process_message_background(event), self.loop).result(600)
 
     def group_message(self, action: dict) -> dict:
         """A message in a group that carries no sender (a channel post, an anonymous admin)."""

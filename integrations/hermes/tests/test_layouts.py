@@ -66,7 +66,11 @@ def test_hermes_with_the_provider_api_gets_a_berth_docker_provider_and_nothing_r
     assert state["create_environment_replaced"] is False
     [provider] = state["providers"]
     assert provider.startswith("berth_docker:BerthDockerProvider:") and "TerminalEnvironmentProvider" in provider
-    assert state["environments"]["default"]["class"] == "BerthDockerEnvironment"
+    # Upstream's terminal tool keys a plugin backend's environments by session (tools/terminal_tool.py's
+    # _resolve_container_task_id at 027fc66): one Berth handle per session key.
+    keys = {f"session:{session_of(user)['session_key']}" for user in (a, b)}
+    assert {key: env["class"] for key, env in state["environments"].items()} == dict.fromkeys(
+        keys, "BerthDockerEnvironment")
     assert state["check_terminal_requirements"] is True
     assert {c["Labels"].get("dev.berth.user") for c in engine.containers_under(gateway.home)} == {a, b}
 

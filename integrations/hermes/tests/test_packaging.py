@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import PACKAGE_ROOT, install_with_pip, session_of, unique_user
+from conftest import PACKAGE_ROOT, install_with_pip, launch_only, session_of, unique_user
 
 sys.path.insert(0, str(PACKAGE_ROOT))
 sys.path.insert(0, str(PACKAGE_ROOT / "build_backend"))
@@ -138,7 +138,7 @@ def test_the_bridge_reads_berths_limits_from_the_protocol_file_core_writes():
 
 def test_a_timeout_over_berths_ceiling_is_refused_as_berth_serve_refuses_it_never_cut():
     recording = _RecordingServer()
-    handle = environment.environment_class()(server=recording, cwd="/workspace", timeout=60)
+    handle = environment.environment_class()(profiles=launch_only(recording), cwd="/workspace", timeout=60)
     ceiling = protocol.MAX_COMMAND_TIMEOUT_SECONDS
     handle.execute("true", timeout=ceiling)
     assert recording.sent[-1]["timeout"] == ceiling

@@ -23,6 +23,7 @@ import pytest
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PACKAGE_ROOT))
 from berth_hermes import environment, errors, files, protocol, session  # noqa: E402 - once sys.path holds the package
+from conftest import launch_only  # noqa: E402 - the tests' own helper
 from berth_hermes.server import BerthServer  # noqa: E402 - once sys.path holds the package
 
 CONTRACT = json.loads((PACKAGE_ROOT / "berth_hermes" / "request_protocol.json").read_text(encoding="utf-8"))
@@ -166,7 +167,7 @@ def test_the_bridge_sends_only_fields_the_contract_knows_with_the_types_it_state
     monkeypatch.setenv("_HERMES_GATEWAY", "1")  # a gateway: sessionRequired is sent too
     for variable, field in CONTRACT["sessionVariables"].items():
         monkeypatch.setenv(variable, f"{field}-1")
-    handle = environment.environment_class()(server=server, cwd="/workspace", timeout=60, task_id="t1")
+    handle = environment.environment_class()(profiles=launch_only(server), cwd="/workspace", timeout=60, task_id="t1")
     handle.execute("echo hi", cwd="~/notes", timeout=30, stdin_data="input")
     handle.execute("true")
     read = session.read_session()
@@ -212,7 +213,7 @@ def test_the_bridge_returns_the_status_the_result_carries(
     server, _ = recording_server
     answer = {"v": 1, "stdout": "out", "stderr": "", "truncated": False, "durationMs": 1, "scope": "task:t1", **result}
     monkeypatch.setattr(server, "request", lambda *_args, **_kwargs: answer)
-    handle = environment.environment_class()(server=server, cwd="/workspace", timeout=60, task_id="t1")
+    handle = environment.environment_class()(profiles=launch_only(server), cwd="/workspace", timeout=60, task_id="t1")
     done = handle.execute("sleep 100", timeout=5)
     assert done["returncode"] == returncode
     assert ("[Command timed out after 5s]" in done["output"]) is says_timeout

@@ -40,3 +40,26 @@ def reset_secret_scope(token: Token) -> None:
 def current_secret_scope() -> Optional[Mapping[str, str]]:
     """:85-87 — the active secret mapping, or None when no scope is installed."""
     return _SECRET_SCOPE.get()
+
+
+def load_env_file(path) -> dict:
+    """``load_env_file``: ``NAME=value`` lines of a profile's ``.env``; never touches ``os.environ``."""
+    from pathlib import Path
+
+    found = {}
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return found
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() and not name.strip().startswith("#"):
+            found[name.strip()] = value.strip()
+    return found
+
+
+def build_profile_secret_scope(hermes_home) -> dict:
+    """``build_profile_secret_scope`` (the end of the file): the profile's ``<home>/.env``."""
+    from pathlib import Path
+
+    return load_env_file(Path(hermes_home) / ".env")
