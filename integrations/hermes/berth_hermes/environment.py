@@ -123,7 +123,7 @@ def environment_class() -> type:
             effective_timeout = timeout or self.timeout or DEFAULT_COMMAND_TIMEOUT_SECONDS
             profile = self.berth_profile()
             request = session_request(
-                self.berth_session(profile), self._berth_task_id, self._berth_bound_variables, profile.settings
+                self.berth_session(profile), self._berth_task_id, self._berth_bound_variables, profile
             )
             request["command"] = command
             if cwd:
@@ -181,7 +181,7 @@ def environment_class() -> type:
             from .files import pending_copies
 
             profile = self.berth_profile()
-            return pending_copies(profile.server, profile.settings).realpath(
+            return pending_copies(profile.server, profile).realpath(
                 self.berth_session(profile), remote_path, self._berth_task_id
             )
 
@@ -195,7 +195,7 @@ def environment_class() -> type:
             from .files import pending_copies
 
             profile = self.berth_profile()
-            pending_copies(profile.server, profile.settings).fetch(
+            pending_copies(profile.server, profile).fetch(
                 self.berth_session(profile), remote_path, os.fspath(local_dest), max_bytes=max_bytes,
                 task_id=self._berth_task_id,
             )
@@ -208,7 +208,7 @@ def environment_class() -> type:
             bound._berth_bound_profile = profile
             bound._berth_bound_session = session_for(profile, session)
             # The profile's variables of the turn that started it: the poller's thread has no scope.
-            variables = scope_variables(profile.settings)
+            variables = scope_variables(profile)
             bound._berth_bound_variables = dict(variables) if variables is not None else None
             return bound
 

@@ -56,26 +56,26 @@ def reason_of(error: BaseException) -> str:
 
 def put_file(
     server: BerthServer, session: Mapping[str, str], *, source: str, path: str, task_id: str = "default",
-    settings: Any = None,
+    profile: Any = None,
 ) -> dict[str, Any]:
     """Copies the host file ``source`` (one Hermes cached) to ``path`` in the session's sandbox.
 
     Berth opens ``source`` without following a link, writes under a temporary name and renames at
     the end, so the sandbox never sees half a file; raises :class:`BerthBridgeError` with Berth's line.
     """
-    request = session_request(session, task_id, settings=settings)
+    request = session_request(session, task_id, profile=profile)
     request.update({"op": "put-file", "source": source, "path": path})
     return server.request(request, read_timeout=FILE_ANSWER_SECONDS, answer_field="path")
 
 
 def get_file(
     server: BerthServer, session: Mapping[str, str], *, path: str, target: Path, task_id: str = "default",
-    settings: Any = None,
+    profile: Any = None,
 ) -> dict[str, Any]:
     """Copies ``path`` (as the agent wrote it: sandbox-absolute, ``~/``, or relative to ``/workspace``) out
     of the session's sandbox into a new private subfolder of ``target``; returns Berth's answer, whose
     ``hostPath`` is checked to lie inside ``target``."""
-    request = session_request(session, task_id, settings=settings)
+    request = session_request(session, task_id, profile=profile)
     request.update({"op": "get-file", "path": path, "target": os.fspath(target)})
     answer = server.request(request, read_timeout=FILE_ANSWER_SECONDS, answer_field="hostPath")
     host_path = str(answer.get("hostPath") or "")
@@ -227,17 +227,17 @@ class PendingCopies:
     sandbox is never handed to another's request for the same path.
     """
 
-    def __init__(self, server: BerthServer, outbox: Path, settings: Any = None) -> None:
+    def __init__(self, server: BerthServer, outbox: Path, profile: Any = None) -> None:
         self.server = server
         self.outbox = outbox
-        self.settings = settings
-        """The profile's ``BridgeSettings``: which of its turn's variables a sandbox made here gets."""
+        self.profile = profile
+        """The ``profiles.Profile`` served: which of its turn's variables a sandbox made here gets."""
         self._lock = threading.Lock()
         self._copies: dict[tuple[tuple[tuple[str, str], ...], str], tuple[str, float]] = {}
 
     def _take_out(self, session: Mapping[str, str], path: str, task_id: str) -> dict[str, Any]:
         sweep_outbox(self.outbox)
-        return get_file(self.server, session, path=path, target=self.outbox, task_id=task_id, settings=self.settings)
+        return get_file(self.server, session, path=path, target=self.outbox, task_id=task_id, profile=self.profile)
 
     def realpath(self, session: Mapping[str, str], path: str, task_id: str = "default") -> str | None:
         try:
@@ -296,13 +296,13 @@ def _move(source: str, destination: str) -> None:
 _pending: dict[Path, PendingCopies] = {}
 
 
-def pending_copies(server: BerthServer, settings: Any = None) -> PendingCopies:
+def pending_copies(server: BerthServer, profile: Any = None) -> PendingCopies:
     """The one :class:`PendingCopies` of this process for ``server``'s profile (its home's outbox)."""
     outbox = outbox_folder(server.home)
     with _deliverables_lock:
         found = _pending.get(outbox)
         if found is None or found.server is not server:
-            found = _pending[outbox] = PendingCopies(server, outbox, settings)
+            found = _pending[outbox] = PendingCopies(server, outbox, profile)
         return found
 
 

@@ -173,7 +173,7 @@ def wrap_inbound_text(profiles: Profiles) -> PutAttachments | None:
 
     def put(profile: Profile, session: Mapping[str, str], source: str, target: str) -> Any:
         return put_file(profile.server, session_for(profile, session), source=source, path=target,
-                        settings=profile.settings)
+                        profile=profile)
 
     @functools.wraps(original)
     async def _prepare_inbound_message_text(self: Any, *args: Any, **kwargs: Any) -> Any:

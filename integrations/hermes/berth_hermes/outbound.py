@@ -171,7 +171,7 @@ def register_media_transform(ctx: Any, profiles: Profiles) -> None:
         def fetch(path: str) -> str:
             sweep_outbox(outbox)
             answer = get_file(profile.server, session_for(profile, session), path=path, target=outbox,
-                              settings=profile.settings)
+                              profile=profile)
             return str(answer["hostPath"])
 
         return rewrite_media_directives(response_text, fetch)

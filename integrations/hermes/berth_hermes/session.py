@@ -169,7 +169,7 @@ def use_variable_names(user_prefix: str, forwarded: "list[str] | tuple[str, ...]
     _forwarded = frozenset(str(name) for name in forwarded)
 
 
-def scope_variables(settings: Any = None) -> dict[str, str] | None:
+def scope_variables(profile: Any = None) -> dict[str, str] | None:
     """The variables of this turn's profile that Berth uses, when Hermes serves several profiles.
 
     Hermes 0.21+ keeps a profile's ``.env`` out of ``os.environ`` while it multiplexes profiles
@@ -179,19 +179,23 @@ def scope_variables(settings: Any = None) -> dict[str, str] | None:
     gateway's environment, which may hold another profile's values. A multiplexed turn with no scope
     (upstream's ``get_secret`` raises there) gets ``{}``: no variables, never someone else's. None
     when Hermes does not multiplex (or has no secret scopes): ``berth serve`` reads its own
-    environment, as before. ``settings`` (a profile's ``BridgeSettings``) names the variables its own
-    ``config.yaml`` uses; without it, those :func:`use_variable_names` was given.
+    environment, as before. ``profile`` (``profiles.Profile``) names the variables its own
+    ``config.yaml`` uses (without it, those :func:`use_variable_names` was given); a routed profile's
+    turn always gets its scope's or ``{}``, multiplexing flag or not: the gateway's environment is the
+    launch profile's.
     """
     prefix, forwarded = _user_prefix, _forwarded
+    settings = getattr(profile, "settings", None)
+    routed = bool(getattr(profile, "routed", False))
     if settings is not None:
         prefix = f"{settings.user_env_prefix or 'HERMES_USER'}_"
         forwarded = frozenset(settings.forwarded)
     try:
         from agent.secret_scope import current_secret_scope, is_multiplex_active
     except ImportError:
-        return None
+        return {} if routed else None
     try:
-        if not is_multiplex_active():
+        if not routed and not is_multiplex_active():
             return None
         scope = current_secret_scope()
     except Exception:  # Hermes' own failure: nothing, never the gateway's environment
@@ -206,12 +210,12 @@ def scope_variables(settings: Any = None) -> dict[str, str] | None:
 
 def session_request(
     session: Mapping[str, str], task_id: str = "default", variables: Mapping[str, str] | None = None,
-    settings: Any = None,
+    profile: Any = None,
 ) -> dict[str, Any]:
     """The fields every request to ``berth serve`` starts with: the protocol version, the session as
     ``read_session()`` gave it, the task, ``sessionRequired`` where many people are served, and the
-    profile's ``variables`` where Hermes gives them (``variables``, else :func:`scope_variables` now, by
-    ``settings``' names).
+    profile's ``variables`` where Hermes gives them (``variables``, else :func:`scope_variables` now, for
+    ``profile``).
 
     Commands and files (``put-file``, ``get-file``) send exactly these, so whose sandbox a file goes
     to or comes from is decided as for a command, by core.
@@ -219,7 +223,7 @@ def session_request(
     request: dict[str, Any] = {"v": PROTOCOL_VERSION, **session, "taskId": task_id or "default"}
     if serves_many_people():
         request["sessionRequired"] = True
-    scoped = dict(variables) if variables is not None else scope_variables(settings)
+    scoped = dict(variables) if variables is not None else scope_variables(profile)
     if scoped is not None:
         request["variables"] = scoped
     return request

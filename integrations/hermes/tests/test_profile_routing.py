@@ -112,3 +112,26 @@ def test_a_refusal_scope_leaves_the_patches_to_hermes(gateway: Any, monkeypatch:
     assert profiles_module.pass_through(profiles) is False
     monkeypatch.setattr(profiles_module, "_scoped_backend", lambda: "local")
     assert profiles_module.pass_through(profiles) is True
+
+
+def test_a_routed_turn_sends_its_scopes_variables_or_none_never_the_gateways(
+    gateway: Any, monkeypatch: Any
+) -> None:
+    import types
+
+    from berth_hermes.session import scope_variables
+
+    profiles, homes = gateway
+    monkeypatch.setenv("HERMES_HOME", str(homes["work"]))
+    work = profiles.current()
+    monkeypatch.setenv("HERMES_USER_TELEGRAM_1_TOKEN", "the gateway's")
+    fake = types.ModuleType("agent.secret_scope")
+    fake.is_multiplex_active = lambda: False  # type: ignore[attr-defined]  # a routed turn needs no flag
+    fake.current_secret_scope = lambda: None  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agent", types.ModuleType("agent"))
+    monkeypatch.setitem(sys.modules, "agent.secret_scope", fake)
+    assert scope_variables(work) == {}
+    assert scope_variables(profiles.launch) is None  # the launch profile, unmultiplexed: berth serve's own
+    fake.current_secret_scope = lambda: {  # type: ignore[attr-defined]
+        "HERMES_USER_TELEGRAM_1_TOKEN": "work's", "UNRELATED": "x"}
+    assert scope_variables(work) == {"HERMES_USER_TELEGRAM_1_TOKEN": "work's"}
