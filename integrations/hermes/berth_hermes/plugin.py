@@ -209,6 +209,18 @@ def create_provider(profiles: Profiles, settings: BridgeSettings) -> Any:
                 return [(True, "Berth", cli), (False, "Node.js for Berth", str(old))]
             return [(True, "Berth", cli), (True, "Node.js for Berth", node)]
 
+        def get_config_schema(self) -> dict[str, dict[str, Any]]:
+            """Nothing below ``terminal.backends.berth_docker`` (the dashboard's schema, :119-121): Berth reads
+            its settings from the ``terminal:`` section itself and refuses them there, so none is offered."""
+            return {}
+
+        def setup_instructions(self) -> list[str]:
+            """What ``hermes setup`` prints after the backend is chosen."""
+            return [
+                "Berth reads its settings from the terminal: section (docker_image, container_memory, ...);",
+                "each profile's own config.yaml configures that profile's sandboxes. See Berth's docs/hermes.md.",
+            ]
+
         def is_available(self) -> bool:
             """Node and Berth are installed; no process is started and nothing is asked over the network."""
             try:

@@ -59,3 +59,11 @@ def test_hermes_doctor_says_both_are_there_when_they_are(tmp_path: Path, monkeyp
     cli.write_text("", encoding="utf-8")
     monkeypatch.setenv("BERTH_CLI", os.fspath(cli))
     assert [row[:2] for row in provider(tmp_path).doctor_checks()] == [(True, "Berth"), (True, "Node.js for Berth")]
+
+
+def test_it_offers_no_settings_below_terminal_backends_since_berth_reads_the_terminal_section(tmp_path: Path) -> None:
+    """Core refuses Berth's keys under ``terminal.backends.berth_docker`` (they belong in ``terminal:``), so the
+    dashboard's schema (``get_config_schema``, :119-121) offers none; ``hermes setup`` says where they go."""
+    made = provider(tmp_path)
+    assert made.get_config_schema() == {}
+    assert any("terminal: section" in line for line in made.setup_instructions())
