@@ -272,6 +272,25 @@ def handle(action: dict) -> Any:
             success, _output, final_response, error = run_job(jobs.get_job(action["job_id"]))
             return json.loads(final_response) if success else {"raised": error}
         return _run_in_threads([_in_thread_without_context(run_unmarked)])[0]
+    if op == "cron_fire":
+        # One fire of a job as upstream 0.21 runs it: a thread of the scheduler's, every session variable
+        # blanked (``_CronRunScope``, cron/scheduler_run_scope.py:31-48 at 2d55bdc), the job's profile
+        # home bound for the fire (its "cron fire helper" binds the terminal scope), and the run's
+        # CronExecution (cron/execution_identity.py:31-43 at 542a498). Its agent runs one command.
+        def fire() -> Any:
+            from cron.execution_identity import enter_cron_execution, exit_cron_execution
+            from gateway.session_context import set_session_vars
+
+            set_session_vars(platform="", chat_id="")
+            if action.get("profile_home"):
+                _bind_profile_home(action["profile_home"])
+            token = enter_cron_execution({"id": action["job_id"]}, action.get("execution_id", "exec-1"),
+                                         {"source": "builtin"}, profile=action.get("profile", "default"))
+            try:
+                return _tool({"tool": "terminal", "command": action["command"]})()
+            finally:
+                exit_cron_execution(token)
+        return _run_in_threads([_in_thread_without_context(fire)])[0]
     if op == "cron_tick":
         return _run_in_threads([_in_thread_without_context(_cron_tick)])[0]
     if op == "cron_tick_during_message":

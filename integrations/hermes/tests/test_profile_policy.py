@@ -123,3 +123,24 @@ def test_an_attachment_reaches_the_senders_sandbox_in_the_messages_profile_only(
     assert other["output"].splitlines() == ["none"], other
     owners = {c["Labels"].get("dev.berth.profile") for c in engine.containers_under(gateway.home)}
     assert owners == {"work", "home"}
+
+
+def test_a_cron_jobs_fires_run_in_its_own_sandbox_of_its_own_profile(make_gateway: Any, engine: Any) -> None:
+    """The same job id in two profiles is two sandboxes, each made by its profile's own berth serve."""
+    gateway = _gateway(make_gateway)
+    homes = {profile: make_profile(gateway, profile) for profile in ("work", "home")}
+
+    def fire(profile: str, command: str, execution: str) -> Any:
+        return gateway.send({"op": "cron_fire", "job_id": "job-7", "profile": profile, "command": command,
+                             "profile_home": os.fspath(homes[profile]), "execution_id": execution})
+
+    assert fire("work", "echo work > /workspace/mark; cat /workspace/mark", "e1")["output"] == "work"
+    # A later fire of the same job (a new execution id, a new task id upstream) finds its files.
+    assert fire("work", "cat /workspace/mark", "e2")["output"] == "work"
+    assert fire("home", "cat /workspace/mark 2>&1 || echo none", "e3")["output"].splitlines()[-1] == "none"
+    containers = engine.containers_under(gateway.home)
+    assert len(containers) == 2
+    for container in containers:
+        profile = container["Labels"].get("dev.berth.profile")
+        assert container["Labels"][LABEL_WORKSPACE].startswith(os.fspath(homes[profile] / "sandboxes") + "/")
+        assert container["Labels"].get("dev.berth.user") is None, container
