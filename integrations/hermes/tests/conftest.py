@@ -22,6 +22,7 @@ from urllib.parse import quote
 import pytest
 from docker_engine import Engine
 from host_cleanup import NETWORK_POOL, remove_egress_tables, unmount_under
+from python_root import PYTHON_ROOT, gateway_argv, start_host_server
 from stand_in_gateway import Gateway
 
 HERE = Path(__file__).resolve().parent
@@ -109,6 +110,12 @@ def make_profile(gateway: Gateway, name: str, terminal: dict | None = None, dote
                "docker_network_pool": NETWORK_POOL, **(terminal or {})}
     (home / "config.yaml").write_text(json.dumps({"terminal": section}, indent=2), encoding="utf-8")
     (home / ".env").write_text("".join(f"{key}={value}\n" for key, value in (dotenv or {}).items()), encoding="utf-8")
+    if PYTHON_ROOT and section["backend"] == "berth_docker":
+        # What the bridge would start for the profile (profiles.routed_environment): the gateway's
+        # environment without its TERMINAL_* and users' variables.
+        environment = {name: value for name, value in gateway.environment.items()
+                       if not name.startswith(("TERMINAL_", "HERMES_USER_", "HERMES_SESSION_"))}
+        start_host_server(home, environment, gateway.home.parent / f"berth-serve-{name}.log")
     return home
 
 
@@ -181,15 +188,21 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         env.update(environment or {})
         for key in drop:
             env.pop(key, None)
-        argv = [sys.executable, os.fspath(HERE / "gateway_driver.py"), "--hermes", hermes] + (
-            ["--cli"] if cli_mode else []
-        )
+        driver = ["--hermes", hermes] + (["--cli"] if cli_mode else [])
+        argv = [sys.executable, os.fspath(HERE / "gateway_driver.py"), *driver]
         log = root / "gateway.log"
+        if PYTHON_ROOT:
+            # The gateway under Python 3.14 (python_root.py): its launch profile's server from the host.
+            start_host_server(home, env, root / "berth-serve.log")
+            argv = gateway_argv(env, driver)
         with log.open("w") as log_file:
             process = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file, text=True, env=env, cwd=root
             )
         gateway = Gateway(home, process, log)
+        gateway.environment = env
+        if PYTHON_ROOT:
+            assert gateway.send({"op": "python_version"}) == "3.14", gateway.log_text()
         made.append((gateway, root))
         return gateway
 
@@ -198,6 +211,9 @@ def make_gateway(engine: Engine, berth_cli: Path, node: str) -> Iterator[Any]:
         gateway.stop()
         # The launch profile's berth serve, and each routed profile's (make_profile).
         sockets = [gateway.socket, *(home / "run" / "berth.sock" for home in (gateway.home / "profiles").glob("*"))]
+        if PYTHON_ROOT:  # the tests' own servers (python_root.py) do not go with the gateway: stopped as Berth is
+            for pid in (pid for path in sockets for pid in berth_serve_processes(path)):
+                os.kill(pid, signal.SIGTERM)
         wait_until(lambda: not any(berth_serve_processes(path) for path in sockets), timeout=15)
         for pid in (pid for path in sockets for pid in berth_serve_processes(path)):
             os.kill(pid, signal.SIGKILL)
@@ -265,9 +281,11 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         "numFailedTests": statuses.count("failed"),
         "numPendingTests": statuses.count("pending"),
         "testResults": [{
-            "name": "integrations/hermes", "status": "failed" if "failed" in statuses else "passed",
+            "name": "integrations/hermes" + (" (python 3.14)" if PYTHON_ROOT else ""),
+            "status": "failed" if "failed" in statuses else "passed",
             "assertionResults": [{"fullName": node, "status": status} for node, status in _outcomes.items()],
         }],
     }
     Path(folder).mkdir(parents=True, exist_ok=True)
-    (Path(folder) / "hermes-bridge.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+    name = os.environ.get("BERTH_TEST_REPORT", "hermes-bridge")
+    (Path(folder) / f"{name}.json").write_text(json.dumps(report, indent=2), encoding="utf-8")

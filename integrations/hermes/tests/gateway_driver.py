@@ -240,6 +240,8 @@ def handle(action: dict) -> Any:
             local = fetch_remote_media(action["path"])
             return {"local": local, "data": base64.b64encode(Path(local).read_bytes()).decode() if local else None}
         return _run_in_threads([_session_call(action.get("session"), fetch)])[0]
+    if op == "python_version":
+        return "%d.%d" % sys.version_info[:2]
     if op == "multiplex":
         # Upstream 0.21 sets it once at start-up when gateway.multiplex_profiles is true
         # (agent/secret_scope.py:32-47 at 0474a0e).

@@ -18,6 +18,8 @@ class Gateway:
         self.home = home
         self.process = process
         self.log = log
+        self.environment: dict[str, str] = {}
+        """The gateway process's environment (conftest.make_gateway)."""
         self.ready = json.loads(self._read_line())
 
     @property

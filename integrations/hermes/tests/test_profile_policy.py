@@ -16,6 +16,7 @@ from typing import Any
 
 from conftest import berth_serve_processes, make_profile, session_of, unique_user
 from docker_engine import LABEL_WORKSPACE
+from python_root import PYTHON_ROOT
 
 MB = 1024 * 1024
 
@@ -69,8 +70,9 @@ def test_two_profiles_times_two_users_each_with_its_profiles_config_secrets_and_
         assert _memory_of(engine, container) == limits[profile] * MB, container
     for profile, home in homes.items():
         assert len(berth_serve_processes(home / "run" / "berth.sock")) == 1, profile
-    # The launch profile served no turn here: its berth serve was never started.
-    assert berth_serve_processes(gateway.socket) == []
+    # The launch profile served no turn here: its berth serve was never started (under Python 3.14 the
+    # tests start every server on the host beforehand: python_root.py).
+    assert PYTHON_ROOT or berth_serve_processes(gateway.socket) == []
 
 
 def test_a_session_naming_another_profile_than_the_turns_home_is_refused(make_gateway: Any, engine: Any) -> None:
