@@ -12,11 +12,12 @@ import tempfile
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from conftest import PACKAGE_ROOT, install_with_pip, launch_only, session_of, unique_user
+from conftest import HERE, PACKAGE_ROOT, install_with_pip, launch_only, session_of, unique_user
 
 sys.path.insert(0, str(PACKAGE_ROOT))
 sys.path.insert(0, str(PACKAGE_ROOT / "build_backend"))
@@ -148,3 +149,24 @@ def test_a_timeout_over_berths_ceiling_is_refused_as_berth_serve_refuses_it_neve
         handle.execute("true", timeout=ceiling + 1)
     assert refused.value.code == "REQUEST_INVALID"
     assert len(recording.sent) == 1
+
+
+def test_the_manifest_asks_for_hermes_0_19_or_newer_in_upstreams_own_terms() -> None:
+    """Upstream 0.21's gate (hermes_cli/plugins_manifest.py at 0006718, its stand-in's version_satisfies)."""
+    import importlib.util
+
+    path = HERE / "stand_in" / "hermes_0_21" / "hermes_cli" / "plugins_manifest.py"
+    spec = importlib.util.spec_from_file_location("stand_in_plugins_manifest", path)
+    assert spec is not None and spec.loader is not None
+    gate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gate)
+    manifest = yaml.safe_load((PACKAGE_ROOT / "berth_hermes" / "plugin.yaml").read_text(encoding="utf-8"))
+    wanted = manifest["requires_hermes"]
+    assert [gate.version_satisfies(wanted, version) for version in ("0.19.0", "0.21.3", "1.0", "0.18.9")] == [
+        True, True, True, False]
+
+
+def test_a_hermes_older_than_the_manifest_asks_skips_the_plugin_with_its_reason(make_gateway: Any) -> None:
+    gateway = make_gateway(hermes="0.21", environment={"HERMES_STAND_IN_VERSION": "0.18.0"})
+    assert gateway.ready == {"ready": True, "loaded": [],
+                             "errors": {"berth": "requires hermes >=0.19, running 0.18.0"}}

@@ -1,4 +1,6 @@
-"""0.19.0's stand-in plugin loader, whose PluginContext can register a terminal backend."""
+"""0.19.0's stand-in plugin loader, whose PluginContext can register a terminal backend, and which skips a
+directory plugin whose ``requires_hermes`` the running version does not meet (hermes_cli/plugins_manifest.py
+at 0006718: "Unsatisfied plugins are recorded with an error and skipped before import")."""
 
 from pathlib import Path
 
@@ -14,3 +16,20 @@ class _ProviderPluginContext(PluginContext):  # noqa: F821 - the 0.19.0 body's, 
 
 
 PluginManager.context_class = _ProviderPluginContext  # noqa: F821 - the 0.19.0 body's, run above
+
+
+_builtin_load_directory_plugin = PluginManager._load_directory_plugin  # noqa: F821 - the 0.19.0 body's
+
+
+def _load_directory_plugin(self, manifest, plugin_dir) -> None:
+    from hermes_cli.plugins_manifest import requires_hermes_error
+
+    data = yaml.safe_load((plugin_dir / "plugin.yaml").read_text(encoding="utf-8")) or {}  # noqa: F821
+    refused = requires_hermes_error(str(data.get("requires_hermes") or "").strip())
+    if refused:
+        self.errors[manifest.name] = refused
+        return
+    _builtin_load_directory_plugin(self, manifest, plugin_dir)
+
+
+PluginManager._load_directory_plugin = _load_directory_plugin  # noqa: F821 - the 0.19.0 body's
