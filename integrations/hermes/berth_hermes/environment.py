@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import os
 import posixpath
 from typing import Any, Mapping, cast
@@ -13,6 +14,8 @@ from .protocol import DEFAULT_COMMAND_TIMEOUT_SECONDS, checked_timeout
 from .server import CommandInterrupted, locate_berth
 from .session import PROBE_TASK_ID, probe_answer, read_session, scope_variables, session_request
 
+
+logger = logging.getLogger("berth_hermes")
 
 # Seconds to wait for Berth's answer beyond the command's own timeout (a first command may
 # create the container, or pull its image).
@@ -180,10 +183,13 @@ def environment_class() -> type:
             """
             from .files import pending_copies
 
-            profile = self.berth_profile()
-            return pending_copies(profile.server, profile).realpath(
-                self.berth_session(profile), remote_path, self._berth_task_id
-            )
+            try:
+                profile = self.berth_profile()
+                session = self.berth_session(profile)
+            except BerthBridgeError as refused:  # whose sandbox is unclear: nothing is read
+                logger.warning("%s", refused)
+                return None
+            return pending_copies(profile.server, profile).realpath(session, remote_path, self._berth_task_id)
 
         def fetch_file(self, remote_path: str, local_dest: Any, *, max_bytes: int) -> None:
             """Copies the sandbox file ``remote_path`` to the host file ``local_dest`` (at most ``max_bytes``).
@@ -192,12 +198,15 @@ def environment_class() -> type:
             files over ``terminal.docker_file_limit``; a refusal raises Hermes' ``FileFetchError`` with
             Berth's line. The host copy is recorded as one Hermes may send.
             """
-            from .files import pending_copies
+            from .files import file_fetch_error, pending_copies
 
-            profile = self.berth_profile()
+            try:
+                profile = self.berth_profile()
+                session = self.berth_session(profile)
+            except BerthBridgeError as refused:  # Hermes' remote fetch catches its own error, not ours
+                raise file_fetch_error(str(refused)) from None
             pending_copies(profile.server, profile).fetch(
-                self.berth_session(profile), remote_path, os.fspath(local_dest), max_bytes=max_bytes,
-                task_id=self._berth_task_id,
+                session, remote_path, os.fspath(local_dest), max_bytes=max_bytes, task_id=self._berth_task_id,
             )
 
         def bound_to(self, session: Mapping[str, str]) -> "BerthDockerEnvironment":

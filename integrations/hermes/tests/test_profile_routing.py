@@ -135,3 +135,21 @@ def test_a_routed_turn_sends_its_scopes_variables_or_none_never_the_gateways(
     fake.current_secret_scope = lambda: {  # type: ignore[attr-defined]
         "HERMES_USER_TELEGRAM_1_TOKEN": "work's", "UNRELATED": "x"}
     assert scope_variables(work) == {"HERMES_USER_TELEGRAM_1_TOKEN": "work's"}
+
+
+def test_a_refused_profile_reads_no_file_and_fails_hermes_fetch_in_its_own_terms(
+    gateway: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    """Hermes' remote fetch (fetch_realpath, then fetch_file) of a turn whose profile is unclear: nothing is
+    asked of any server; realpath answers None and fetch_file raises the error Hermes catches."""
+    from berth_hermes.environment import environment_class
+
+    profiles, homes = gateway
+    monkeypatch.setenv("HERMES_HOME", str(homes["work"]))
+    monkeypatch.setenv("HERMES_SESSION_USER_ID", "1")
+    monkeypatch.setenv("HERMES_SESSION_PROFILE", "home")  # another profile than the turn's home
+    handle = environment_class()(profiles=profiles, cwd="/workspace", timeout=60)
+    assert handle.fetch_realpath("/workspace/report.pdf") is None
+    with pytest.raises(RuntimeError, match="session names profile home"):
+        handle.fetch_file("/workspace/report.pdf", tmp_path / "copy", max_bytes=1024)
+    assert not (tmp_path / "copy").exists()
