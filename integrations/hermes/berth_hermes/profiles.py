@@ -119,10 +119,14 @@ class Profiles:
         return Profile(name=name, settings=settings, server=server, routed=True)
 
     def uses_berth(self, profile: Profile) -> bool:
-        """Whether Berth serves this profile's terminal now; a refusal scope raises Hermes' own error."""
+        """Whether Berth serves this profile's terminal now, as Hermes' terminal tool decides it
+        (``_tenv("TERMINAL_ENV")``): the turn's terminal scope; without one, the launch process's
+        ``TERMINAL_ENV`` (Hermes bridges ``config.yaml`` to it at start-up) for the launch profile;
+        else the profile's ``config.yaml``. A refusal scope raises Hermes' own error."""
         backend = _scoped_backend()
         if backend is None:
-            backend = profile.settings.backend
+            ambient = "" if profile.routed else os.environ.get("TERMINAL_ENV", "").strip()
+            backend = ambient or profile.settings.backend
             if backend == "docker" and not profile.settings.user_sandbox:
                 return False
         return backend == self.backend

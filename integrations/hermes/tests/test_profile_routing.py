@@ -153,3 +153,15 @@ def test_a_refused_profile_reads_no_file_and_fails_hermes_fetch_in_its_own_terms
     with pytest.raises(RuntimeError, match="session names profile home"):
         handle.fetch_file("/workspace/report.pdf", tmp_path / "copy", max_bytes=1024)
     assert not (tmp_path / "copy").exists()
+
+
+def test_the_launch_profile_uses_berth_as_hermes_terminal_env_says(gateway: Any, monkeypatch: Any) -> None:
+    """Without a terminal scope Hermes reads ``TERMINAL_ENV`` from the process (its config bridged there, or
+    set by the operator); a routed profile never takes the launch process's."""
+    profiles, homes = gateway
+    monkeypatch.setenv("TERMINAL_ENV", "local")
+    assert not profiles.uses_berth(profiles.launch)
+    monkeypatch.setenv("TERMINAL_ENV", "berth_docker")
+    assert profiles.uses_berth(profiles.launch)
+    monkeypatch.setenv("HERMES_HOME", str(homes["plain"]))
+    assert not profiles.uses_berth(profiles.current())  # plain's config.yaml: local
