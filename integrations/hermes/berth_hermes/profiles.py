@@ -43,6 +43,9 @@ class Profile:
     server: BerthServer
     routed: bool = False
     """A home other than the launch process's: Hermes bound it for this turn."""
+    refused: str = ""
+    """Why no request of this profile may be sent (its sandbox folder is another profile's): every
+    request refuses with it (:func:`session_for`), so no caller has to catch it elsewhere."""
 
 
 def _profile_name(home: Path) -> str:
@@ -87,15 +90,16 @@ class Profiles:
         self.backend = "berth_docker" if provider_api else "docker"
         """The ``terminal.backend`` that means Berth in this Hermes."""
         self._lock = threading.Lock()
+        self._launch_home = os.path.realpath(launch.home)
         self._routed: dict[Path, Profile] = {}
         self._roots: dict[Path, str] = {sandbox_root(launch, os.environ): "the launch profile"}
 
     def current(self) -> Profile:
         """The profile of this call: the one whose home Hermes bound for the turn, else the launch one."""
-        home = hermes_home()
-        if os.path.realpath(home) == os.path.realpath(self.launch.settings.home):
+        real = os.path.realpath(hermes_home())
+        if real == self._launch_home:
             return self.launch
-        key = Path(os.path.realpath(home))
+        key = Path(real)
         with self._lock:
             found = self._routed.get(key)
             if found is None:
@@ -108,15 +112,16 @@ class Profiles:
         name = _profile_name(home) or ""
         root = sandbox_root(settings, {})
         owner = self._roots.get(root)
-        if owner is not None:
-            raise BerthBridgeError(
-                f"berth: profile {name or home}'s sandbox folder {root} is {owner}'s too; give each profile "
-                "a terminal.sandbox_dir of its own, or none (its home's sandboxes/)"
-            )
-        self._roots[root] = f"profile {name or home}"
+        refused = "" if owner is None else (
+            f"berth: profile {name or home}'s sandbox folder {root} is {owner}'s too; give each profile "
+            "a terminal.sandbox_dir of its own, or none (its home's sandboxes/)"
+        )
+        if owner is None:
+            self._roots[root] = f"profile {name or home}"
+        # Never started for a refused profile: every request refuses before it is sent.
         server = server_for(settings.socket, home=home, config_file=settings.config_file,
                             environment=routed_environment(settings.user_env_prefix))
-        return Profile(name=name, settings=settings, server=server, routed=True)
+        return Profile(name=name, settings=settings, server=server, routed=True, refused=refused)
 
     def uses_berth(self, profile: Profile) -> bool:
         """Whether Berth serves this profile's terminal now, as Hermes' terminal tool decides it
@@ -146,6 +151,8 @@ def _scoped_backend() -> str | None:
 
 def session_for(profile: Profile, session: Mapping[str, str]) -> dict[str, str]:
     """The session a request of ``profile`` sends: a routed profile's always names it."""
+    if profile.refused:
+        raise BerthBridgeError(profile.refused)
     result = dict(session)
     if not profile.routed:
         return result
@@ -170,7 +177,5 @@ def pass_through(profiles: Profiles) -> bool:
     terminal policy could not be read (Hermes' own path then refuses, as upstream designed it)."""
     try:
         return not profiles.uses_berth(profiles.current())
-    except BerthBridgeError:
-        return False  # Berth's own call refuses it, with its line
     except Exception:  # noqa: BLE001 - Hermes' refusal scope (TerminalPolicyUnavailable): Hermes decides
         return True

@@ -84,8 +84,10 @@ def test_two_profiles_never_share_a_sandbox_folder(gateway: Any, monkeypatch: An
     monkeypatch.setenv("HERMES_HOME", str(homes["work"]))
     profiles.current()
     monkeypatch.setenv("HERMES_HOME", str(homes["copycat"]))
+    copycat = profiles.current()  # never raises: a patch asking which profile this is must not break
     with pytest.raises(BerthBridgeError, match="sandbox folder .* is profile work's too"):
-        profiles.current()
+        session_for(copycat, {"userId": "1", "profile": "copycat"})
+    assert copycat.server.pid is None  # nothing was started for it
 
 
 def test_a_routed_profiles_server_gets_neither_the_launch_policy_nor_users_variables(monkeypatch: Any) -> None:

@@ -70,7 +70,6 @@ async function hostRoutesIn(pool: Cidr): Promise<Cidr[]> {
   return routes;
 }
 
-/** Whether the engine refused a network because its subnet is in use. */
 /**
  * Podman's answer when a host interface went away while it read the host's routes to check the
  * subnet (another network's bridge removed at that moment, Go's "route ip+net: no such network
@@ -84,6 +83,7 @@ function isRouteRace(error: unknown): boolean {
 const ROUTE_RACE_RETRIES = 5;
 const ROUTE_RACE_WAIT_MS = 100;
 
+/** Whether the engine refused a network because its subnet is in use. */
 function isSubnetTaken(error: unknown): boolean {
   const status = engineStatus(error);
   const message = engineMessage(error);

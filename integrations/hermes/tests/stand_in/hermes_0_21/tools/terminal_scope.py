@@ -1,7 +1,8 @@
 """Stand-in for upstream Hermes' tools/terminal_scope.py at 00067189dfecf833d4d009c2dd977ae85cf800e0.
 
 Only what the bridge and the stand-in's terminal tool read; bodies are the stand-in's own, each
-behaviour naming the upstream symbol it models. A multiplexing gateway binds, for each turn, the
+behaviour naming the upstream symbol it models and its lines (counted in the stored text, as in
+docs/hermes-0.21.md). A multiplexing gateway binds, for each turn, the
 profile's COMPLETE ``TERMINAL_*`` policy in a ContextVar; while bound, ``terminal_env`` reads only it,
 never ``os.environ``; a policy that cannot be read installs a refusal scope, under which terminal
 execution raises (the module docstring).
@@ -16,12 +17,13 @@ from typing import Any, Dict, Optional
 
 logger = logging.getLogger(__name__)
 
-# ``_terminal_scope_var``: None = no scope bound; a dict = the policy; a refusal = resolution failed.
+# ``_terminal_scope_var`` (:23): None = no scope bound; a dict = the policy; a refusal = resolution failed.
 _terminal_scope_var: ContextVar = ContextVar("hermes_terminal_scope", default=None)
 
 
 class TerminalPolicyUnavailable(Exception):
-    """``TerminalPolicyUnavailable``: the routed profile's ``.env``/``config.yaml`` cannot be read/parsed."""
+    """``TerminalPolicyUnavailable`` (:35-44, with the refusal marker): the routed profile's
+    ``.env``/``config.yaml`` cannot be read/parsed."""
 
 
 class TerminalPolicyRefusal(Dict[str, str]):
@@ -45,14 +47,14 @@ def get_terminal_scope() -> Optional[Dict[str, str]]:
 
 
 def enforce_no_refusal() -> None:
-    """``enforce_no_refusal``: raise under a refusal scope; the terminal tool calls it before spawning."""
+    """``enforce_no_refusal`` (:61-72): raise under a refusal scope; the terminal tool calls it before spawning."""
     scope = _terminal_scope_var.get()
     if isinstance(scope, TerminalPolicyRefusal):
         raise TerminalPolicyUnavailable(f"terminal policy unavailable for this profile: {scope.reason}")
 
 
 def terminal_env(name: str, default: str = "") -> str:
-    """``terminal_env``: no scope: the process env; a refusal: raise; a policy: only the policy."""
+    """``terminal_env`` (:75-86): no scope: the process env; a refusal: raise; a policy: only the policy."""
     scope = _terminal_scope_var.get()
     if scope is None:
         return os.environ.get(name, default)
@@ -78,8 +80,9 @@ def _value(value: Any) -> str:
 
 
 def build_profile_terminal_scope(hermes_home: Any) -> Dict[str, str]:
-    """``build_profile_terminal_scope``: defaults <- the profile's ``.env`` ``TERMINAL_*`` <- its
-    ``config.yaml`` ``terminal:``; a present file that cannot be read or parsed raises."""
+    """``build_profile_terminal_scope`` (:89-104, its files :124-156): defaults <- the profile's
+    ``.env`` ``TERMINAL_*`` <- its ``config.yaml`` ``terminal:``; a present file that cannot be read or
+    parsed raises."""
     home = Path(hermes_home)
     scope: Dict[str, str] = {"TERMINAL_ENV": "local"}
     env_path = home / ".env"
@@ -108,7 +111,7 @@ def build_profile_terminal_scope(hermes_home: Any) -> Dict[str, str]:
 
 
 def install_profile_terminal_scope(hermes_home: Any) -> Token:
-    """``install_profile_terminal_scope``: build and install; on failure the refusal scope. Never raises."""
+    """``install_profile_terminal_scope`` (:193-200): build and install; on failure the refusal scope. Never raises."""
     try:
         return set_terminal_scope(build_profile_terminal_scope(hermes_home))
     except TerminalPolicyUnavailable as exc:

@@ -44,7 +44,7 @@ def _get_env_config():
 
 
 def _routed_home_task_key():
-    """``_routed_home_task_key``: a session-less call of a routed profile home keys that home."""
+    """``_routed_home_task_key`` (:435-456): a session-less call of a routed profile home keys that home."""
     from hermes_constants import get_hermes_home_override, profile_name_for_home
 
     override = get_hermes_home_override()
@@ -57,8 +57,9 @@ def _routed_home_task_key():
 
 
 def _resolve_container_task_id(task_id: str = None) -> str:
-    """Image overrides key their own; a session key keys ``session:<key>`` (every backend but persistent
-    Docker); no session key: the routed home's key, else ``"default"``."""
+    """``_resolve_container_task_id`` (:459-505): image overrides key their own; a session key keys
+    ``session:<key>`` (every backend but persistent Docker); no session key: the routed home's key,
+    else ``"default"``."""
     from gateway.session_context import get_session_env
 
     isolation_keys = {"docker_image", "modal_image", "singularity_image", "daytona_image", "env_type"}
