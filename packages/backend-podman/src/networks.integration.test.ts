@@ -17,8 +17,11 @@ const socketPath = process.env.BERTH_PODMAN_SOCKET ?? '/run/podman/podman.sock';
 const docker = new Dockerode({ socketPath });
 const image = process.env.BERTH_TEST_IMAGE ?? 'localhost/berth-busybox:latest';
 const runId = Math.random().toString(16).slice(2, 10);
-// A /28 of the pool's far end, so that this file's two /29s are known and touch no other test's.
-const pool = `10.217.${200 + Math.floor(Math.random() * 50)}.${16 * Math.floor(Math.random() * 15)}/28`;
+// A /28 of 10.216.0.0/16, a range no other suite allocates from, so that this file's two /29s are known
+// and no other sandbox can hold one: inside the default pool (10.217.0.0/16) every sandbox's search
+// starts at a hash of its name anywhere in the /16, and once a concurrent suite's sandbox took the
+// /29 this test expects ("no free /29 is left", seen in a full run).
+const pool = `10.216.${Math.floor(Math.random() * 256)}.${16 * Math.floor(Math.random() * 16)}/28`;
 const dummy = `berthd${runId.slice(0, 6)}`;
 let sandboxDir = '';
 const cleanups: Array<() => Promise<unknown>> = [];
